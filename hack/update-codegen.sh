@@ -1,0 +1,28 @@
+#!/usr/bin/env bash
+# Regenerates deepcopy, OpenAPI (with model names) and the Kilo Peer CRD.
+# OUT_ROOT lets verify-codegen.sh generate into a copy of the tree and diff.
+set -o errexit -o nounset -o pipefail
+
+ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+OUT_ROOT=${OUT_ROOT:-$ROOT}
+MODULE=github.com/kilo-mesh/kilo-mesh-apiserver
+BIN=${CODEGEN_BIN:-$ROOT/_output/codegen}
+HEADER=$ROOT/hack/boilerplate.go.txt
+APIS=(./pkg/apis/mesh/v1alpha1 ./pkg/apis/kilo/v1alpha1)
+
+(cd "$ROOT/hack/codegen" && go build -o "$BIN/" tool)
+
+cd "$OUT_ROOT"
+"$BIN/deepcopy-gen" --go-header-file "$HEADER" --output-file zz_generated.deepcopy.go "${APIS[@]}"
+
+APIMACHINERY=(k8s.io/apimachinery/pkg/apis/meta/v1 k8s.io/apimachinery/pkg/runtime
+  k8s.io/apimachinery/pkg/version k8s.io/apimachinery/pkg/api/resource k8s.io/apimachinery/pkg/util/intstr)
+readonly_args=()
+for p in "${APIMACHINERY[@]}"; do readonly_args+=(--readonly-pkg "$p"); done
+"$BIN/openapi-gen" --go-header-file "$HEADER" \
+  --output-dir pkg/generated/openapi --output-pkg "$MODULE/pkg/generated/openapi" \
+  --output-file zz_generated.openapi.go --output-model-name-file zz_generated.model_name.go \
+  --report-filename /dev/null "${readonly_args[@]}" \
+  "${APIMACHINERY[@]}" "${APIS[@]}"
+
+"$BIN/controller-gen" crd paths=./pkg/apis/kilo/v1alpha1 output:crd:dir=artifacts/crds

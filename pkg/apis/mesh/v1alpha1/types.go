@@ -1,0 +1,195 @@
+package v1alpha1
+
+import (
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// Granularity says how a member cluster's nodes are grouped behind WireGuard
+// leaders, as Kilo's --mesh-granularity does.
+// +enum
+type Granularity string
+
+const (
+	// GranularityAuto detects the granularity from the nodes' kilo.squat.ai/granularity annotation.
+	GranularityAuto Granularity = "Auto"
+	// GranularityLocation groups nodes by location; only each location's leader runs WireGuard.
+	GranularityLocation Granularity = "Location"
+	// GranularityFull makes every node its own group.
+	GranularityFull Granularity = "Full"
+	// GranularityCross makes every node its own group (a widely deployed Kilo patch).
+	GranularityCross Granularity = "Cross"
+)
+
+const (
+	// DefaultWireguardPort is Kilo's default WireGuard listen port.
+	DefaultWireguardPort int32 = 51820
+	// DefaultTopologyLabel is the node label Kilo reads the location from.
+	DefaultTopologyLabel = "topology.kubernetes.io/region"
+	// DefaultKubeconfigKey is the Secret key that holds a member cluster's kubeconfig.
+	DefaultKubeconfigKey = "kubeconfig"
+)
+
+// +genclient
+// +k8s:deepcopy-gen:interfaces=k8s.io/apimachinery/pkg/runtime.Object
+
+// ClusterMesh joins several Kubernetes clusters that run Kilo into one
+// WireGuard mesh by keeping Kilo Peers on every member cluster.
+type ClusterMesh struct {
+	metav1.TypeMeta `json:",inline"`
+	// +optional
+	metav1.ObjectMeta `json:"metadata,omitempty"`
+
+	// spec lists the member clusters and the networks each one owns.
+	Spec ClusterMeshSpec `json:"spec"`
+	// status is what the server last observed and applied.
+	// +optional
+	Status ClusterMeshStatus `json:"status,omitempty"`
+}
+
+// ClusterMeshSpec is the desired shape of a mesh.
+type ClusterMeshSpec struct {
+	// clusters are the members of the mesh: at least two, exactly one of them local.
+	// +listType=map
+	// +listMapKey=name
+	Clusters []ClusterEntry `json:"clusters"`
+}
+
+// ClusterEntry describes one member cluster and the networks it owns. Only
+// addresses inside these networks are ever advertised for it.
+type ClusterEntry struct {
+	// name identifies the cluster within the mesh (a DNS-1123 label).
+	Name string `json:"name"`
+	// local marks the cluster this server runs in; it is reached with the
+	// server's own credentials. Exactly one cluster is local.
+	// +optional
+	Local bool `json:"local,omitempty"`
+	// kubeconfigSecretRef names a Secret in the mesh's namespace holding a
+	// self-contained kubeconfig for this cluster. Required unless local.
+	// +optional
+	KubeconfigSecretRef *SecretKeyReference `json:"kubeconfigSecretRef,omitempty"`
+	// podCIDRs are the cluster's pod networks; every node's pod CIDR must lie inside one.
+	// +listType=atomic
+	PodCIDRs []string `json:"podCIDRs"`
+	// wireguardCIDR is the cluster's Kilo --subnet; leaders' WireGuard IPs come from it.
+	WireguardCIDR string `json:"wireguardCIDR"`
+	// wireguardPort is the UDP port of Kilo on the cluster's nodes, used when an
+	// endpoint is built from a node's ExternalIP. Defaults to 51820.
+	// +optional
+	// +default=51820
+	WireguardPort int32 `json:"wireguardPort,omitempty"`
+	// serviceCIDR is the cluster's service network, advertised through exactly one of its Peers.
+	// +optional
+	ServiceCIDR string `json:"serviceCIDR,omitempty"`
+	// additionalCIDRs are further networks of the cluster, advertised like serviceCIDR.
+	// +optional
+	// +listType=atomic
+	AdditionalCIDRs []string `json:"additionalCIDRs,omitempty"`
+	// nodeCIDRs are the nodes' host networks. When set, only internal IPs inside
+	// them are advertised; when empty, internal IPs are not advertised.
+	// +optional
+	// +listType=atomic
+	NodeCIDRs []string `json:"nodeCIDRs,omitempty"`
+	// persistentKeepalive, in seconds, is set on the Peers that represent this
+	// cluster elsewhere; use it when the cluster is behind NAT. 0 takes the
+	// leader's kilo.squat.ai/persistent-keepalive annotation instead.
+	// +optional
+	PersistentKeepalive int32 `json:"persistentKeepalive,omitempty"`
+	// granularity is the cluster's Kilo mesh granularity; Auto detects it from the nodes.
+	// +optional
+	// +default="Auto"
+	Granularity Granularity `json:"granularity,omitempty"`
+	// topologyLabel is the node label that names a node's location when it has
+	// no kilo.squat.ai/location annotation. Defaults to topology.kubernetes.io/region.
+	// +optional
+	// +default="topology.kubernetes.io/region"
+	TopologyLabel string `json:"topologyLabel,omitempty"`
+}
+
+// SecretKeyReference points at one key of a Secret in the mesh's namespace.
+type SecretKeyReference struct {
+	// name of the Secret.
+	Name string `json:"name"`
+	// key within the Secret's data. Defaults to "kubeconfig".
+	// +optional
+	// +default="kubeconfig"
+	Key string `json:"key,omitempty"`
+}
+
+// Condition types of a ClusterMesh.
+const (
+	// ConditionReady is True when every member is reachable and every desired Peer is applied.
+	ConditionReady = "Ready"
+	// ConditionClustersReachable is True when every member cluster answers.
+	ConditionClustersReachable = "ClustersReachable"
+	// ConditionPeersApplied is True when every desired Peer exists as planned.
+	ConditionPeersApplied = "PeersApplied"
+	// ConditionNetworksValid is False when networks conflict with each other or with other meshes.
+	ConditionNetworksValid = "NetworksValid"
+)
+
+// ClusterMeshStatus is what the server last observed and applied.
+type ClusterMeshStatus struct {
+	// observedGeneration is the generation of the spec this status describes.
+	// +optional
+	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
+	// conditions: Ready, ClustersReachable, PeersApplied, NetworksValid.
+	// +optional
+	// +listType=map
+	// +listMapKey=type
+	Conditions []metav1.Condition `json:"conditions,omitempty"`
+	// clusters holds per-cluster figures.
+	// +optional
+	// +listType=map
+	// +listMapKey=name
+	Clusters []ClusterStatus `json:"clusters,omitempty"`
+}
+
+// ClusterStatus holds the observed figures of one member cluster.
+type ClusterStatus struct {
+	// name matches a spec.clusters[].name.
+	Name string `json:"name"`
+	// reachable is whether the cluster's API server answered.
+	Reachable bool `json:"reachable"`
+	// lastError is the most recent error talking to the cluster, without secret content.
+	// +optional
+	LastError string `json:"lastError,omitempty"`
+	// granularity is the granularity in effect: the spec's, or the one detected from the nodes.
+	// +optional
+	Granularity Granularity `json:"granularity,omitempty"`
+	// nodes is the number of nodes of the cluster.
+	Nodes int32 `json:"nodes"`
+	// readyNodes is the number of nodes Kilo counts as Ready.
+	ReadyNodes int32 `json:"readyNodes"`
+	// locations is the number of WireGuard groups (locations, or nodes under full/cross).
+	Locations int32 `json:"locations"`
+	// peersDesired is the number of Peers this cluster should hold.
+	PeersDesired int32 `json:"peersDesired"`
+	// peersApplied is the number of those Peers that exist on the cluster as planned.
+	PeersApplied int32 `json:"peersApplied"`
+	// skippedNodes is the number of nodes left out of the mesh.
+	SkippedNodes int32 `json:"skippedNodes"`
+	// skippedByReason counts the skipped nodes by reason.
+	// +optional
+	// +listType=map
+	// +listMapKey=reason
+	SkippedByReason []ReasonCount `json:"skippedByReason,omitempty"`
+}
+
+// ReasonCount is the number of nodes skipped for one reason.
+type ReasonCount struct {
+	// reason is a stable CamelCase identifier, e.g. NotReady or NoPublicKey.
+	Reason string `json:"reason"`
+	// count is the number of nodes skipped for it.
+	Count int32 `json:"count"`
+}
+
+// +k8s:deepcopy-gen:interfaces=k8s.io/apimachinery/pkg/runtime.Object
+
+// ClusterMeshList is a list of ClusterMeshes.
+type ClusterMeshList struct {
+	metav1.TypeMeta `json:",inline"`
+	// +optional
+	metav1.ListMeta `json:"metadata,omitempty"`
+
+	Items []ClusterMesh `json:"items"`
+}
