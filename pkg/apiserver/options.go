@@ -1,0 +1,132 @@
+package apiserver
+
+import (
+	"context"
+	"fmt"
+	"net"
+
+	"github.com/spf13/pflag"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	utilerrors "k8s.io/apimachinery/pkg/util/errors"
+	"k8s.io/apiserver/pkg/endpoints/openapi"
+	genericapiserver "k8s.io/apiserver/pkg/server"
+	genericoptions "k8s.io/apiserver/pkg/server/options"
+	"k8s.io/apiserver/pkg/util/compatibility"
+	utilfeature "k8s.io/apiserver/pkg/util/feature"
+	"k8s.io/klog/v2"
+	netutils "k8s.io/utils/net"
+
+	meshv1alpha1 "github.com/kilo-mesh/kilo-mesh-apiserver/pkg/apis/mesh/v1alpha1"
+	"github.com/kilo-mesh/kilo-mesh-apiserver/pkg/etcd"
+	generatedopenapi "github.com/kilo-mesh/kilo-mesh-apiserver/pkg/generated/openapi"
+)
+
+const etcdPathPrefix = "/registry/mesh.kilo.squat.ai"
+
+// Options are the server's command-line settings: the generic ones of every
+// aggregated API server (serving, delegated authn/authz, admission, audit,
+// priority and fairness, etcd) and where the embedded etcd lives.
+type Options struct {
+	RecommendedOptions *genericoptions.RecommendedOptions
+
+	// DataDir holds the embedded etcd's data; unused with --etcd-servers.
+	DataDir string
+	// EmbeddedEtcdClientURL and EmbeddedEtcdPeerURL are the embedded member's listeners.
+	EmbeddedEtcdClientURL string
+	EmbeddedEtcdPeerURL   string
+
+	// embeddedEtcd is decided in Complete: no --etcd-servers means embedded.
+	embeddedEtcd bool
+}
+
+// NewOptions returns options with the defaults of a single replica.
+func NewOptions() *Options {
+	o := &Options{
+		RecommendedOptions: genericoptions.NewRecommendedOptions(etcdPathPrefix,
+			Codecs.LegacyCodec(meshv1alpha1.SchemeGroupVersion)),
+		DataDir:               "/var/lib/kilo-mesh-apiserver",
+		EmbeddedEtcdClientURL: "http://127.0.0.1:2379",
+		EmbeddedEtcdPeerURL:   "http://127.0.0.1:2380",
+	}
+	// Objects are always stored as v1alpha1, whatever a client sent.
+	o.RecommendedOptions.Etcd.StorageConfig.EncodeVersioner = runtime.NewMultiGroupVersioner(
+		meshv1alpha1.SchemeGroupVersion, schema.GroupKind{Group: meshv1alpha1.GroupName})
+	return o
+}
+
+// AddFlags registers every option on fs.
+func (o *Options) AddFlags(fs *pflag.FlagSet) {
+	o.RecommendedOptions.AddFlags(fs)
+	fs.StringVar(&o.DataDir, "data-dir", o.DataDir,
+		"Directory of the embedded etcd's data, kept across restarts. Ignored when --etcd-servers is set.")
+	fs.StringVar(&o.EmbeddedEtcdClientURL, "embedded-etcd-client-url", o.EmbeddedEtcdClientURL,
+		"Client URL the embedded etcd listens on. Ignored when --etcd-servers is set.")
+	fs.StringVar(&o.EmbeddedEtcdPeerURL, "embedded-etcd-peer-url", o.EmbeddedEtcdPeerURL,
+		"Peer URL the embedded etcd listens on. Ignored when --etcd-servers is set.")
+}
+
+// Complete decides between embedded and external etcd.
+func (o *Options) Complete() error {
+	if len(o.RecommendedOptions.Etcd.StorageConfig.Transport.ServerList) == 0 {
+		o.embeddedEtcd = true
+		o.RecommendedOptions.Etcd.StorageConfig.Transport.ServerList = []string{o.EmbeddedEtcdClientURL}
+	}
+	return nil
+}
+
+// Validate reports every invalid option at once.
+func (o *Options) Validate() error {
+	errs := o.RecommendedOptions.Validate()
+	if o.embeddedEtcd && o.DataDir == "" {
+		errs = append(errs, fmt.Errorf("--data-dir is required with the embedded etcd"))
+	}
+	return utilerrors.NewAggregate(errs)
+}
+
+// Config builds the server configuration from the options.
+func (o *Options) Config() (*Config, error) {
+	if err := o.RecommendedOptions.SecureServing.MaybeDefaultWithSelfSignedCerts("localhost", nil,
+		[]net.IP{netutils.ParseIPSloppy("127.0.0.1")}); err != nil {
+		return nil, fmt.Errorf("creating self-signed certificates: %w", err)
+	}
+	c := genericapiserver.NewRecommendedConfig(Codecs)
+	namer := openapi.NewDefinitionNamer(Scheme)
+	c.OpenAPIConfig = genericapiserver.DefaultOpenAPIConfig(generatedopenapi.GetOpenAPIDefinitions, namer)
+	c.OpenAPIConfig.Info.Title = "kilo-mesh-apiserver"
+	c.OpenAPIConfig.Info.Version = meshv1alpha1.SchemeGroupVersion.Version
+	c.OpenAPIV3Config = genericapiserver.DefaultOpenAPIV3Config(generatedopenapi.GetOpenAPIDefinitions, namer)
+	c.OpenAPIV3Config.Info.Title = "kilo-mesh-apiserver"
+	c.OpenAPIV3Config.Info.Version = meshv1alpha1.SchemeGroupVersion.Version
+	c.EffectiveVersion = compatibility.DefaultBuildEffectiveVersion()
+	c.FeatureGate = utilfeature.DefaultFeatureGate
+	if err := o.RecommendedOptions.ApplyTo(c); err != nil {
+		return nil, fmt.Errorf("applying options: %w", err)
+	}
+	return &Config{GenericConfig: c}, nil
+}
+
+// Run starts the embedded etcd when needed, then serves until ctx ends.
+func (o *Options) Run(ctx context.Context) error {
+	if o.embeddedEtcd {
+		e, err := etcd.Start(ctx, etcd.Config{
+			DataDir:   o.DataDir,
+			ClientURL: o.EmbeddedEtcdClientURL,
+			PeerURL:   o.EmbeddedEtcdPeerURL,
+		})
+		if err != nil {
+			return err
+		}
+		defer e.Close()
+	}
+	c, err := o.Config()
+	if err != nil {
+		return err
+	}
+	s, err := c.Complete().New()
+	if err != nil {
+		return err
+	}
+	klog.InfoS("Serving", "group", meshv1alpha1.SchemeGroupVersion, "embeddedEtcd", o.embeddedEtcd)
+	return s.GenericAPIServer.PrepareRun().RunWithContext(ctx)
+}
