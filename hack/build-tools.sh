@@ -1,0 +1,77 @@
+#!/usr/bin/env bash
+# Builds the real Kubernetes binaries the test framework (test/framework) and
+# `make run` (hack/localenv) start: kube-apiserver, etcd and kubectl, all from
+# the Go module proxy through the separate tools module in hack/tools (never
+# the project's own go.mod). Each binary is built only if it is missing, so a
+# second run returns at once.
+#
+# Output directory: ${KILO_MESH_TOOLS_BIN:-$HOME/.cache/kilo-mesh-apiserver/tools-v1.36.3/bin}
+# Progress goes to stderr; the bin directory is printed on the last line of
+# stdout, so `BIN=$(hack/build-tools.sh)` works.
+#
+# Cold, on 2 cores: kube-apiserver about 3 min (1.9 GB peak memory),
+# kubectl about 1 min, etcd about 40 s.
+set -euo pipefail
+
+KUBE_VERSION=v1.36.3
+KUBE_MAJOR=1
+KUBE_MINOR=36
+
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+TOOLS_MOD="${ROOT}/hack/tools"
+BIN="${KILO_MESH_TOOLS_BIN:-${HOME}/.cache/kilo-mesh-apiserver/tools-${KUBE_VERSION}/bin}"
+
+# The tools module must not be affected by a go.work the developer may have,
+# nor by -mod flags meant for the main module.
+export GOWORK=off
+export GOFLAGS="${GOFLAGS:-} -mod=readonly -buildvcs=false"
+
+log() { echo "build-tools: $*" >&2; }
+
+version_ldflags() {
+	local flags="" pkg
+	for pkg in k8s.io/component-base/version k8s.io/client-go/pkg/version; do
+		flags+=" -X ${pkg}.gitVersion=${KUBE_VERSION}"
+		flags+=" -X ${pkg}.gitMajor=${KUBE_MAJOR}"
+		flags+=" -X ${pkg}.gitMinor=${KUBE_MINOR}"
+		flags+=" -X ${pkg}.gitTreeState=clean"
+	done
+	echo "${flags# }"
+}
+
+# build NAME PACKAGE [extra go build args...]
+build() {
+	local name="$1" pkg="$2"
+	shift 2
+	if [[ -x "${BIN}/${name}" ]]; then
+		log "${name}: present in ${BIN}"
+		return 0
+	fi
+	log "${name}: building ${pkg} ..."
+	local start tmp
+	start=$(date +%s)
+	# Build next to the final path and rename, so an interrupted build never
+	# leaves a half-written binary that a later run would take as done.
+	tmp="$(mktemp "${BIN}/.${name}.XXXXXX")"
+	if ! (cd "${TOOLS_MOD}" && go build -o "${tmp}" "$@" "${pkg}"); then
+		rm -f "${tmp}"
+		log "${name}: build failed"
+		return 1
+	fi
+	chmod 0755 "${tmp}"
+	mv -f "${tmp}" "${BIN}/${name}"
+	log "${name}: built in $(($(date +%s) - start)) s"
+}
+
+if ! command -v go >/dev/null 2>&1; then
+	log "go not found in PATH"
+	exit 1
+fi
+
+mkdir -p "${BIN}"
+LDFLAGS="$(version_ldflags)"
+build etcd go.etcd.io/etcd/server/v3
+build kube-apiserver k8s.io/kubernetes/cmd/kube-apiserver -ldflags "${LDFLAGS}"
+build kubectl k8s.io/kubernetes/cmd/kubectl -ldflags "${LDFLAGS}"
+
+echo "${BIN}"
