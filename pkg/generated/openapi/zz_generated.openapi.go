@@ -43,11 +43,21 @@ func GetOpenAPIDefinitions(ref common.ReferenceCallback) map[string]common.OpenA
 		meshv1alpha1.ClusterEntry{}.OpenAPIModelName():       schema_pkg_apis_mesh_v1alpha1_ClusterEntry(ref),
 		meshv1alpha1.ClusterMesh{}.OpenAPIModelName():        schema_pkg_apis_mesh_v1alpha1_ClusterMesh(ref),
 		meshv1alpha1.ClusterMeshList{}.OpenAPIModelName():    schema_pkg_apis_mesh_v1alpha1_ClusterMeshList(ref),
+		meshv1alpha1.ClusterMeshPlan{}.OpenAPIModelName():    schema_pkg_apis_mesh_v1alpha1_ClusterMeshPlan(ref),
 		meshv1alpha1.ClusterMeshSpec{}.OpenAPIModelName():    schema_pkg_apis_mesh_v1alpha1_ClusterMeshSpec(ref),
 		meshv1alpha1.ClusterMeshStatus{}.OpenAPIModelName():  schema_pkg_apis_mesh_v1alpha1_ClusterMeshStatus(ref),
+		meshv1alpha1.ClusterPlan{}.OpenAPIModelName():        schema_pkg_apis_mesh_v1alpha1_ClusterPlan(ref),
+		meshv1alpha1.ClusterPlanSummary{}.OpenAPIModelName(): schema_pkg_apis_mesh_v1alpha1_ClusterPlanSummary(ref),
 		meshv1alpha1.ClusterStatus{}.OpenAPIModelName():      schema_pkg_apis_mesh_v1alpha1_ClusterStatus(ref),
+		meshv1alpha1.GroupPlan{}.OpenAPIModelName():          schema_pkg_apis_mesh_v1alpha1_GroupPlan(ref),
+		meshv1alpha1.KeptPeer{}.OpenAPIModelName():           schema_pkg_apis_mesh_v1alpha1_KeptPeer(ref),
+		meshv1alpha1.NodeDecision{}.OpenAPIModelName():       schema_pkg_apis_mesh_v1alpha1_NodeDecision(ref),
+		meshv1alpha1.PeerUpdate{}.OpenAPIModelName():         schema_pkg_apis_mesh_v1alpha1_PeerUpdate(ref),
+		meshv1alpha1.PlanIssue{}.OpenAPIModelName():          schema_pkg_apis_mesh_v1alpha1_PlanIssue(ref),
+		meshv1alpha1.PlanNote{}.OpenAPIModelName():           schema_pkg_apis_mesh_v1alpha1_PlanNote(ref),
 		meshv1alpha1.ReasonCount{}.OpenAPIModelName():        schema_pkg_apis_mesh_v1alpha1_ReasonCount(ref),
 		meshv1alpha1.SecretKeyReference{}.OpenAPIModelName(): schema_pkg_apis_mesh_v1alpha1_SecretKeyReference(ref),
+		meshv1alpha1.TargetPlan{}.OpenAPIModelName():         schema_pkg_apis_mesh_v1alpha1_TargetPlan(ref),
 		resource.Quantity{}.OpenAPIModelName():               schema_apimachinery_pkg_api_resource_Quantity(ref),
 		v1.APIGroup{}.OpenAPIModelName():                     schema_pkg_apis_meta_v1_APIGroup(ref),
 		v1.APIGroupList{}.OpenAPIModelName():                 schema_pkg_apis_meta_v1_APIGroupList(ref),
@@ -565,6 +575,131 @@ func schema_pkg_apis_mesh_v1alpha1_ClusterMeshList(ref common.ReferenceCallback)
 	}
 }
 
+func schema_pkg_apis_mesh_v1alpha1_ClusterMeshPlan(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "ClusterMeshPlan is what the server would do for a ClusterMesh right now: how every node of every member cluster is grouped and whether it is advertised, which Kilo Peers every member cluster must hold, how that differs from the Peers it holds, and what conflicts stand in the way. The reconciler applies exactly this plan, so the preview is the real thing.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"kind": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Kind is a string value representing the REST resource this object represents. Servers may infer this from the endpoint the client submits requests to. Cannot be updated. In CamelCase. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#types-kinds",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"apiVersion": {
+						SchemaProps: spec.SchemaProps{
+							Description: "APIVersion defines the versioned schema of this representation of an object. Servers should convert recognized schemas to the latest internal value, and may reject unrecognized values. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#resources",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"metadata": {
+						SchemaProps: spec.SchemaProps{
+							Description: "metadata carries the name and namespace of the ClusterMesh it plans.",
+							Default:     map[string]interface{}{},
+							Ref:         ref(v1.ObjectMeta{}.OpenAPIModelName()),
+						},
+					},
+					"generatedAt": {
+						SchemaProps: spec.SchemaProps{
+							Description: "generatedAt is the time the plan was computed for; node readiness (kilo.squat.ai/last-seen) is judged against it.",
+							Ref:         ref(v1.Time{}.OpenAPIModelName()),
+						},
+					},
+					"clusters": {
+						VendorExtensible: spec.VendorExtensible{
+							Extensions: spec.Extensions{
+								"x-kubernetes-list-map-keys": []interface{}{
+									"name",
+								},
+								"x-kubernetes-list-type": "map",
+							},
+						},
+						SchemaProps: spec.SchemaProps{
+							Description: "clusters holds, for every member cluster, what was observed and decided about its nodes and groups, sorted by name.",
+							Type:        []string{"array"},
+							Items: &spec.SchemaOrArray{
+								Schema: &spec.Schema{
+									SchemaProps: spec.SchemaProps{
+										Default: map[string]interface{}{},
+										Ref:     ref(meshv1alpha1.ClusterPlan{}.OpenAPIModelName()),
+									},
+								},
+							},
+						},
+					},
+					"targets": {
+						VendorExtensible: spec.VendorExtensible{
+							Extensions: spec.Extensions{
+								"x-kubernetes-list-map-keys": []interface{}{
+									"cluster",
+								},
+								"x-kubernetes-list-type": "map",
+							},
+						},
+						SchemaProps: spec.SchemaProps{
+							Description: "targets holds, for every member cluster, how its Peers must change, sorted by cluster name.",
+							Type:        []string{"array"},
+							Items: &spec.SchemaOrArray{
+								Schema: &spec.Schema{
+									SchemaProps: spec.SchemaProps{
+										Default: map[string]interface{}{},
+										Ref:     ref(meshv1alpha1.TargetPlan{}.OpenAPIModelName()),
+									},
+								},
+							},
+						},
+					},
+					"conflicts": {
+						VendorExtensible: spec.VendorExtensible{
+							Extensions: spec.Extensions{
+								"x-kubernetes-list-type": "atomic",
+							},
+						},
+						SchemaProps: spec.SchemaProps{
+							Description: "conflicts are problems that keep addresses or Peers out of the mesh (a CIDR claimed twice, a public key or Peer name held by a Peer this mesh does not manage, overlapping networks).",
+							Type:        []string{"array"},
+							Items: &spec.SchemaOrArray{
+								Schema: &spec.Schema{
+									SchemaProps: spec.SchemaProps{
+										Default: map[string]interface{}{},
+										Ref:     ref(meshv1alpha1.PlanIssue{}.OpenAPIModelName()),
+									},
+								},
+							},
+						},
+					},
+					"warnings": {
+						VendorExtensible: spec.VendorExtensible{
+							Extensions: spec.Extensions{
+								"x-kubernetes-list-type": "atomic",
+							},
+						},
+						SchemaProps: spec.SchemaProps{
+							Description: "warnings are problems that do not change the plan but may break traffic (a NATed cluster that sends no keepalives, a private endpoint, a WireGuard IP that disagrees with Kilo's annotation).",
+							Type:        []string{"array"},
+							Items: &spec.SchemaOrArray{
+								Schema: &spec.Schema{
+									SchemaProps: spec.SchemaProps{
+										Default: map[string]interface{}{},
+										Ref:     ref(meshv1alpha1.PlanIssue{}.OpenAPIModelName()),
+									},
+								},
+							},
+						},
+					},
+				},
+				Required: []string{"generatedAt"},
+			},
+		},
+		Dependencies: []string{
+			meshv1alpha1.ClusterPlan{}.OpenAPIModelName(), meshv1alpha1.PlanIssue{}.OpenAPIModelName(), meshv1alpha1.TargetPlan{}.OpenAPIModelName(), v1.ObjectMeta{}.OpenAPIModelName(), v1.Time{}.OpenAPIModelName()},
+	}
+}
+
 func schema_pkg_apis_mesh_v1alpha1_ClusterMeshSpec(ref common.ReferenceCallback) common.OpenAPIDefinition {
 	return common.OpenAPIDefinition{
 		Schema: spec.Schema{
@@ -666,6 +801,197 @@ func schema_pkg_apis_mesh_v1alpha1_ClusterMeshStatus(ref common.ReferenceCallbac
 		},
 		Dependencies: []string{
 			meshv1alpha1.ClusterStatus{}.OpenAPIModelName(), v1.Condition{}.OpenAPIModelName()},
+	}
+}
+
+func schema_pkg_apis_mesh_v1alpha1_ClusterPlan(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "ClusterPlan is what was observed and decided for one member cluster as a source of Peers.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"name": {
+						SchemaProps: spec.SchemaProps{
+							Description: "name matches a spec.clusters[].name.",
+							Default:     "",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"reachable": {
+						SchemaProps: spec.SchemaProps{
+							Description: "reachable is whether a snapshot of the cluster's nodes was available.",
+							Default:     false,
+							Type:        []string{"boolean"},
+							Format:      "",
+						},
+					},
+					"error": {
+						SchemaProps: spec.SchemaProps{
+							Description: "error is why the cluster could not be read, without secret content.",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"granularity": {
+						SchemaProps: spec.SchemaProps{
+							Description: "granularity is the granularity in effect: the spec's, or the one detected from the nodes. Empty when the cluster is unreachable.\n\nPossible enum values:\n - `\"Auto\"` detects the granularity from the nodes' kilo.squat.ai/granularity annotation.\n - `\"Cross\"` makes every node its own group (a widely deployed Kilo patch).\n - `\"Full\"` makes every node its own group.\n - `\"Location\"` groups nodes by location; only each location's leader runs WireGuard.",
+							Type:        []string{"string"},
+							Format:      "",
+							Enum:        []interface{}{"Auto", "Cross", "Full", "Location"},
+						},
+					},
+					"granularitySource": {
+						SchemaProps: spec.SchemaProps{
+							Description: "granularitySource says where granularity came from: Spec, NodeAnnotations or Default.\n\nPossible enum values:\n - `\"Default\"` means no node carried the annotation, so Kilo's default (Location) applies.\n - `\"NodeAnnotations\"` means it was detected from the nodes' kilo.squat.ai/granularity annotations.\n - `\"Spec\"` means the mesh spec set the granularity.",
+							Type:        []string{"string"},
+							Format:      "",
+							Enum:        []interface{}{"Default", "NodeAnnotations", "Spec"},
+						},
+					},
+					"summary": {
+						SchemaProps: spec.SchemaProps{
+							Description: "summary counts the cluster's nodes and groups.",
+							Default:     map[string]interface{}{},
+							Ref:         ref(meshv1alpha1.ClusterPlanSummary{}.OpenAPIModelName()),
+						},
+					},
+					"extraNetworksGroup": {
+						SchemaProps: spec.SchemaProps{
+							Description: "extraNetworksGroup is the group whose Peer carries the cluster's serviceCIDR and additionalCIDRs; empty when no group can carry them.",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"groups": {
+						VendorExtensible: spec.VendorExtensible{
+							Extensions: spec.Extensions{
+								"x-kubernetes-list-map-keys": []interface{}{
+									"name",
+								},
+								"x-kubernetes-list-type": "map",
+							},
+						},
+						SchemaProps: spec.SchemaProps{
+							Description: "groups are the cluster's Kilo groups (locations, or nodes under full/cross granularity) formed by its Kilo-Ready nodes, sorted by name.",
+							Type:        []string{"array"},
+							Items: &spec.SchemaOrArray{
+								Schema: &spec.Schema{
+									SchemaProps: spec.SchemaProps{
+										Default: map[string]interface{}{},
+										Ref:     ref(meshv1alpha1.GroupPlan{}.OpenAPIModelName()),
+									},
+								},
+							},
+						},
+					},
+					"nodes": {
+						VendorExtensible: spec.VendorExtensible{
+							Extensions: spec.Extensions{
+								"x-kubernetes-list-map-keys": []interface{}{
+									"node",
+								},
+								"x-kubernetes-list-type": "map",
+							},
+						},
+						SchemaProps: spec.SchemaProps{
+							Description: "nodes holds the decision for every node of the cluster, sorted by name.",
+							Type:        []string{"array"},
+							Items: &spec.SchemaOrArray{
+								Schema: &spec.Schema{
+									SchemaProps: spec.SchemaProps{
+										Default: map[string]interface{}{},
+										Ref:     ref(meshv1alpha1.NodeDecision{}.OpenAPIModelName()),
+									},
+								},
+							},
+						},
+					},
+				},
+				Required: []string{"name", "reachable", "summary"},
+			},
+		},
+		Dependencies: []string{
+			meshv1alpha1.ClusterPlanSummary{}.OpenAPIModelName(), meshv1alpha1.GroupPlan{}.OpenAPIModelName(), meshv1alpha1.NodeDecision{}.OpenAPIModelName()},
+	}
+}
+
+func schema_pkg_apis_mesh_v1alpha1_ClusterPlanSummary(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "ClusterPlanSummary counts a cluster's nodes and groups.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"nodes": {
+						SchemaProps: spec.SchemaProps{
+							Description: "nodes is the number of nodes in the snapshot.",
+							Default:     0,
+							Type:        []string{"integer"},
+							Format:      "int32",
+						},
+					},
+					"kiloReadyNodes": {
+						SchemaProps: spec.SchemaProps{
+							Description: "kiloReadyNodes is the number of nodes Kilo itself counts as Ready.",
+							Default:     0,
+							Type:        []string{"integer"},
+							Format:      "int32",
+						},
+					},
+					"advertisedNodes": {
+						SchemaProps: spec.SchemaProps{
+							Description: "advertisedNodes is the number of nodes whose pod CIDRs are advertised to other clusters.",
+							Default:     0,
+							Type:        []string{"integer"},
+							Format:      "int32",
+						},
+					},
+					"groups": {
+						SchemaProps: spec.SchemaProps{
+							Description: "groups is the number of Kilo groups.",
+							Default:     0,
+							Type:        []string{"integer"},
+							Format:      "int32",
+						},
+					},
+					"readyGroups": {
+						SchemaProps: spec.SchemaProps{
+							Description: "readyGroups is the number of groups exported as a Peer.",
+							Default:     0,
+							Type:        []string{"integer"},
+							Format:      "int32",
+						},
+					},
+					"skippedByReason": {
+						VendorExtensible: spec.VendorExtensible{
+							Extensions: spec.Extensions{
+								"x-kubernetes-list-map-keys": []interface{}{
+									"reason",
+								},
+								"x-kubernetes-list-type": "map",
+							},
+						},
+						SchemaProps: spec.SchemaProps{
+							Description: "skippedByReason counts the nodes that are not advertised, by reason.",
+							Type:        []string{"array"},
+							Items: &spec.SchemaOrArray{
+								Schema: &spec.Schema{
+									SchemaProps: spec.SchemaProps{
+										Default: map[string]interface{}{},
+										Ref:     ref(meshv1alpha1.ReasonCount{}.OpenAPIModelName()),
+									},
+								},
+							},
+						},
+					},
+				},
+				Required: []string{"nodes", "kiloReadyNodes", "advertisedNodes", "groups", "readyGroups"},
+			},
+		},
+		Dependencies: []string{
+			meshv1alpha1.ReasonCount{}.OpenAPIModelName()},
 	}
 }
 
@@ -786,6 +1112,341 @@ func schema_pkg_apis_mesh_v1alpha1_ClusterStatus(ref common.ReferenceCallback) c
 	}
 }
 
+func schema_pkg_apis_mesh_v1alpha1_GroupPlan(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "GroupPlan is one Kilo group of a cluster: the nodes that share one WireGuard leader and are imported elsewhere as one Peer.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"name": {
+						SchemaProps: spec.SchemaProps{
+							Description: "name is Kilo's name for the group: location:<name> or node:<name>.",
+							Default:     "",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"leader": {
+						SchemaProps: spec.SchemaProps{
+							Description: "leader is the node Kilo elects to run WireGuard for the group.",
+							Default:     "",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"members": {
+						VendorExtensible: spec.VendorExtensible{
+							Extensions: spec.Extensions{
+								"x-kubernetes-list-type": "atomic",
+							},
+						},
+						SchemaProps: spec.SchemaProps{
+							Description: "members are the group's Kilo-Ready nodes, sorted by name, leader included.",
+							Type:        []string{"array"},
+							Items: &spec.SchemaOrArray{
+								Schema: &spec.Schema{
+									SchemaProps: spec.SchemaProps{
+										Default: "",
+										Type:    []string{"string"},
+										Format:  "",
+									},
+								},
+							},
+						},
+					},
+					"wireguardIP": {
+						SchemaProps: spec.SchemaProps{
+							Description: "wireguardIP is the address Kilo gives the leader's WireGuard interface, computed from the cluster's wireguardCIDR and the group order.",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"ready": {
+						SchemaProps: spec.SchemaProps{
+							Description: "ready is true when the group is exported as a Peer to the other clusters.",
+							Default:     false,
+							Type:        []string{"boolean"},
+							Format:      "",
+						},
+					},
+					"reason": {
+						SchemaProps: spec.SchemaProps{
+							Description: "reason is a stable CamelCase identifier of why the group is not ready.",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"message": {
+						SchemaProps: spec.SchemaProps{
+							Description: "message explains reason to a human.",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"peerName": {
+						SchemaProps: spec.SchemaProps{
+							Description: "peerName is the name of the Peer that represents the group on the other clusters.",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"endpoint": {
+						SchemaProps: spec.SchemaProps{
+							Description: "endpoint is what the other clusters dial (host:port); empty for a roaming group.",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"persistentKeepalive": {
+						SchemaProps: spec.SchemaProps{
+							Description: "persistentKeepalive is the keepalive, in seconds, set on the group's Peer.",
+							Type:        []string{"integer"},
+							Format:      "int32",
+						},
+					},
+				},
+				Required: []string{"name", "leader", "members", "ready"},
+			},
+		},
+	}
+}
+
+func schema_pkg_apis_mesh_v1alpha1_KeptPeer(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "KeptPeer is a managed Peer left as it is.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"name": {
+						SchemaProps: spec.SchemaProps{
+							Description: "name of the Peer.",
+							Default:     "",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"sourceCluster": {
+						SchemaProps: spec.SchemaProps{
+							Description: "sourceCluster is the cluster the Peer represents.",
+							Default:     "",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"reason": {
+						SchemaProps: spec.SchemaProps{
+							Description: "reason is a stable CamelCase identifier, e.g. SourceUnreachable.",
+							Default:     "",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+				},
+				Required: []string{"name", "sourceCluster", "reason"},
+			},
+		},
+	}
+}
+
+func schema_pkg_apis_mesh_v1alpha1_NodeDecision(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "NodeDecision says whether one node's addresses are advertised and why.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"node": {
+						SchemaProps: spec.SchemaProps{
+							Description: "node is the node's name.",
+							Default:     "",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"included": {
+						SchemaProps: spec.SchemaProps{
+							Description: "included is true when the node's pod CIDRs are advertised to the other clusters.",
+							Default:     false,
+							Type:        []string{"boolean"},
+							Format:      "",
+						},
+					},
+					"group": {
+						SchemaProps: spec.SchemaProps{
+							Description: "group is the Kilo group of the node; empty when Kilo itself does not count the node.",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"role": {
+						SchemaProps: spec.SchemaProps{
+							Description: "role is Leader or Member within group. A skipped node can still lead its group in Kilo; its group's Peer then uses its key and endpoint.\n\nPossible enum values:\n - `\"Leader\"` is the one node of a group that runs WireGuard; remote Peers point at it.\n - `\"Member\"` is a node that routes through its group's leader.",
+							Type:        []string{"string"},
+							Format:      "",
+							Enum:        []interface{}{"Leader", "Member"},
+						},
+					},
+					"reason": {
+						SchemaProps: spec.SchemaProps{
+							Description: "reason is a stable CamelCase identifier: Advertised for an included node, else why it is skipped (NotReady, NoPublicKey, NoPodCIDR, PodCIDROutsideDeclared, MalformedEndpoint, NoEndpointNoKeepalive, ...).",
+							Default:     "",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"message": {
+						SchemaProps: spec.SchemaProps{
+							Description: "message explains reason to a human.",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"notes": {
+						VendorExtensible: spec.VendorExtensible{
+							Extensions: spec.Extensions{
+								"x-kubernetes-list-type": "atomic",
+							},
+						},
+						SchemaProps: spec.SchemaProps{
+							Description: "notes report what was left out or ignored without skipping the node, such as an internal IP outside nodeCIDRs or a malformed annotation.",
+							Type:        []string{"array"},
+							Items: &spec.SchemaOrArray{
+								Schema: &spec.Schema{
+									SchemaProps: spec.SchemaProps{
+										Default: map[string]interface{}{},
+										Ref:     ref(meshv1alpha1.PlanNote{}.OpenAPIModelName()),
+									},
+								},
+							},
+						},
+					},
+				},
+				Required: []string{"node", "included", "reason"},
+			},
+		},
+		Dependencies: []string{
+			meshv1alpha1.PlanNote{}.OpenAPIModelName()},
+	}
+}
+
+func schema_pkg_apis_mesh_v1alpha1_PeerUpdate(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "PeerUpdate names a Peer to update and the fields that change.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"name": {
+						SchemaProps: spec.SchemaProps{
+							Description: "name of the Peer.",
+							Default:     "",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"fields": {
+						VendorExtensible: spec.VendorExtensible{
+							Extensions: spec.Extensions{
+								"x-kubernetes-list-type": "atomic",
+							},
+						},
+						SchemaProps: spec.SchemaProps{
+							Description: "fields are the changed field paths, e.g. spec.allowedIPs or spec.endpoint.",
+							Type:        []string{"array"},
+							Items: &spec.SchemaOrArray{
+								Schema: &spec.Schema{
+									SchemaProps: spec.SchemaProps{
+										Default: "",
+										Type:    []string{"string"},
+										Format:  "",
+									},
+								},
+							},
+						},
+					},
+				},
+				Required: []string{"name", "fields"},
+			},
+		},
+	}
+}
+
+func schema_pkg_apis_mesh_v1alpha1_PlanIssue(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "PlanIssue is one conflict or warning of a plan.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"reason": {
+						SchemaProps: spec.SchemaProps{
+							Description: "reason is a stable CamelCase identifier, e.g. CIDRClaimedTwice.",
+							Default:     "",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"cluster": {
+						SchemaProps: spec.SchemaProps{
+							Description: "cluster is the member cluster the issue is about, if any.",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"target": {
+						SchemaProps: spec.SchemaProps{
+							Description: "target is the member cluster whose Peers are affected, if only one is.",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"message": {
+						SchemaProps: spec.SchemaProps{
+							Description: "message explains the issue to a human.",
+							Default:     "",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+				},
+				Required: []string{"reason", "message"},
+			},
+		},
+	}
+}
+
+func schema_pkg_apis_mesh_v1alpha1_PlanNote(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "PlanNote is one remark about a node.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"reason": {
+						SchemaProps: spec.SchemaProps{
+							Description: "reason is a stable CamelCase identifier.",
+							Default:     "",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"message": {
+						SchemaProps: spec.SchemaProps{
+							Description: "message explains reason to a human.",
+							Default:     "",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+				},
+				Required: []string{"reason", "message"},
+			},
+		},
+	}
+}
+
 func schema_pkg_apis_mesh_v1alpha1_ReasonCount(ref common.ReferenceCallback) common.OpenAPIDefinition {
 	return common.OpenAPIDefinition{
 		Schema: spec.Schema{
@@ -843,6 +1504,151 @@ func schema_pkg_apis_mesh_v1alpha1_SecretKeyReference(ref common.ReferenceCallba
 				Required: []string{"name"},
 			},
 		},
+	}
+}
+
+func schema_pkg_apis_mesh_v1alpha1_TargetPlan(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "TargetPlan is how the Peers of one member cluster must change.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"cluster": {
+						SchemaProps: spec.SchemaProps{
+							Description: "cluster matches a spec.clusters[].name.",
+							Default:     "",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"diffState": {
+						SchemaProps: spec.SchemaProps{
+							Description: "diffState is Computed, or Unknown when the cluster is unreachable; the lists below are empty when Unknown.\n\nPossible enum values:\n - `\"Computed\"` means the target answered and its Peers were compared with the plan.\n - `\"Unknown\"` means the target is unreachable, so nothing is known about its Peers.",
+							Default:     "",
+							Type:        []string{"string"},
+							Format:      "",
+							Enum:        []interface{}{"Computed", "Unknown"},
+						},
+					},
+					"desiredPeers": {
+						SchemaProps: spec.SchemaProps{
+							Description: "desiredPeers is the number of Peers the cluster must hold.",
+							Default:     0,
+							Type:        []string{"integer"},
+							Format:      "int32",
+						},
+					},
+					"create": {
+						VendorExtensible: spec.VendorExtensible{
+							Extensions: spec.Extensions{
+								"x-kubernetes-list-type": "atomic",
+							},
+						},
+						SchemaProps: spec.SchemaProps{
+							Description: "create lists the Peers to create, by name.",
+							Type:        []string{"array"},
+							Items: &spec.SchemaOrArray{
+								Schema: &spec.Schema{
+									SchemaProps: spec.SchemaProps{
+										Default: "",
+										Type:    []string{"string"},
+										Format:  "",
+									},
+								},
+							},
+						},
+					},
+					"update": {
+						VendorExtensible: spec.VendorExtensible{
+							Extensions: spec.Extensions{
+								"x-kubernetes-list-map-keys": []interface{}{
+									"name",
+								},
+								"x-kubernetes-list-type": "map",
+							},
+						},
+						SchemaProps: spec.SchemaProps{
+							Description: "update lists the Peers whose managed fields differ from the plan.",
+							Type:        []string{"array"},
+							Items: &spec.SchemaOrArray{
+								Schema: &spec.Schema{
+									SchemaProps: spec.SchemaProps{
+										Default: map[string]interface{}{},
+										Ref:     ref(meshv1alpha1.PeerUpdate{}.OpenAPIModelName()),
+									},
+								},
+							},
+						},
+					},
+					"delete": {
+						VendorExtensible: spec.VendorExtensible{
+							Extensions: spec.Extensions{
+								"x-kubernetes-list-type": "atomic",
+							},
+						},
+						SchemaProps: spec.SchemaProps{
+							Description: "delete lists the Peers this mesh manages on the cluster that the plan no longer holds.",
+							Type:        []string{"array"},
+							Items: &spec.SchemaOrArray{
+								Schema: &spec.Schema{
+									SchemaProps: spec.SchemaProps{
+										Default: "",
+										Type:    []string{"string"},
+										Format:  "",
+									},
+								},
+							},
+						},
+					},
+					"unchanged": {
+						VendorExtensible: spec.VendorExtensible{
+							Extensions: spec.Extensions{
+								"x-kubernetes-list-type": "atomic",
+							},
+						},
+						SchemaProps: spec.SchemaProps{
+							Description: "unchanged lists the Peers that already match the plan.",
+							Type:        []string{"array"},
+							Items: &spec.SchemaOrArray{
+								Schema: &spec.Schema{
+									SchemaProps: spec.SchemaProps{
+										Default: "",
+										Type:    []string{"string"},
+										Format:  "",
+									},
+								},
+							},
+						},
+					},
+					"kept": {
+						VendorExtensible: spec.VendorExtensible{
+							Extensions: spec.Extensions{
+								"x-kubernetes-list-map-keys": []interface{}{
+									"name",
+								},
+								"x-kubernetes-list-type": "map",
+							},
+						},
+						SchemaProps: spec.SchemaProps{
+							Description: "kept lists Peers left exactly as they are, neither updated nor deleted, because what they represent cannot be observed or is in conflict.",
+							Type:        []string{"array"},
+							Items: &spec.SchemaOrArray{
+								Schema: &spec.Schema{
+									SchemaProps: spec.SchemaProps{
+										Default: map[string]interface{}{},
+										Ref:     ref(meshv1alpha1.KeptPeer{}.OpenAPIModelName()),
+									},
+								},
+							},
+						},
+					},
+				},
+				Required: []string{"cluster", "diffState", "desiredPeers"},
+			},
+		},
+		Dependencies: []string{
+			meshv1alpha1.KeptPeer{}.OpenAPIModelName(), meshv1alpha1.PeerUpdate{}.OpenAPIModelName()},
 	}
 }
 

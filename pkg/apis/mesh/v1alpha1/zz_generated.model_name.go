@@ -37,6 +37,11 @@ func (in ClusterMeshList) OpenAPIModelName() string {
 }
 
 // OpenAPIModelName returns the OpenAPI model name for this type.
+func (in ClusterMeshPlan) OpenAPIModelName() string {
+	return "ai.squat.kilo.mesh.v1alpha1.ClusterMeshPlan"
+}
+
+// OpenAPIModelName returns the OpenAPI model name for this type.
 func (in ClusterMeshSpec) OpenAPIModelName() string {
 	return "ai.squat.kilo.mesh.v1alpha1.ClusterMeshSpec"
 }
@@ -47,8 +52,48 @@ func (in ClusterMeshStatus) OpenAPIModelName() string {
 }
 
 // OpenAPIModelName returns the OpenAPI model name for this type.
+func (in ClusterPlan) OpenAPIModelName() string {
+	return "ai.squat.kilo.mesh.v1alpha1.ClusterPlan"
+}
+
+// OpenAPIModelName returns the OpenAPI model name for this type.
+func (in ClusterPlanSummary) OpenAPIModelName() string {
+	return "ai.squat.kilo.mesh.v1alpha1.ClusterPlanSummary"
+}
+
+// OpenAPIModelName returns the OpenAPI model name for this type.
 func (in ClusterStatus) OpenAPIModelName() string {
 	return "ai.squat.kilo.mesh.v1alpha1.ClusterStatus"
+}
+
+// OpenAPIModelName returns the OpenAPI model name for this type.
+func (in GroupPlan) OpenAPIModelName() string {
+	return "ai.squat.kilo.mesh.v1alpha1.GroupPlan"
+}
+
+// OpenAPIModelName returns the OpenAPI model name for this type.
+func (in KeptPeer) OpenAPIModelName() string {
+	return "ai.squat.kilo.mesh.v1alpha1.KeptPeer"
+}
+
+// OpenAPIModelName returns the OpenAPI model name for this type.
+func (in NodeDecision) OpenAPIModelName() string {
+	return "ai.squat.kilo.mesh.v1alpha1.NodeDecision"
+}
+
+// OpenAPIModelName returns the OpenAPI model name for this type.
+func (in PeerUpdate) OpenAPIModelName() string {
+	return "ai.squat.kilo.mesh.v1alpha1.PeerUpdate"
+}
+
+// OpenAPIModelName returns the OpenAPI model name for this type.
+func (in PlanIssue) OpenAPIModelName() string {
+	return "ai.squat.kilo.mesh.v1alpha1.PlanIssue"
+}
+
+// OpenAPIModelName returns the OpenAPI model name for this type.
+func (in PlanNote) OpenAPIModelName() string {
+	return "ai.squat.kilo.mesh.v1alpha1.PlanNote"
 }
 
 // OpenAPIModelName returns the OpenAPI model name for this type.
@@ -59,4 +104,9 @@ func (in ReasonCount) OpenAPIModelName() string {
 // OpenAPIModelName returns the OpenAPI model name for this type.
 func (in SecretKeyReference) OpenAPIModelName() string {
 	return "ai.squat.kilo.mesh.v1alpha1.SecretKeyReference"
+}
+
+// OpenAPIModelName returns the OpenAPI model name for this type.
+func (in TargetPlan) OpenAPIModelName() string {
+	return "ai.squat.kilo.mesh.v1alpha1.TargetPlan"
 }
