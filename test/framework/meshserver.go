@@ -1,0 +1,406 @@
+package framework
+
+import (
+	"context"
+	"encoding/base64"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	authenticationv1 "k8s.io/api/authentication/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/rest"
+)
+
+// Names of the mesh API and of the server's objects on the host cluster; they
+// match artifacts/deploy.
+const (
+	MeshGroup          = "mesh.kilo.squat.ai"
+	MeshVersion        = "v1alpha1"
+	MeshNamespace      = "kilo-mesh-system"
+	MeshServiceAccount = "kilo-mesh-apiserver"
+	MeshServiceName    = "kilo-mesh-apiserver"
+	APIServiceName     = MeshVersion + "." + MeshGroup
+)
+
+// ClusterMeshGVR is the resource the mesh server serves.
+var ClusterMeshGVR = schema.GroupVersionResource{Group: MeshGroup, Version: MeshVersion, Resource: "clustermeshes"}
+
+var apiServiceGVR = schema.GroupVersionResource{Group: "apiregistration.k8s.io", Version: "v1", Resource: "apiservices"}
+
+// MeshServerOptions configure StartMeshServer.
+type MeshServerOptions struct {
+	// ExtraArgs are appended to the server's flags.
+	ExtraArgs []string
+	// ExternalEtcd stores the server's data in the environment's etcd
+	// under a unique --etcd-prefix instead of the embedded etcd.
+	ExternalEtcd bool
+	// DataDir is the embedded etcd's data directory (default: a directory
+	// in the environment's Dir). Restarts of the MeshServer reuse it.
+	DataDir string
+	// Port, EtcdClientPort and EtcdPeerPort fix the ports (0: a free port).
+	// Restarts of the MeshServer reuse the same ports.
+	Port, EtcdClientPort, EtcdPeerPort int
+	// SkipRegistration does not create the Service and APIService (for a
+	// second server that only shares storage with the registered one).
+	SkipRegistration bool
+	// Binary overrides the kilo-mesh-apiserver binary (default:
+	// MeshServerBinary).
+	Binary string
+}
+
+// MeshServer is a running kilo-mesh-apiserver process.
+type MeshServer struct {
+	// Port is the secure port on 127.0.0.1; URL is https://127.0.0.1:<port>.
+	Port int
+	URL  string
+	// DataDir is the embedded etcd's data directory ("" with ExternalEtcd).
+	DataDir string
+	// EtcdPrefix is the --etcd-prefix with ExternalEtcd.
+	EtcdPrefix string
+	// LogPath is the server's stdout and stderr.
+	LogPath string
+	// Kubeconfig is the server's own identity on the host cluster (the
+	// ServiceAccount kilo-mesh-apiserver/kilo-mesh-system).
+	Kubeconfig string
+	// CABundle is the CA of the serving certificate, as in the APIService.
+	CABundle []byte
+	// Args are the flags the server runs with.
+	Args []string
+	// Registered tells whether this server is behind the APIService.
+	Registered bool
+
+	env  *Env
+	proc *process
+}
+
+// DeployManifest returns the path of a file in artifacts/deploy.
+func DeployManifest(name string) (string, error) {
+	root, err := RepoRoot()
+	if err != nil {
+		return "", err
+	}
+	return filepath.Join(root, "artifacts", "deploy", name), nil
+}
+
+// InstallServerRBAC applies the namespace, the server's RBAC and the
+// aggregated user roles from artifacts/deploy to the host cluster, then
+// aggregates ClusterRoles. Idempotent; StartMeshServer calls it.
+func (e *Env) InstallServerRBAC(ctx context.Context) error {
+	for _, name := range []string{"namespace.yaml", "rbac.yaml", "user-roles.yaml"} {
+		path, err := DeployManifest(name)
+		if err != nil {
+			return err
+		}
+		if _, _, err := e.Kubectl(ctx, HostCluster, UserAdmin, "apply", "-f", path); err != nil {
+			return err
+		}
+	}
+	return e.AggregateClusterRoles(ctx, HostCluster)
+}
+
+// ServiceAccountToken returns a token of ServiceAccount ns/name on cluster i
+// from the TokenRequest API (what `kubectl create token` does).
+func (e *Env) ServiceAccountToken(ctx context.Context, cluster int, ns, name string, validity time.Duration) (string, error) {
+	seconds := int64(validity / time.Second)
+	tr, err := e.Client(cluster, UserAdmin).CoreV1().ServiceAccounts(ns).CreateToken(ctx, name,
+		&authenticationv1.TokenRequest{Spec: authenticationv1.TokenRequestSpec{ExpirationSeconds: &seconds}}, metav1.CreateOptions{})
+	if err != nil {
+		return "", fmt.Errorf("token for ServiceAccount %s/%s on cluster %d: %w", ns, name, cluster, err)
+	}
+	return tr.Status.Token, nil
+}
+
+// StartMeshServer installs the server's RBAC from artifacts/deploy, runs
+// kilo-mesh-apiserver as the ServiceAccount kilo-mesh-apiserver of the host
+// cluster, waits for its /readyz, registers it through the aggregation layer
+// (ExternalName Service to localhost plus APIService with caBundle) and waits
+// until the APIService is Available.
+func (e *Env) StartMeshServer(ctx context.Context, opts MeshServerOptions) (*MeshServer, error) {
+	bin := opts.Binary
+	if bin == "" {
+		var err error
+		if bin, err = MeshServerBinary(ctx); err != nil {
+			return nil, err
+		}
+	}
+	if err := e.InstallServerRBAC(ctx); err != nil {
+		return nil, fmt.Errorf("installing server RBAC: %w", err)
+	}
+	token, err := e.ServiceAccountToken(ctx, HostCluster, MeshNamespace, MeshServiceAccount, 24*time.Hour)
+	if err != nil {
+		return nil, err
+	}
+
+	e.mu.Lock()
+	n := len(e.meshServers)
+	e.mu.Unlock()
+	dir := filepath.Join(e.Dir, fmt.Sprintf("mesh-%d", n))
+	serving, err := e.meshCA.IssueServing("kilo-mesh-apiserver",
+		MeshServiceName+"."+MeshNamespace+".svc",
+		MeshServiceName+"."+MeshNamespace+".svc.cluster.local")
+	if err != nil {
+		return nil, err
+	}
+	kubeconfig, err := e.KubeconfigFor(HostCluster, MeshServiceAccount, token)
+	if err != nil {
+		return nil, err
+	}
+	if err := writeFiles(dir, map[string][]byte{
+		"tls.crt":    serving.CertPEM,
+		"tls.key":    serving.KeyPEM,
+		"ca.crt":     e.meshCA.CertPEM,
+		"kubeconfig": kubeconfig,
+	}); err != nil {
+		return nil, err
+	}
+
+	ports, err := freePorts(3)
+	if err != nil {
+		return nil, err
+	}
+	pick := func(p, free int) int {
+		if p != 0 {
+			return p
+		}
+		return free
+	}
+	m := &MeshServer{
+		Port:       pick(opts.Port, ports[0]),
+		LogPath:    filepath.Join(e.Dir, "logs", fmt.Sprintf("kilo-mesh-apiserver-%d.log", n)),
+		Kubeconfig: filepath.Join(dir, "kubeconfig"),
+		CABundle:   e.meshCA.CertPEM,
+		env:        e,
+	}
+	m.URL = fmt.Sprintf("https://127.0.0.1:%d", m.Port)
+	args := []string{
+		fmt.Sprintf("--secure-port=%d", m.Port),
+		"--bind-address=127.0.0.1",
+		"--tls-cert-file=" + filepath.Join(dir, "tls.crt"),
+		"--tls-private-key-file=" + filepath.Join(dir, "tls.key"),
+		"--kubeconfig=" + m.Kubeconfig,
+		"--authentication-kubeconfig=" + m.Kubeconfig,
+		"--authorization-kubeconfig=" + m.Kubeconfig,
+	}
+	if opts.ExternalEtcd {
+		m.EtcdPrefix = "/" + UniqueName("kilo-mesh")
+		args = append(args, "--etcd-servers="+e.EtcdURL, "--etcd-prefix="+m.EtcdPrefix)
+	} else {
+		m.DataDir = opts.DataDir
+		if m.DataDir == "" {
+			m.DataDir = filepath.Join(dir, "data")
+		}
+		if err := os.MkdirAll(m.DataDir, 0o700); err != nil {
+			return nil, err
+		}
+		args = append(args,
+			"--data-dir="+m.DataDir,
+			fmt.Sprintf("--embedded-etcd-client-url=http://127.0.0.1:%d", pick(opts.EtcdClientPort, ports[1])),
+			fmt.Sprintf("--embedded-etcd-peer-url=http://127.0.0.1:%d", pick(opts.EtcdPeerPort, ports[2])),
+		)
+	}
+	m.Args = append(args, opts.ExtraArgs...)
+	m.proc = newProcess(fmt.Sprintf("kilo-mesh-apiserver-%d", n), bin, m.LogPath, m.Args)
+
+	e.mu.Lock()
+	if e.stopped {
+		e.mu.Unlock()
+		return nil, fmt.Errorf("environment is stopped")
+	}
+	e.meshServers = append(e.meshServers, m)
+	e.mu.Unlock()
+
+	if err := m.proc.start(); err != nil {
+		return nil, err
+	}
+	if err := m.WaitReady(ctx); err != nil {
+		return m, err
+	}
+	if !opts.SkipRegistration {
+		if err := m.register(ctx); err != nil {
+			return m, err
+		}
+		m.Registered = true
+		if err := m.WaitAvailable(ctx); err != nil {
+			return m, err
+		}
+	}
+	return m, nil
+}
+
+// StartMeshServerT is StartMeshServer failing the test on error (with the
+// server's log tail). The environment's Stop stops the server.
+func (e *Env) StartMeshServerT(t testing.TB, opts MeshServerOptions) *MeshServer {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+	defer cancel()
+	m, err := e.StartMeshServer(ctx, opts)
+	if err != nil {
+		if m != nil {
+			t.Fatalf("starting kilo-mesh-apiserver: %v\nlast lines of %s:\n%s", err, m.LogPath, tailFile(m.LogPath, 60))
+		}
+		t.Fatalf("starting kilo-mesh-apiserver: %v", err)
+	}
+	return m
+}
+
+// register points the aggregation layer at the server: an ExternalName
+// Service (Endpoints cannot hold loopback addresses) and the APIService.
+func (m *MeshServer) register(ctx context.Context) error {
+	dyn := m.env.Dynamic(HostCluster, UserAdmin)
+	svc := &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": "v1",
+		"kind":       "Service",
+		"metadata":   map[string]any{"name": MeshServiceName, "namespace": MeshNamespace},
+		"spec": map[string]any{
+			"type":         "ExternalName",
+			"externalName": "localhost",
+			"ports": []any{map[string]any{
+				"name": "https", "port": int64(m.Port), "protocol": "TCP", "targetPort": int64(m.Port),
+			}},
+		},
+	}}
+	apply := metav1.ApplyOptions{FieldManager: "kilo-mesh-e2e", Force: true}
+	svcGVR := schema.GroupVersionResource{Version: "v1", Resource: "services"}
+	if _, err := dyn.Resource(svcGVR).Namespace(MeshNamespace).Apply(ctx, MeshServiceName, svc, apply); err != nil {
+		return fmt.Errorf("applying Service %s/%s: %w", MeshNamespace, MeshServiceName, err)
+	}
+	apiService := &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": "apiregistration.k8s.io/v1",
+		"kind":       "APIService",
+		"metadata":   map[string]any{"name": APIServiceName},
+		"spec": map[string]any{
+			"group":                MeshGroup,
+			"version":              MeshVersion,
+			"groupPriorityMinimum": int64(1000),
+			"versionPriority":      int64(15),
+			"caBundle":             base64.StdEncoding.EncodeToString(m.CABundle),
+			"service": map[string]any{
+				"name": MeshServiceName, "namespace": MeshNamespace, "port": int64(m.Port),
+			},
+		},
+	}}
+	if _, err := dyn.Resource(apiServiceGVR).Apply(ctx, APIServiceName, apiService, apply); err != nil {
+		return fmt.Errorf("applying APIService %s: %w", APIServiceName, err)
+	}
+	return nil
+}
+
+// WaitReady waits until the server's /readyz answers 200.
+func (m *MeshServer) WaitReady(ctx context.Context) error {
+	hc, err := rest.HTTPClientFor(m.DirectRESTConfig(UserAdmin))
+	if err != nil {
+		return err
+	}
+	return m.proc.waitFor(ctx, "/readyz", 200*time.Millisecond, func(ctx context.Context) error {
+		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, m.URL+"/readyz", nil)
+		resp, err := hc.Do(req)
+		if err != nil {
+			return err
+		}
+		defer resp.Body.Close()
+		body, _ := io.ReadAll(resp.Body)
+		if resp.StatusCode != http.StatusOK {
+			return fmt.Errorf("/readyz: %d %s", resp.StatusCode, lastLines(string(body), 5))
+		}
+		return nil
+	})
+}
+
+// WaitAvailable waits until the APIService is Available and the host
+// cluster serves the group's discovery document.
+func (m *MeshServer) WaitAvailable(ctx context.Context) error {
+	dyn := m.env.Dynamic(HostCluster, UserAdmin).Resource(apiServiceGVR)
+	err := m.proc.waitFor(ctx, "APIService "+APIServiceName+" Available", 200*time.Millisecond, func(ctx context.Context) error {
+		obj, err := dyn.Get(ctx, APIServiceName, metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		if !hasCondition(obj, "Available", "True") {
+			return fmt.Errorf("%s", conditionMessage(obj, "Available"))
+		}
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	disco := m.env.Client(HostCluster, UserAdmin).Discovery()
+	return m.proc.waitFor(ctx, "discovery of "+MeshGroup, 200*time.Millisecond, func(ctx context.Context) error {
+		list, err := disco.ServerResourcesForGroupVersion(MeshGroup + "/" + MeshVersion)
+		if err != nil {
+			return err
+		}
+		if !slices.ContainsFunc(list.APIResources, func(r metav1.APIResource) bool { return r.Name == ClusterMeshGVR.Resource }) {
+			return fmt.Errorf("%s not in discovery of %s/%s", ClusterMeshGVR.Resource, MeshGroup, MeshVersion)
+		}
+		return nil
+	})
+}
+
+// DirectRESTConfig returns a client configuration that talks to the server
+// itself, bypassing the aggregator; the server authenticates user's token
+// with a TokenReview against the host cluster.
+func (m *MeshServer) DirectRESTConfig(user string) *rest.Config {
+	return &rest.Config{
+		Host:            m.URL,
+		BearerToken:     m.env.Token(user),
+		TLSClientConfig: rest.TLSClientConfig{CAData: m.CABundle},
+		QPS:             100,
+		Burst:           200,
+		Timeout:         30 * time.Second,
+	}
+}
+
+// Stop stops the server gracefully (SIGTERM, then SIGKILL after 30 s). The
+// data dir, ports and registration stay for Start.
+func (m *MeshServer) Stop() error { return m.proc.stop(30 * time.Second) }
+
+// Kill stops the server with SIGKILL.
+func (m *MeshServer) Kill() error { return m.proc.stop(0) }
+
+// Start restarts a stopped server with the same flags (data dir, ports) and
+// waits until it is ready and, if registered, Available.
+func (m *MeshServer) Start(ctx context.Context) error {
+	if err := m.proc.start(); err != nil {
+		return err
+	}
+	if err := m.WaitReady(ctx); err != nil {
+		return err
+	}
+	if m.Registered {
+		return m.WaitAvailable(ctx)
+	}
+	return nil
+}
+
+// Running reports whether the server process is running.
+func (m *MeshServer) Running() bool { return m.proc.running() }
+
+// Exited returns a channel closed when the current run of the server exits.
+func (m *MeshServer) Exited() <-chan struct{} { return m.proc.exited() }
+
+// Pid returns the process id of the current run (0 if never started).
+func (m *MeshServer) Pid() int { return m.proc.pid() }
+
+// Logs returns the server's log so far.
+func (m *MeshServer) Logs() string {
+	data, err := os.ReadFile(m.LogPath)
+	if err != nil {
+		return fmt.Sprintf("(cannot read %s: %v)", m.LogPath, err)
+	}
+	return string(data)
+}
+
+// LogTail returns the last n lines of the server's log.
+func (m *MeshServer) LogTail(n int) string { return tailFile(m.LogPath, n) }
+
+// LogContains reports whether the server's log contains s.
+func (m *MeshServer) LogContains(s string) bool { return strings.Contains(m.Logs(), s) }
