@@ -60,8 +60,10 @@ func (strategy) PrepareForUpdate(_ context.Context, obj, old runtime.Object) {
 	prev := old.(*meshv1alpha1.ClusterMesh)
 	m.Status = prev.Status
 	meshv1alpha1.SetDefaults(m)
+	// Clients cannot set the generation; only a spec change moves it.
+	m.Generation = prev.Generation
 	if !apiequality.Semantic.DeepEqual(m.Spec, prev.Spec) {
-		m.Generation = prev.Generation + 1
+		m.Generation++
 	}
 }
 

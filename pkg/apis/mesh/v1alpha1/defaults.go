@@ -1,8 +1,18 @@
 package v1alpha1
 
+import "k8s.io/apimachinery/pkg/runtime"
+
+func init() {
+	// Defaulting on decode means objects stored before a default existed read
+	// back with it, so comparing old and new specs never sees a phantom change.
+	SchemeBuilder.Register(func(s *runtime.Scheme) error {
+		s.AddTypeDefaultingFunc(&ClusterMesh{}, func(obj interface{}) { SetDefaults(obj.(*ClusterMesh)) })
+		return nil
+	})
+}
+
 // SetDefaults fills in the optional fields of a mesh whose defaults are
-// meaningful to users (they see them in kubectl get -o yaml). The strategy
-// calls it before validation so what is validated is what is stored.
+// meaningful to users (they see them in kubectl get -o yaml).
 func SetDefaults(m *ClusterMesh) {
 	for i := range m.Spec.Clusters {
 		c := &m.Spec.Clusters[i]

@@ -78,11 +78,15 @@ func TestValidateClusterMesh(t *testing.T) {
 		{name: "pod CIDR not canonical", mutate: func(m *meshv1alpha1.ClusterMesh) { m.Spec.Clusters[1].PodCIDRs = []string{"10.52.0.1/16"} }, want: []string{"spec.clusters[1].podCIDRs[0]"}},
 		{name: "IPv6 not canonical", mutate: func(m *meshv1alpha1.ClusterMesh) { m.Spec.Clusters[0].PodCIDRs[1] = "FD00:0042:0::/56" }, want: []string{"spec.clusters[0].podCIDRs[1]"}},
 		{name: "default route", mutate: func(m *meshv1alpha1.ClusterMesh) { m.Spec.Clusters[1].AdditionalCIDRs = []string{"0.0.0.0/0"} }, want: []string{"spec.clusters[1].additionalCIDRs[0]"}},
-		{name: "IPv4-mapped IPv6", mutate: func(m *meshv1alpha1.ClusterMesh) { m.Spec.Clusters[1].AdditionalCIDRs = []string{"::ffff:172.20.0.0/112"} }, want: []string{"spec.clusters[1].additionalCIDRs[0]"}},
+		{name: "IPv4-mapped IPv6", mutate: func(m *meshv1alpha1.ClusterMesh) {
+			m.Spec.Clusters[1].AdditionalCIDRs = []string{"::ffff:172.20.0.0/112"}
+		}, want: []string{"spec.clusters[1].additionalCIDRs[0]"}},
 		{name: "wireguard CIDR missing", mutate: func(m *meshv1alpha1.ClusterMesh) { m.Spec.Clusters[1].WireguardCIDR = "" }, want: []string{"spec.clusters[1].wireguardCIDR"}},
 		{name: "wireguard CIDR invalid", mutate: func(m *meshv1alpha1.ClusterMesh) { m.Spec.Clusters[1].WireguardCIDR = "10.5.0.0/33" }, want: []string{"spec.clusters[1].wireguardCIDR"}},
 		{name: "service CIDR invalid", mutate: func(m *meshv1alpha1.ClusterMesh) { m.Spec.Clusters[0].ServiceCIDR = "services" }, want: []string{"spec.clusters[0].serviceCIDR"}},
-		{name: "node CIDR invalid", mutate: func(m *meshv1alpha1.ClusterMesh) { m.Spec.Clusters[0].NodeCIDRs = []string{"192.168.1.0/24", "192.168.2.7/24"} }, want: []string{"spec.clusters[0].nodeCIDRs[1]"}},
+		{name: "node CIDR invalid", mutate: func(m *meshv1alpha1.ClusterMesh) {
+			m.Spec.Clusters[0].NodeCIDRs = []string{"192.168.1.0/24", "192.168.2.7/24"}
+		}, want: []string{"spec.clusters[0].nodeCIDRs[1]"}},
 		{name: "overlap inside one cluster", mutate: func(m *meshv1alpha1.ClusterMesh) { m.Spec.Clusters[0].ServiceCIDR = "10.42.128.0/17" }, want: []string{"spec.clusters[0].serviceCIDR"}},
 		{name: "overlap across clusters", mutate: func(m *meshv1alpha1.ClusterMesh) { m.Spec.Clusters[1].PodCIDRs = []string{"10.42.0.0/16"} }, want: []string{"spec.clusters[1].podCIDRs[0]"}},
 		{name: "same kilo subnet on both clusters", mutate: func(m *meshv1alpha1.ClusterMesh) { m.Spec.Clusters[1].WireguardCIDR = "10.4.0.0/16" }, want: []string{"spec.clusters[1].wireguardCIDR"}},
