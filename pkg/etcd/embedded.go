@@ -50,6 +50,8 @@ func Start(ctx context.Context, cfg Config) (*Server, error) {
 	ec.AdvertisePeerUrls = []url.URL{*peerURL}
 	ec.InitialCluster = ec.InitialClusterFromName(ec.Name)
 	ec.LogLevel = "warn"
+	// Left zero, etcd logs every request as slow.
+	ec.WarningUnaryRequestDuration = embed.DefaultWarningUnaryRequestDuration
 	e, err := embed.StartEtcd(ec)
 	if err != nil {
 		return nil, fmt.Errorf("starting embedded etcd in %s: %w", cfg.DataDir, err)

@@ -1,0 +1,96 @@
+//go:build e2e
+
+// Package e2e drives the real kilo-mesh-apiserver binary through real
+// kube-apiservers (aggregation layer, RBAC) with the real kubectl.
+package e2e
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/kilo-mesh/kilo-mesh-apiserver/test/framework"
+)
+
+var (
+	env    *framework.Env
+	server *framework.MeshServer
+)
+
+// TestMain shares one environment (etcd, kube-apiservers, the registered
+// server) across the tests of this package: starting it costs seconds.
+func TestMain(m *testing.M) {
+	os.Exit(run(m))
+}
+
+func run(m *testing.M) int {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	var err error
+	env, err = framework.Start(ctx, framework.Options{Clusters: 2})
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "starting the environment: %v\n", err)
+		return 1
+	}
+	defer env.Stop()
+	server, err = env.StartMeshServer(ctx, framework.MeshServerOptions{})
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "starting kilo-mesh-apiserver: %v\n", err)
+		return 1
+	}
+	code := m.Run()
+	if code != 0 {
+		fmt.Fprintf(os.Stderr, "kilo-mesh-apiserver log tail:\n%s\n", server.LogTail(60))
+	}
+	return code
+}
+
+// kubectl runs kubectl on the host cluster as user and fails the test on error.
+func kubectl(t *testing.T, user string, args ...string) string {
+	t.Helper()
+	out, stderr, err := env.Kubectl(context.Background(), framework.HostCluster, user, args...)
+	if err != nil {
+		t.Fatalf("kubectl %s: %v\n%s", strings.Join(args, " "), err, stderr)
+	}
+	return out
+}
+
+// kubectlErr runs kubectl expecting it to fail and returns its stderr.
+func kubectlErr(t *testing.T, user string, args ...string) string {
+	t.Helper()
+	out, stderr, err := env.Kubectl(context.Background(), framework.HostCluster, user, args...)
+	if err == nil {
+		t.Fatalf("kubectl %s succeeded, want an error; stdout:\n%s", strings.Join(args, " "), out)
+	}
+	return stderr
+}
+
+// kubectlIn runs kubectl with a manifest on stdin.
+func kubectlIn(t *testing.T, user, manifest string, args ...string) (string, string, error) {
+	t.Helper()
+	return env.KubectlWithInput(context.Background(), bytes.NewBufferString(manifest), framework.HostCluster, user, args...)
+}
+
+// manifest reads a testdata manifest and names the object.
+func manifest(t *testing.T, file, name string) string {
+	t.Helper()
+	b, err := os.ReadFile("testdata/" + file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return strings.Replace(string(b), "name: NAME", "name: "+name, 1)
+}
+
+// namespace returns a fresh namespace on the host cluster.
+func namespace(t *testing.T, prefix string) string {
+	t.Helper()
+	ns, err := env.NewNamespace(context.Background(), prefix)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return ns
+}
