@@ -100,6 +100,9 @@ type Options struct {
 	SkipPeerCRD bool
 	// Users are added to DefaultUsers on every cluster.
 	Users []User
+	// ServiceCIDRs sets cluster i's --service-cluster-ip-range to
+	// ServiceCIDRs[i] (default: 10.(96+i).0.0/16).
+	ServiceCIDRs []string
 	// ExtraAPIServerArgs are appended to every kube-apiserver's flags.
 	ExtraAPIServerArgs []string
 	// Logf receives progress messages (default: discarded).
@@ -117,7 +120,7 @@ type Cluster struct {
 	// URL is https://127.0.0.1:<port>.
 	URL string
 	// ServiceCIDR is the --service-cluster-ip-range, distinct per cluster
-	// (10.96.0.0/16 + index in the second octet).
+	// (Options.ServiceCIDRs, default 10.(96+index).0.0/16).
 	ServiceCIDR string
 	// EtcdPrefix is the cluster's --etcd-prefix in the shared etcd.
 	EtcdPrefix string
@@ -343,6 +346,9 @@ func (e *Env) writePKI() error {
 			Name:        fmt.Sprintf("cluster-%d", i),
 			ServiceCIDR: fmt.Sprintf("10.%d.0.0/16", 96+i),
 			EtcdPrefix:  fmt.Sprintf("/cluster-%d", i),
+		}
+		if i < len(e.opts.ServiceCIDRs) && e.opts.ServiceCIDRs[i] != "" {
+			c.ServiceCIDR = e.opts.ServiceCIDRs[i]
 		}
 		if c.ca, err = NewCA(c.Name + "-ca"); err != nil {
 			return err

@@ -152,6 +152,9 @@ func TestEnvironment(t *testing.T) {
 			node.Status.Addresses[0].Address != "192.168.10.2" {
 			t.Errorf("unexpected node status %+v", node.Status)
 		}
+		if len(node.Spec.Taints) != 0 {
+			t.Errorf("unexpected taints on a Ready node: %v", node.Spec.Taints)
+		}
 		old := node.Annotations[framework.AnnotationLastSeen]
 		time.Sleep(1100 * time.Millisecond)
 		if err := env.TouchKiloNodes(ctx, 1); err != nil {
@@ -279,8 +282,40 @@ func TestMeshServer(t *testing.T) {
 	if _, _, err := env.Kubectl(ctx, framework.HostCluster, framework.UserAdmin, "get", "clustermeshes", "-A"); err != nil {
 		t.Errorf("after restart: %v", err)
 	}
-	if strings.Contains(m.Logs(), "is forbidden") {
-		t.Errorf("the server met Forbidden errors with the RBAC of artifacts/deploy:\n%s", grepLines(m.Logs(), "is forbidden"))
+	if strings.Contains(m.Logs(), "forbidden") {
+		t.Errorf("the server met Forbidden errors with the RBAC of artifacts/deploy:\n%s", grepLines(m.Logs(), "forbidden"))
+	}
+}
+
+// TestMeshServerExternalEtcd runs the server on the environment's etcd
+// (--etcd-servers, unique --etcd-prefix) instead of its embedded etcd.
+func TestMeshServerExternalEtcd(t *testing.T) {
+	root, err := framework.RepoRoot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(filepath.Join(root, "cmd", "kilo-mesh-apiserver")); err != nil && os.Getenv(framework.MeshServerBinEnv) == "" {
+		t.Skipf("no ./cmd/kilo-mesh-apiserver yet: %v", err)
+	}
+	env := framework.StartT(t, framework.Options{Clusters: 1})
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	m := env.StartMeshServerT(t, framework.MeshServerOptions{ExternalEtcd: true})
+	if m.EtcdPrefix == "" || m.DataDir != "" {
+		t.Errorf("external etcd: prefix %q, data dir %q", m.EtcdPrefix, m.DataDir)
+	}
+	if _, _, err := env.Kubectl(ctx, framework.HostCluster, framework.UserAdmin, "get", "clustermeshes", "-A"); err != nil {
+		t.Fatal(err)
+	}
+	// Kill without a graceful shutdown, start again: still served.
+	if err := m.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	if err := m.Start(ctx); err != nil {
+		t.Fatalf("restarting: %v\n%s", err, m.LogTail(40))
+	}
+	if _, _, err := env.Kubectl(ctx, framework.HostCluster, framework.UserViewerA, "-n", framework.NamespaceTenantA, "get", "clustermeshes"); err != nil {
+		t.Fatal(err)
 	}
 }
 

@@ -223,6 +223,24 @@ func (e *Env) CreateKiloNode(ctx context.Context, cluster int, k KiloNode) (*cor
 	if err != nil {
 		return nil, fmt.Errorf("setting status of node %s on cluster %d: %w", k.Name, cluster, err)
 	}
+	if k.NotReady {
+		return updated, nil
+	}
+	// Admission taints every new Node not-ready; the node lifecycle
+	// controller (not running here) would lift it once the node is Ready.
+	var taints []corev1.Taint
+	for _, t := range updated.Spec.Taints {
+		if t.Key != corev1.TaintNodeNotReady {
+			taints = append(taints, t)
+		}
+	}
+	if len(taints) == len(updated.Spec.Taints) {
+		return updated, nil
+	}
+	updated.Spec.Taints = taints
+	if updated, err = nodes.Update(ctx, updated, metav1.UpdateOptions{}); err != nil {
+		return nil, fmt.Errorf("removing the not-ready taint of node %s on cluster %d: %w", k.Name, cluster, err)
+	}
 	return updated, nil
 }
 
