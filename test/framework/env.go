@@ -24,6 +24,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -178,7 +179,13 @@ func Start(ctx context.Context, opts Options) (_ *Env, err error) {
 		e.logf = func(string, ...any) {}
 	}
 	if opts.Dir == "" {
-		if e.Dir, err = os.MkdirTemp("", "kilo-mesh-env-"); err != nil {
+		sweepStaleDirs()
+		if e.Dir, err = os.MkdirTemp("", envDirPrefix); err != nil {
+			return nil, err
+		}
+		// Marks the directory as owned by this process until Stop; see
+		// sweepStaleDirs.
+		if err := os.WriteFile(filepath.Join(e.Dir, ownerFile), []byte(strconv.Itoa(os.Getpid())), 0o600); err != nil {
 			return nil, err
 		}
 	} else {
@@ -302,6 +309,7 @@ func (e *Env) Stop() error {
 		}
 	}
 	if e.opts.KeepDir || os.Getenv(KeepEnv) != "" {
+		os.Remove(filepath.Join(e.Dir, ownerFile))
 		e.logf("kept environment dir %s", e.Dir)
 	} else if e.opts.Dir == "" {
 		if err := os.RemoveAll(e.Dir); err != nil {
@@ -375,6 +383,32 @@ func (e *Env) writePKI() error {
 		e.clusters = append(e.clusters, c)
 	}
 	return nil
+}
+
+const (
+	envDirPrefix = "kilo-mesh-env-"
+	ownerFile    = "owner.pid"
+)
+
+// sweepStaleDirs removes temporary environment directories left behind by
+// test processes that died without cleanup (go test -timeout, SIGKILL):
+// those whose owner.pid names a process that no longer exists. Kept
+// directories have no owner.pid and stay.
+func sweepStaleDirs() {
+	dirs, _ := filepath.Glob(filepath.Join(os.TempDir(), envDirPrefix+"*"))
+	for _, dir := range dirs {
+		data, err := os.ReadFile(filepath.Join(dir, ownerFile))
+		if err != nil {
+			continue
+		}
+		pid, err := strconv.Atoi(strings.TrimSpace(string(data)))
+		if err != nil || pid <= 0 {
+			continue
+		}
+		if _, err := os.Stat(fmt.Sprintf("/proc/%d", pid)); errors.Is(err, os.ErrNotExist) {
+			os.RemoveAll(dir)
+		}
+	}
 }
 
 func randomHex(n int) string {
