@@ -1,10 +1,9 @@
 #!/usr/bin/env bash
 # Regenerates deepcopy, OpenAPI (with model names) and the Kilo Peer CRD.
-# OUT_ROOT lets verify-codegen.sh generate into a copy of the tree and diff.
+# verify-codegen.sh runs it on a copy of the tree and diffs.
 set -o errexit -o nounset -o pipefail
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
-OUT_ROOT=${OUT_ROOT:-$ROOT}
 MODULE=github.com/kilo-mesh/kilo-mesh-apiserver
 BIN=${CODEGEN_BIN:-$ROOT/_output/codegen}
 HEADER=$ROOT/hack/boilerplate.go.txt
@@ -12,7 +11,7 @@ APIS=(./pkg/apis/mesh/v1alpha1 ./pkg/apis/kilo/v1alpha1)
 
 (cd "$ROOT/hack/codegen" && go build -o "$BIN/" tool)
 
-cd "$OUT_ROOT"
+cd "$ROOT"
 "$BIN/deepcopy-gen" --go-header-file "$HEADER" --output-file zz_generated.deepcopy.go "${APIS[@]}"
 
 APIMACHINERY=(k8s.io/apimachinery/pkg/apis/meta/v1 k8s.io/apimachinery/pkg/runtime
