@@ -35,85 +35,88 @@ import (
 
 func GetOpenAPIDefinitions(ref common.ReferenceCallback) map[string]common.OpenAPIDefinition {
 	return map[string]common.OpenAPIDefinition{
-		v1alpha1.DNSOrIP{}.OpenAPIModelName():                schema_pkg_apis_kilo_v1alpha1_DNSOrIP(ref),
-		v1alpha1.Peer{}.OpenAPIModelName():                   schema_pkg_apis_kilo_v1alpha1_Peer(ref),
-		v1alpha1.PeerEndpoint{}.OpenAPIModelName():           schema_pkg_apis_kilo_v1alpha1_PeerEndpoint(ref),
-		v1alpha1.PeerList{}.OpenAPIModelName():               schema_pkg_apis_kilo_v1alpha1_PeerList(ref),
-		v1alpha1.PeerSpec{}.OpenAPIModelName():               schema_pkg_apis_kilo_v1alpha1_PeerSpec(ref),
-		meshv1alpha1.ClusterEntry{}.OpenAPIModelName():       schema_pkg_apis_mesh_v1alpha1_ClusterEntry(ref),
-		meshv1alpha1.ClusterMesh{}.OpenAPIModelName():        schema_pkg_apis_mesh_v1alpha1_ClusterMesh(ref),
-		meshv1alpha1.ClusterMeshList{}.OpenAPIModelName():    schema_pkg_apis_mesh_v1alpha1_ClusterMeshList(ref),
-		meshv1alpha1.ClusterMeshPlan{}.OpenAPIModelName():    schema_pkg_apis_mesh_v1alpha1_ClusterMeshPlan(ref),
-		meshv1alpha1.ClusterMeshSpec{}.OpenAPIModelName():    schema_pkg_apis_mesh_v1alpha1_ClusterMeshSpec(ref),
-		meshv1alpha1.ClusterMeshStatus{}.OpenAPIModelName():  schema_pkg_apis_mesh_v1alpha1_ClusterMeshStatus(ref),
-		meshv1alpha1.ClusterPlan{}.OpenAPIModelName():        schema_pkg_apis_mesh_v1alpha1_ClusterPlan(ref),
-		meshv1alpha1.ClusterPlanSummary{}.OpenAPIModelName(): schema_pkg_apis_mesh_v1alpha1_ClusterPlanSummary(ref),
-		meshv1alpha1.ClusterStatus{}.OpenAPIModelName():      schema_pkg_apis_mesh_v1alpha1_ClusterStatus(ref),
-		meshv1alpha1.GroupPlan{}.OpenAPIModelName():          schema_pkg_apis_mesh_v1alpha1_GroupPlan(ref),
-		meshv1alpha1.KeptPeer{}.OpenAPIModelName():           schema_pkg_apis_mesh_v1alpha1_KeptPeer(ref),
-		meshv1alpha1.NodeDecision{}.OpenAPIModelName():       schema_pkg_apis_mesh_v1alpha1_NodeDecision(ref),
-		meshv1alpha1.PeerUpdate{}.OpenAPIModelName():         schema_pkg_apis_mesh_v1alpha1_PeerUpdate(ref),
-		meshv1alpha1.PlanIssue{}.OpenAPIModelName():          schema_pkg_apis_mesh_v1alpha1_PlanIssue(ref),
-		meshv1alpha1.PlanNote{}.OpenAPIModelName():           schema_pkg_apis_mesh_v1alpha1_PlanNote(ref),
-		meshv1alpha1.ReasonCount{}.OpenAPIModelName():        schema_pkg_apis_mesh_v1alpha1_ReasonCount(ref),
-		meshv1alpha1.SecretKeyReference{}.OpenAPIModelName(): schema_pkg_apis_mesh_v1alpha1_SecretKeyReference(ref),
-		meshv1alpha1.TargetPlan{}.OpenAPIModelName():         schema_pkg_apis_mesh_v1alpha1_TargetPlan(ref),
-		resource.Quantity{}.OpenAPIModelName():               schema_apimachinery_pkg_api_resource_Quantity(ref),
-		v1.APIGroup{}.OpenAPIModelName():                     schema_pkg_apis_meta_v1_APIGroup(ref),
-		v1.APIGroupList{}.OpenAPIModelName():                 schema_pkg_apis_meta_v1_APIGroupList(ref),
-		v1.APIResource{}.OpenAPIModelName():                  schema_pkg_apis_meta_v1_APIResource(ref),
-		v1.APIResourceList{}.OpenAPIModelName():              schema_pkg_apis_meta_v1_APIResourceList(ref),
-		v1.APIVersions{}.OpenAPIModelName():                  schema_pkg_apis_meta_v1_APIVersions(ref),
-		v1.ApplyOptions{}.OpenAPIModelName():                 schema_pkg_apis_meta_v1_ApplyOptions(ref),
-		v1.Condition{}.OpenAPIModelName():                    schema_pkg_apis_meta_v1_Condition(ref),
-		v1.CreateOptions{}.OpenAPIModelName():                schema_pkg_apis_meta_v1_CreateOptions(ref),
-		v1.DeleteOptions{}.OpenAPIModelName():                schema_pkg_apis_meta_v1_DeleteOptions(ref),
-		v1.Duration{}.OpenAPIModelName():                     schema_pkg_apis_meta_v1_Duration(ref),
-		v1.FieldSelectorRequirement{}.OpenAPIModelName():     schema_pkg_apis_meta_v1_FieldSelectorRequirement(ref),
-		v1.FieldsV1{}.OpenAPIModelName():                     schema_pkg_apis_meta_v1_FieldsV1(ref),
-		v1.GetOptions{}.OpenAPIModelName():                   schema_pkg_apis_meta_v1_GetOptions(ref),
-		v1.GroupKind{}.OpenAPIModelName():                    schema_pkg_apis_meta_v1_GroupKind(ref),
-		v1.GroupResource{}.OpenAPIModelName():                schema_pkg_apis_meta_v1_GroupResource(ref),
-		v1.GroupVersion{}.OpenAPIModelName():                 schema_pkg_apis_meta_v1_GroupVersion(ref),
-		v1.GroupVersionForDiscovery{}.OpenAPIModelName():     schema_pkg_apis_meta_v1_GroupVersionForDiscovery(ref),
-		v1.GroupVersionKind{}.OpenAPIModelName():             schema_pkg_apis_meta_v1_GroupVersionKind(ref),
-		v1.GroupVersionResource{}.OpenAPIModelName():         schema_pkg_apis_meta_v1_GroupVersionResource(ref),
-		v1.InternalEvent{}.OpenAPIModelName():                schema_pkg_apis_meta_v1_InternalEvent(ref),
-		v1.LabelSelector{}.OpenAPIModelName():                schema_pkg_apis_meta_v1_LabelSelector(ref),
-		v1.LabelSelectorRequirement{}.OpenAPIModelName():     schema_pkg_apis_meta_v1_LabelSelectorRequirement(ref),
-		v1.List{}.OpenAPIModelName():                         schema_pkg_apis_meta_v1_List(ref),
-		v1.ListMeta{}.OpenAPIModelName():                     schema_pkg_apis_meta_v1_ListMeta(ref),
-		v1.ListOptions{}.OpenAPIModelName():                  schema_pkg_apis_meta_v1_ListOptions(ref),
-		v1.ManagedFieldsEntry{}.OpenAPIModelName():           schema_pkg_apis_meta_v1_ManagedFieldsEntry(ref),
-		v1.MicroTime{}.OpenAPIModelName():                    schema_pkg_apis_meta_v1_MicroTime(ref),
-		v1.ObjectMeta{}.OpenAPIModelName():                   schema_pkg_apis_meta_v1_ObjectMeta(ref),
-		v1.OwnerReference{}.OpenAPIModelName():               schema_pkg_apis_meta_v1_OwnerReference(ref),
-		v1.PartialObjectMetadata{}.OpenAPIModelName():        schema_pkg_apis_meta_v1_PartialObjectMetadata(ref),
-		v1.PartialObjectMetadataList{}.OpenAPIModelName():    schema_pkg_apis_meta_v1_PartialObjectMetadataList(ref),
-		v1.Patch{}.OpenAPIModelName():                        schema_pkg_apis_meta_v1_Patch(ref),
-		v1.PatchOptions{}.OpenAPIModelName():                 schema_pkg_apis_meta_v1_PatchOptions(ref),
-		v1.Preconditions{}.OpenAPIModelName():                schema_pkg_apis_meta_v1_Preconditions(ref),
-		v1.RootPaths{}.OpenAPIModelName():                    schema_pkg_apis_meta_v1_RootPaths(ref),
-		v1.ServerAddressByClientCIDR{}.OpenAPIModelName():    schema_pkg_apis_meta_v1_ServerAddressByClientCIDR(ref),
-		v1.ShardInfo{}.OpenAPIModelName():                    schema_pkg_apis_meta_v1_ShardInfo(ref),
-		v1.Status{}.OpenAPIModelName():                       schema_pkg_apis_meta_v1_Status(ref),
-		v1.StatusCause{}.OpenAPIModelName():                  schema_pkg_apis_meta_v1_StatusCause(ref),
-		v1.StatusDetails{}.OpenAPIModelName():                schema_pkg_apis_meta_v1_StatusDetails(ref),
-		v1.Table{}.OpenAPIModelName():                        schema_pkg_apis_meta_v1_Table(ref),
-		v1.TableColumnDefinition{}.OpenAPIModelName():        schema_pkg_apis_meta_v1_TableColumnDefinition(ref),
-		v1.TableOptions{}.OpenAPIModelName():                 schema_pkg_apis_meta_v1_TableOptions(ref),
-		v1.TableRow{}.OpenAPIModelName():                     schema_pkg_apis_meta_v1_TableRow(ref),
-		v1.TableRowCondition{}.OpenAPIModelName():            schema_pkg_apis_meta_v1_TableRowCondition(ref),
-		v1.Time{}.OpenAPIModelName():                         schema_pkg_apis_meta_v1_Time(ref),
-		v1.Timestamp{}.OpenAPIModelName():                    schema_pkg_apis_meta_v1_Timestamp(ref),
-		v1.TypeMeta{}.OpenAPIModelName():                     schema_pkg_apis_meta_v1_TypeMeta(ref),
-		v1.UpdateOptions{}.OpenAPIModelName():                schema_pkg_apis_meta_v1_UpdateOptions(ref),
-		v1.WatchEvent{}.OpenAPIModelName():                   schema_pkg_apis_meta_v1_WatchEvent(ref),
-		runtime.RawExtension{}.OpenAPIModelName():            schema_k8sio_apimachinery_pkg_runtime_RawExtension(ref),
-		runtime.TypeMeta{}.OpenAPIModelName():                schema_k8sio_apimachinery_pkg_runtime_TypeMeta(ref),
-		runtime.Unknown{}.OpenAPIModelName():                 schema_k8sio_apimachinery_pkg_runtime_Unknown(ref),
-		intstr.IntOrString{}.OpenAPIModelName():              schema_apimachinery_pkg_util_intstr_IntOrString(ref),
-		version.Info{}.OpenAPIModelName():                    schema_k8sio_apimachinery_pkg_version_Info(ref),
+		v1alpha1.DNSOrIP{}.OpenAPIModelName():                     schema_pkg_apis_kilo_v1alpha1_DNSOrIP(ref),
+		v1alpha1.Peer{}.OpenAPIModelName():                        schema_pkg_apis_kilo_v1alpha1_Peer(ref),
+		v1alpha1.PeerEndpoint{}.OpenAPIModelName():                schema_pkg_apis_kilo_v1alpha1_PeerEndpoint(ref),
+		v1alpha1.PeerList{}.OpenAPIModelName():                    schema_pkg_apis_kilo_v1alpha1_PeerList(ref),
+		v1alpha1.PeerSpec{}.OpenAPIModelName():                    schema_pkg_apis_kilo_v1alpha1_PeerSpec(ref),
+		meshv1alpha1.ClusterEntry{}.OpenAPIModelName():            schema_pkg_apis_mesh_v1alpha1_ClusterEntry(ref),
+		meshv1alpha1.ClusterMesh{}.OpenAPIModelName():             schema_pkg_apis_mesh_v1alpha1_ClusterMesh(ref),
+		meshv1alpha1.ClusterMeshList{}.OpenAPIModelName():         schema_pkg_apis_mesh_v1alpha1_ClusterMeshList(ref),
+		meshv1alpha1.ClusterMeshPeers{}.OpenAPIModelName():        schema_pkg_apis_mesh_v1alpha1_ClusterMeshPeers(ref),
+		meshv1alpha1.ClusterMeshPeersOptions{}.OpenAPIModelName(): schema_pkg_apis_mesh_v1alpha1_ClusterMeshPeersOptions(ref),
+		meshv1alpha1.ClusterMeshPlan{}.OpenAPIModelName():         schema_pkg_apis_mesh_v1alpha1_ClusterMeshPlan(ref),
+		meshv1alpha1.ClusterMeshSpec{}.OpenAPIModelName():         schema_pkg_apis_mesh_v1alpha1_ClusterMeshSpec(ref),
+		meshv1alpha1.ClusterMeshStatus{}.OpenAPIModelName():       schema_pkg_apis_mesh_v1alpha1_ClusterMeshStatus(ref),
+		meshv1alpha1.ClusterPlan{}.OpenAPIModelName():             schema_pkg_apis_mesh_v1alpha1_ClusterPlan(ref),
+		meshv1alpha1.ClusterPlanSummary{}.OpenAPIModelName():      schema_pkg_apis_mesh_v1alpha1_ClusterPlanSummary(ref),
+		meshv1alpha1.ClusterStatus{}.OpenAPIModelName():           schema_pkg_apis_mesh_v1alpha1_ClusterStatus(ref),
+		meshv1alpha1.GroupPlan{}.OpenAPIModelName():               schema_pkg_apis_mesh_v1alpha1_GroupPlan(ref),
+		meshv1alpha1.KeptPeer{}.OpenAPIModelName():                schema_pkg_apis_mesh_v1alpha1_KeptPeer(ref),
+		meshv1alpha1.NodeDecision{}.OpenAPIModelName():            schema_pkg_apis_mesh_v1alpha1_NodeDecision(ref),
+		meshv1alpha1.PeerUpdate{}.OpenAPIModelName():              schema_pkg_apis_mesh_v1alpha1_PeerUpdate(ref),
+		meshv1alpha1.PlanIssue{}.OpenAPIModelName():               schema_pkg_apis_mesh_v1alpha1_PlanIssue(ref),
+		meshv1alpha1.PlanNote{}.OpenAPIModelName():                schema_pkg_apis_mesh_v1alpha1_PlanNote(ref),
+		meshv1alpha1.ReasonCount{}.OpenAPIModelName():             schema_pkg_apis_mesh_v1alpha1_ReasonCount(ref),
+		meshv1alpha1.SecretKeyReference{}.OpenAPIModelName():      schema_pkg_apis_mesh_v1alpha1_SecretKeyReference(ref),
+		meshv1alpha1.TargetPeers{}.OpenAPIModelName():             schema_pkg_apis_mesh_v1alpha1_TargetPeers(ref),
+		meshv1alpha1.TargetPlan{}.OpenAPIModelName():              schema_pkg_apis_mesh_v1alpha1_TargetPlan(ref),
+		resource.Quantity{}.OpenAPIModelName():                    schema_apimachinery_pkg_api_resource_Quantity(ref),
+		v1.APIGroup{}.OpenAPIModelName():                          schema_pkg_apis_meta_v1_APIGroup(ref),
+		v1.APIGroupList{}.OpenAPIModelName():                      schema_pkg_apis_meta_v1_APIGroupList(ref),
+		v1.APIResource{}.OpenAPIModelName():                       schema_pkg_apis_meta_v1_APIResource(ref),
+		v1.APIResourceList{}.OpenAPIModelName():                   schema_pkg_apis_meta_v1_APIResourceList(ref),
+		v1.APIVersions{}.OpenAPIModelName():                       schema_pkg_apis_meta_v1_APIVersions(ref),
+		v1.ApplyOptions{}.OpenAPIModelName():                      schema_pkg_apis_meta_v1_ApplyOptions(ref),
+		v1.Condition{}.OpenAPIModelName():                         schema_pkg_apis_meta_v1_Condition(ref),
+		v1.CreateOptions{}.OpenAPIModelName():                     schema_pkg_apis_meta_v1_CreateOptions(ref),
+		v1.DeleteOptions{}.OpenAPIModelName():                     schema_pkg_apis_meta_v1_DeleteOptions(ref),
+		v1.Duration{}.OpenAPIModelName():                          schema_pkg_apis_meta_v1_Duration(ref),
+		v1.FieldSelectorRequirement{}.OpenAPIModelName():          schema_pkg_apis_meta_v1_FieldSelectorRequirement(ref),
+		v1.FieldsV1{}.OpenAPIModelName():                          schema_pkg_apis_meta_v1_FieldsV1(ref),
+		v1.GetOptions{}.OpenAPIModelName():                        schema_pkg_apis_meta_v1_GetOptions(ref),
+		v1.GroupKind{}.OpenAPIModelName():                         schema_pkg_apis_meta_v1_GroupKind(ref),
+		v1.GroupResource{}.OpenAPIModelName():                     schema_pkg_apis_meta_v1_GroupResource(ref),
+		v1.GroupVersion{}.OpenAPIModelName():                      schema_pkg_apis_meta_v1_GroupVersion(ref),
+		v1.GroupVersionForDiscovery{}.OpenAPIModelName():          schema_pkg_apis_meta_v1_GroupVersionForDiscovery(ref),
+		v1.GroupVersionKind{}.OpenAPIModelName():                  schema_pkg_apis_meta_v1_GroupVersionKind(ref),
+		v1.GroupVersionResource{}.OpenAPIModelName():              schema_pkg_apis_meta_v1_GroupVersionResource(ref),
+		v1.InternalEvent{}.OpenAPIModelName():                     schema_pkg_apis_meta_v1_InternalEvent(ref),
+		v1.LabelSelector{}.OpenAPIModelName():                     schema_pkg_apis_meta_v1_LabelSelector(ref),
+		v1.LabelSelectorRequirement{}.OpenAPIModelName():          schema_pkg_apis_meta_v1_LabelSelectorRequirement(ref),
+		v1.List{}.OpenAPIModelName():                              schema_pkg_apis_meta_v1_List(ref),
+		v1.ListMeta{}.OpenAPIModelName():                          schema_pkg_apis_meta_v1_ListMeta(ref),
+		v1.ListOptions{}.OpenAPIModelName():                       schema_pkg_apis_meta_v1_ListOptions(ref),
+		v1.ManagedFieldsEntry{}.OpenAPIModelName():                schema_pkg_apis_meta_v1_ManagedFieldsEntry(ref),
+		v1.MicroTime{}.OpenAPIModelName():                         schema_pkg_apis_meta_v1_MicroTime(ref),
+		v1.ObjectMeta{}.OpenAPIModelName():                        schema_pkg_apis_meta_v1_ObjectMeta(ref),
+		v1.OwnerReference{}.OpenAPIModelName():                    schema_pkg_apis_meta_v1_OwnerReference(ref),
+		v1.PartialObjectMetadata{}.OpenAPIModelName():             schema_pkg_apis_meta_v1_PartialObjectMetadata(ref),
+		v1.PartialObjectMetadataList{}.OpenAPIModelName():         schema_pkg_apis_meta_v1_PartialObjectMetadataList(ref),
+		v1.Patch{}.OpenAPIModelName():                             schema_pkg_apis_meta_v1_Patch(ref),
+		v1.PatchOptions{}.OpenAPIModelName():                      schema_pkg_apis_meta_v1_PatchOptions(ref),
+		v1.Preconditions{}.OpenAPIModelName():                     schema_pkg_apis_meta_v1_Preconditions(ref),
+		v1.RootPaths{}.OpenAPIModelName():                         schema_pkg_apis_meta_v1_RootPaths(ref),
+		v1.ServerAddressByClientCIDR{}.OpenAPIModelName():         schema_pkg_apis_meta_v1_ServerAddressByClientCIDR(ref),
+		v1.ShardInfo{}.OpenAPIModelName():                         schema_pkg_apis_meta_v1_ShardInfo(ref),
+		v1.Status{}.OpenAPIModelName():                            schema_pkg_apis_meta_v1_Status(ref),
+		v1.StatusCause{}.OpenAPIModelName():                       schema_pkg_apis_meta_v1_StatusCause(ref),
+		v1.StatusDetails{}.OpenAPIModelName():                     schema_pkg_apis_meta_v1_StatusDetails(ref),
+		v1.Table{}.OpenAPIModelName():                             schema_pkg_apis_meta_v1_Table(ref),
+		v1.TableColumnDefinition{}.OpenAPIModelName():             schema_pkg_apis_meta_v1_TableColumnDefinition(ref),
+		v1.TableOptions{}.OpenAPIModelName():                      schema_pkg_apis_meta_v1_TableOptions(ref),
+		v1.TableRow{}.OpenAPIModelName():                          schema_pkg_apis_meta_v1_TableRow(ref),
+		v1.TableRowCondition{}.OpenAPIModelName():                 schema_pkg_apis_meta_v1_TableRowCondition(ref),
+		v1.Time{}.OpenAPIModelName():                              schema_pkg_apis_meta_v1_Time(ref),
+		v1.Timestamp{}.OpenAPIModelName():                         schema_pkg_apis_meta_v1_Timestamp(ref),
+		v1.TypeMeta{}.OpenAPIModelName():                          schema_pkg_apis_meta_v1_TypeMeta(ref),
+		v1.UpdateOptions{}.OpenAPIModelName():                     schema_pkg_apis_meta_v1_UpdateOptions(ref),
+		v1.WatchEvent{}.OpenAPIModelName():                        schema_pkg_apis_meta_v1_WatchEvent(ref),
+		runtime.RawExtension{}.OpenAPIModelName():                 schema_k8sio_apimachinery_pkg_runtime_RawExtension(ref),
+		runtime.TypeMeta{}.OpenAPIModelName():                     schema_k8sio_apimachinery_pkg_runtime_TypeMeta(ref),
+		runtime.Unknown{}.OpenAPIModelName():                      schema_k8sio_apimachinery_pkg_runtime_Unknown(ref),
+		intstr.IntOrString{}.OpenAPIModelName():                   schema_apimachinery_pkg_util_intstr_IntOrString(ref),
+		version.Info{}.OpenAPIModelName():                         schema_k8sio_apimachinery_pkg_version_Info(ref),
 	}
 }
 
@@ -572,6 +575,105 @@ func schema_pkg_apis_mesh_v1alpha1_ClusterMeshList(ref common.ReferenceCallback)
 		},
 		Dependencies: []string{
 			meshv1alpha1.ClusterMesh{}.OpenAPIModelName(), v1.ListMeta{}.OpenAPIModelName()},
+	}
+}
+
+func schema_pkg_apis_mesh_v1alpha1_ClusterMeshPeers(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "ClusterMeshPeers is the clustermeshes/NAME/peers view without a cluster parameter: the Kilo Peers the mesh wants on every member cluster.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"kind": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Kind is a string value representing the REST resource this object represents. Servers may infer this from the endpoint the client submits requests to. Cannot be updated. In CamelCase. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#types-kinds",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"apiVersion": {
+						SchemaProps: spec.SchemaProps{
+							Description: "APIVersion defines the versioned schema of this representation of an object. Servers should convert recognized schemas to the latest internal value, and may reject unrecognized values. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#resources",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"metadata": {
+						SchemaProps: spec.SchemaProps{
+							Description: "metadata carries the name and namespace of the ClusterMesh.",
+							Default:     map[string]interface{}{},
+							Ref:         ref(v1.ObjectMeta{}.OpenAPIModelName()),
+						},
+					},
+					"targets": {
+						VendorExtensible: spec.VendorExtensible{
+							Extensions: spec.Extensions{
+								"x-kubernetes-list-map-keys": []interface{}{
+									"cluster",
+								},
+								"x-kubernetes-list-type": "map",
+							},
+						},
+						SchemaProps: spec.SchemaProps{
+							Description: "targets holds the desired Peers of every member cluster, sorted by cluster name.",
+							Type:        []string{"array"},
+							Items: &spec.SchemaOrArray{
+								Schema: &spec.Schema{
+									SchemaProps: spec.SchemaProps{
+										Default: map[string]interface{}{},
+										Ref:     ref(meshv1alpha1.TargetPeers{}.OpenAPIModelName()),
+									},
+								},
+							},
+						},
+					},
+				},
+			},
+		},
+		Dependencies: []string{
+			meshv1alpha1.TargetPeers{}.OpenAPIModelName(), v1.ObjectMeta{}.OpenAPIModelName()},
+	}
+}
+
+func schema_pkg_apis_mesh_v1alpha1_ClusterMeshPeersOptions(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "ClusterMeshPeersOptions are the query parameters of the peers view.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"kind": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Kind is a string value representing the REST resource this object represents. Servers may infer this from the endpoint the client submits requests to. Cannot be updated. In CamelCase. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#types-kinds",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"apiVersion": {
+						SchemaProps: spec.SchemaProps{
+							Description: "APIVersion defines the versioned schema of this representation of an object. Servers should convert recognized schemas to the latest internal value, and may reject unrecognized values. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#resources",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"cluster": {
+						SchemaProps: spec.SchemaProps{
+							Description: "cluster restricts the view to the Peers of one member cluster, served as a kilo.squat.ai/v1alpha1 PeerList that kubectl apply accepts.",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"format": {
+						SchemaProps: spec.SchemaProps{
+							Description: "format is empty for the API object, \"wireguard\" for the WireGuard configuration of one cluster, or \"dot\" for a Graphviz graph of the mesh.",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+				},
+			},
+		},
 	}
 }
 
@@ -1504,6 +1606,49 @@ func schema_pkg_apis_mesh_v1alpha1_SecretKeyReference(ref common.ReferenceCallba
 				Required: []string{"name"},
 			},
 		},
+	}
+}
+
+func schema_pkg_apis_mesh_v1alpha1_TargetPeers(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "TargetPeers are the Peers one member cluster must hold.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"cluster": {
+						SchemaProps: spec.SchemaProps{
+							Description: "cluster is a spec.clusters[].name.",
+							Default:     "",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"peers": {
+						VendorExtensible: spec.VendorExtensible{
+							Extensions: spec.Extensions{
+								"x-kubernetes-list-type": "atomic",
+							},
+						},
+						SchemaProps: spec.SchemaProps{
+							Description: "peers are the desired Kilo Peers, sorted by name.",
+							Type:        []string{"array"},
+							Items: &spec.SchemaOrArray{
+								Schema: &spec.Schema{
+									SchemaProps: spec.SchemaProps{
+										Default: map[string]interface{}{},
+										Ref:     ref(v1alpha1.Peer{}.OpenAPIModelName()),
+									},
+								},
+							},
+						},
+					},
+				},
+				Required: []string{"cluster"},
+			},
+		},
+		Dependencies: []string{
+			v1alpha1.Peer{}.OpenAPIModelName()},
 	}
 }
 

@@ -37,6 +37,16 @@ func (in ClusterMeshList) OpenAPIModelName() string {
 }
 
 // OpenAPIModelName returns the OpenAPI model name for this type.
+func (in ClusterMeshPeers) OpenAPIModelName() string {
+	return "ai.squat.kilo.mesh.v1alpha1.ClusterMeshPeers"
+}
+
+// OpenAPIModelName returns the OpenAPI model name for this type.
+func (in ClusterMeshPeersOptions) OpenAPIModelName() string {
+	return "ai.squat.kilo.mesh.v1alpha1.ClusterMeshPeersOptions"
+}
+
+// OpenAPIModelName returns the OpenAPI model name for this type.
 func (in ClusterMeshPlan) OpenAPIModelName() string {
 	return "ai.squat.kilo.mesh.v1alpha1.ClusterMeshPlan"
 }
@@ -104,6 +114,11 @@ func (in ReasonCount) OpenAPIModelName() string {
 // OpenAPIModelName returns the OpenAPI model name for this type.
 func (in SecretKeyReference) OpenAPIModelName() string {
 	return "ai.squat.kilo.mesh.v1alpha1.SecretKeyReference"
+}
+
+// OpenAPIModelName returns the OpenAPI model name for this type.
+func (in TargetPeers) OpenAPIModelName() string {
+	return "ai.squat.kilo.mesh.v1alpha1.TargetPeers"
 }
 
 // OpenAPIModelName returns the OpenAPI model name for this type.
