@@ -9,10 +9,10 @@ import (
 	meshv1alpha1 "github.com/kilo-mesh/kilo-mesh-apiserver/pkg/apis/mesh/v1alpha1"
 )
 
-// network is one CIDR declared by the mesh, with where it was declared.
-type network struct {
-	prefix netip.Prefix
-	path   *field.Path
+// Network is one CIDR declared by a mesh, with where it was declared.
+type Network struct {
+	Prefix netip.Prefix
+	Path   *field.Path
 }
 
 // ParseCIDR parses a CIDR and insists on its canonical form, so that one
@@ -34,10 +34,10 @@ func ParseCIDR(s string) (netip.Prefix, error) {
 	return p, nil
 }
 
-// clusterNetworks parses every network a cluster declares.
-func clusterNetworks(c *meshv1alpha1.ClusterEntry, p *field.Path) ([]network, field.ErrorList) {
+// ClusterNetworks parses every network a cluster declares; p is the path of the entry.
+func ClusterNetworks(c *meshv1alpha1.ClusterEntry, p *field.Path) ([]Network, field.ErrorList) {
 	var (
-		nets []network
+		nets []Network
 		errs field.ErrorList
 	)
 	add := func(path *field.Path, s string) {
@@ -46,7 +46,7 @@ func clusterNetworks(c *meshv1alpha1.ClusterEntry, p *field.Path) ([]network, fi
 			errs = append(errs, field.Invalid(path, s, err.Error()))
 			return
 		}
-		nets = append(nets, network{prefix: prefix, path: path})
+		nets = append(nets, Network{Prefix: prefix, Path: path})
 	}
 	for i, s := range c.PodCIDRs {
 		add(p.Child("podCIDRs").Index(i), s)
@@ -69,13 +69,13 @@ func clusterNetworks(c *meshv1alpha1.ClusterEntry, p *field.Path) ([]network, fi
 // validateNoOverlap reports every network that overlaps one declared before
 // it, inside one cluster or across clusters. A mesh holds tens of networks,
 // so comparing every pair is cheaper than anything cleverer.
-func validateNoOverlap(nets []network) field.ErrorList {
+func validateNoOverlap(nets []Network) field.ErrorList {
 	var errs field.ErrorList
 	for i := range nets {
 		for j := 0; j < i; j++ {
-			if nets[i].prefix.Overlaps(nets[j].prefix) {
-				errs = append(errs, field.Invalid(nets[i].path, nets[i].prefix.String(),
-					fmt.Sprintf("overlaps %s (%s)", nets[j].path, nets[j].prefix)))
+			if nets[i].Prefix.Overlaps(nets[j].Prefix) {
+				errs = append(errs, field.Invalid(nets[i].Path, nets[i].Prefix.String(),
+					fmt.Sprintf("overlaps %s (%s)", nets[j].Path, nets[j].Prefix)))
 				break
 			}
 		}

@@ -62,7 +62,7 @@ func ValidateClusterMeshSpec(spec *meshv1alpha1.ClusterMeshSpec, path *field.Pat
 	}
 	names := sets.New[string]()
 	locals := 0
-	var networks []network
+	var networks []Network
 	for i := range spec.Clusters {
 		c := &spec.Clusters[i]
 		p := clustersPath.Index(i)
@@ -79,7 +79,7 @@ func ValidateClusterMeshSpec(spec *meshv1alpha1.ClusterMeshSpec, path *field.Pat
 				errs = append(errs, field.Invalid(p.Child("local"), true, "exactly one cluster may be local"))
 			}
 		}
-		nets, netErrs := clusterNetworks(c, p)
+		nets, netErrs := ClusterNetworks(c, p)
 		networks = append(networks, nets...)
 		errs = append(errs, netErrs...)
 	}
