@@ -1,0 +1,141 @@
+package clusters
+
+import (
+	"errors"
+	"strings"
+)
+
+// Reason is a stable CamelCase identifier of why a member cluster cannot be
+// used (fit for a condition's reason or an admission error). Reason is an
+// error itself so that errors.Is(err, ErrExecPlugin) works on every error of
+// this package.
+type Reason string
+
+func (r Reason) Error() string { return string(r) }
+
+// Rules a kubeconfig must follow; ParseKubeconfig names the one broken.
+// Kubeconfigs come from tenants: anything that would make this server run a
+// program, read a file, use a proxy, act as someone else or talk in clear
+// text is refused.
+const (
+	// ErrKubeconfigInvalid: empty, not YAML/JSON, or not a kubeconfig.
+	ErrKubeconfigInvalid Reason = "KubeconfigInvalid"
+	// ErrNoCurrentContext: current-context unset, or it names a context,
+	// cluster or user the kubeconfig does not define.
+	ErrNoCurrentContext Reason = "NoCurrentContext"
+	// ErrExecPlugin: users[].user.exec (runs a program on the server).
+	ErrExecPlugin Reason = "ExecPlugin"
+	// ErrAuthProvider: users[].user.auth-provider (plugins, token refresh).
+	ErrAuthProvider Reason = "AuthProvider"
+	// ErrFilePath: tokenFile, client-certificate, client-key or
+	// certificate-authority (would read the server's files).
+	ErrFilePath Reason = "FilePath"
+	// ErrProxyURL: clusters[].cluster.proxy-url.
+	ErrProxyURL Reason = "ProxyURL"
+	// ErrNotHTTPS: the server URL is not https.
+	ErrNotHTTPS Reason = "NotHTTPS"
+	// ErrServerURL: the server URL is malformed, has no host, or has a
+	// query or fragment.
+	ErrServerURL Reason = "InvalidServerURL"
+	// ErrBasicAuth: username/password, or user info in the server URL.
+	ErrBasicAuth Reason = "BasicAuth"
+	// ErrImpersonation: as, as-uid, as-groups or as-user-extra.
+	ErrImpersonation Reason = "Impersonation"
+	// ErrInsecureSkipTLSVerify: insecure-skip-tls-verify without the
+	// administrator's consent (Config.AllowInsecureSkipTLSVerify).
+	ErrInsecureSkipTLSVerify Reason = "InsecureSkipTLSVerify"
+	// ErrNoCertificateAuthority: no certificate-authority-data.
+	ErrNoCertificateAuthority Reason = "NoCertificateAuthority"
+	// ErrNoCredentials: neither a token nor client-certificate-data with
+	// client-key-data.
+	ErrNoCredentials Reason = "NoCredentials"
+	// ErrIncompleteClientCertificate: client-certificate-data without
+	// client-key-data or the other way round.
+	ErrIncompleteClientCertificate Reason = "IncompleteClientCertificate"
+	// ErrInvalidCertificateData: CA or client certificate/key data that does
+	// not parse, or a key that does not match its certificate.
+	ErrInvalidCertificateData Reason = "InvalidCertificateData"
+	// ErrInvalidToken: a token with whitespace or control characters (it
+	// could not be sent in a header).
+	ErrInvalidToken Reason = "InvalidToken"
+)
+
+// Reasons about the Secret holding a member cluster's kubeconfig.
+const (
+	// ErrNoSecretRef: a non-local cluster without kubeconfigSecretRef.
+	ErrNoSecretRef Reason = "NoKubeconfigSecretRef"
+	// ErrSecretNotFound: the Secret does not exist in the mesh's namespace.
+	ErrSecretNotFound Reason = "SecretNotFound"
+	// ErrSecretKeyNotFound: the Secret has no such key.
+	ErrSecretKeyNotFound Reason = "SecretKeyNotFound"
+	// ErrSecretUnreadable: the server could not list or watch the Secret.
+	ErrSecretUnreadable Reason = "SecretUnreadable"
+)
+
+// Reasons about a member cluster's state.
+const (
+	// ErrPending: not known yet (mesh not ensured, Secret not read yet,
+	// cluster not probed yet).
+	ErrPending Reason = "Pending"
+	// ErrUnreachable: the cluster's API server does not answer, or answers
+	// that it is not ready.
+	ErrUnreachable Reason = "Unreachable"
+	// ErrUnauthorized: the cluster rejects the credentials (HTTP 401).
+	ErrUnauthorized Reason = "Unauthorized"
+	// ErrForbidden: the credentials may not list or watch Nodes or Peers.
+	ErrForbidden Reason = "Forbidden"
+	// ErrListWatch: listing or watching failed for another reason.
+	ErrListWatch Reason = "ListWatchFailed"
+	// ErrPeerCRDMissing: the cluster does not serve kilo.squat.ai/v1alpha1 peers.
+	ErrPeerCRDMissing Reason = "PeerCRDMissing"
+	// ErrClusterReplaced: a PeerClient was used after its mesh stopped
+	// using that cluster (Secret changed, mesh forgotten); get a new one.
+	ErrClusterReplaced Reason = "ClusterReplaced"
+	// ErrUnknownCluster: the mesh (as ensured) has no cluster of that name.
+	ErrUnknownCluster Reason = "UnknownCluster"
+)
+
+// Error is an error of this package with its Reason. Its text never holds
+// secret content (tokens, keys, kubeconfig bytes).
+type Error struct {
+	Reason Reason
+	// Field locates the problem, e.g. `users["ci"].user.exec` in a
+	// kubeconfig, or `Secret tenant-a/member-1` for Secret problems.
+	Field string
+	// Message explains the problem to a human.
+	Message string
+}
+
+func (e *Error) Error() string {
+	var b strings.Builder
+	if e.Field != "" {
+		b.WriteString(e.Field)
+		b.WriteString(": ")
+	}
+	b.WriteString(e.Message)
+	b.WriteString(" (")
+	b.WriteString(string(e.Reason))
+	b.WriteString(")")
+	return b.String()
+}
+
+// Unwrap makes errors.Is(err, ErrExecPlugin) and the like work.
+func (e *Error) Unwrap() error { return e.Reason }
+
+// ReasonOf returns the Reason of an error of this package, or "" for other
+// errors.
+func ReasonOf(err error) Reason {
+	var e *Error
+	if errors.As(err, &e) {
+		return e.Reason
+	}
+	var r Reason
+	if errors.As(err, &r) {
+		return r
+	}
+	return ""
+}
+
+func newError(reason Reason, field, message string) *Error {
+	return &Error{Reason: reason, Field: field, Message: message}
+}
