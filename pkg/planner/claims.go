@@ -1,0 +1,134 @@
+package planner
+
+import (
+	"cmp"
+	"fmt"
+	"net/netip"
+	"slices"
+)
+
+// checkDeclaredOverlaps reports declared networks of two clusters that
+// overlap. Both clusters may be right about their own addresses, so nothing
+// is dropped here; the pairs found tell the target checks where to look.
+func (pl *planner) checkDeclaredOverlaps() {
+	pl.overlap = make([][]bool, len(pl.sources))
+	for i := range pl.overlap {
+		pl.overlap[i] = make([]bool, len(pl.sources))
+	}
+	for a := range pl.sources {
+		for b := a + 1; b < len(pl.sources); b++ {
+			sa, sb := pl.sources[a], pl.sources[b]
+			for _, da := range pl.declared[a] {
+				for _, db := range pl.declared[b] {
+					if !da.prefix.Overlaps(db.prefix) {
+						continue
+					}
+					pl.overlap[a][b], pl.overlap[b][a] = true, true
+					pl.issues.conflict(ConflictNetworkOverlap, sa.name, "",
+						"networks declared for two clusters overlap; addresses inside the overlap are left out of the Peers where they would collide",
+						fmt.Sprintf("%s %s overlaps %s of cluster %s", da.field, da.prefix, db.field+" "+db.prefix.String(), sb.name))
+				}
+			}
+		}
+	}
+}
+
+// claimRef points at one claim of one owner: an export, or (export -1) the
+// extra networks of a source.
+type claimRef struct {
+	prefix netip.Prefix
+	src    int32
+	export int32
+	pos    int32
+}
+
+func (pl *planner) claimAt(r *claimRef) *claim {
+	s := pl.sources[r.src]
+	if r.export < 0 {
+		return &s.extras[r.pos]
+	}
+	return &s.exports[r.export].claims[r.pos]
+}
+
+// sweepClaims enforces that one address belongs to one Peer: every address
+// that overlaps an address of another group (or of another cluster's extra
+// networks) is dropped from both, since kg would otherwise keep whichever
+// Peer sorts first. Within one group, an exact repeat is merged silently.
+// A sort and a sweep with a stack of enclosing prefixes: O(n log n).
+func (pl *planner) sweepClaims() {
+	var refs []claimRef
+	for si, s := range pl.sources {
+		for ei := range s.exports {
+			if !s.exports[ei].ready {
+				continue
+			}
+			for ci, c := range s.exports[ei].claims {
+				refs = append(refs, claimRef{c.prefix, int32(si), int32(ei), int32(ci)})
+			}
+		}
+		for ci, c := range s.extras {
+			refs = append(refs, claimRef{c.prefix, int32(si), -1, int32(ci)})
+		}
+	}
+	slices.SortFunc(refs, func(a, b claimRef) int {
+		return cmp.Or(comparePrefix(a.prefix, b.prefix), cmp.Compare(a.src, b.src), cmp.Compare(a.export, b.export), cmp.Compare(a.pos, b.pos))
+	})
+	var stack []int
+	for k := range refs {
+		c := &refs[k]
+		for len(stack) > 0 && !refs[stack[len(stack)-1]].prefix.Contains(c.prefix.Addr()) {
+			stack = stack[:len(stack)-1]
+		}
+		// Every prefix left on the stack contains c.
+		for _, j := range stack {
+			o := &refs[j]
+			if o.src == c.src && o.export == c.export {
+				if o.prefix == c.prefix {
+					pl.claimAt(c).dropped = true
+				}
+				continue
+			}
+			pl.dropPair(o, c)
+		}
+		stack = append(stack, k)
+	}
+}
+
+// dropPair drops two colliding claims and records the conflict. A node
+// whose pod CIDR is dropped is no longer advertised at all.
+func (pl *planner) dropPair(a, b *claimRef) {
+	ca, cb := pl.claimAt(a), pl.claimAt(b)
+	ca.dropped, cb.dropped = true, true
+	da, db := pl.describeRef(a), pl.describeRef(b)
+	for _, x := range []struct {
+		r     *claimRef
+		c     *claim
+		other string
+	}{{a, ca, db}, {b, cb, da}} {
+		if x.c.kind == claimPod {
+			n := &pl.sources[x.r.src].nodes[x.c.node]
+			if n.reason == "" {
+				n.skip(ReasonCIDRClaimedTwice, "spec.podCIDR %s collides with %s", x.c.prefix, x.other)
+			}
+		}
+	}
+	reason := ConflictCIDRClaimedTwice
+	if ca.kind == claimWireGuardIP && cb.kind == claimWireGuardIP {
+		reason = ConflictDuplicateWireGuardIP
+	}
+	first, second := da, db
+	cluster := pl.sources[min(a.src, b.src)].name
+	if b.src < a.src {
+		first, second = db, da
+	}
+	pl.issues.conflict(reason, cluster, "", "addresses claimed by two groups; left out of every Peer", first+" and "+second)
+}
+
+func (pl *planner) describeRef(r *claimRef) string {
+	s := pl.sources[r.src]
+	if r.export < 0 {
+		return pl.describe(s, nil, s.extras[r.pos])
+	}
+	e := &s.exports[r.export]
+	return pl.describe(s, e, e.claims[r.pos])
+}

@@ -1,0 +1,60 @@
+// Package planner computes what a ClusterMesh means for every member
+// cluster: which Kilo Peers (kilo.squat.ai/v1alpha1) each must hold, why each
+// node is or is not advertised, and how that differs from the Peers the
+// clusters hold now. The read-only views and the reconciler both call
+// Compute, so what users preview is exactly what gets applied.
+//
+// The package is pure: no I/O, no goroutines, no clock (Input.Now is the
+// time), and it imports only the standard library, k8s.io/api/core/v1,
+// k8s.io/apimachinery and this repository's API types.
+//
+// # The model
+//
+// Kilo's agent kg meshes the nodes of one cluster. Another cluster can only
+// join through Peer objects, and kg silently ignores any Peer that breaks
+// its rules, so the planner follows kg exactly where kg decides and is
+// stricter where kg is not involved:
+//
+//   - Readiness is kg's: a key, an endpoint (force-endpoint if it parses,
+//     else endpoint), spec.podCIDR, and a last-seen less than 60 s before
+//     Now. Nodes kg does not count are skipped and change nothing else.
+//   - Groups are kg's segments: one per location ("location:<name>") under
+//     location granularity, a node without an internal IP alone
+//     ("node:<name>"); one per node under full and cross. The granularity is
+//     the spec's, or detected from the nodes' kilo.squat.ai/granularity
+//     annotation (see decideGranularity).
+//   - The leader of a group is kg's choice (findLeader), because only the
+//     leader runs WireGuard. WireGuard IPs are kg's: the hosts .1, .2, ... of
+//     the cluster's wireguardCIDR in group-name order; the wireguard-ip
+//     annotation is only cross-checked.
+//   - A group is exported as one Peer: the leader's key, what other
+//     clusters dial (clustermesh-endpoint, force-endpoint, ExternalIP with
+//     the cluster's WireGuard port, endpoint: the first present; malformed
+//     is an error), a keepalive when the cluster is NATed or roaming, and as
+//     allowed IPs every advertised member's pod CIDRs (dual stack included)
+//     and internal IP, the group's WireGuard IP and allowed-location-ips, in
+//     kg's order. One Peer per cluster also carries the serviceCIDR and
+//     additionalCIDRs (chosen by rendezvous hashing among ready groups).
+//
+// # Containment and ownership
+//
+// Containment is the security boundary. An address goes into a Peer only if
+// it lies inside the networks the mesh spec declares for its source cluster,
+// never if it overlaps a declared network of the target, and never if
+// another Peer of the target claims an overlapping address: such addresses
+// are dropped from every Peer that claims them and reported as conflicts,
+// since kg would otherwise resolve the tie by Peer name.
+//
+// Peers carry labels naming the mesh (namespace, name, UID) and the source
+// cluster; only Peers whose labels match the mesh's UID are ever updated or
+// deleted. Nothing is deleted on a guess: while a source cluster is
+// unreachable, or shows no ready group at all, the Peers representing it
+// are kept exactly as they are.
+//
+// # Determinism
+//
+// Every list in the output is sorted and every choice has a total order, so
+// the same input in any order gives byte-identical output. Issues that can
+// repeat per node are aggregated per reason and cluster, naming a few
+// examples, so the plan stays readable at 50,000 nodes.
+package planner

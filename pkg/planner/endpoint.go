@@ -1,0 +1,115 @@
+package planner
+
+import (
+	"errors"
+	"fmt"
+	"net"
+	"net/netip"
+	"strconv"
+
+	"k8s.io/apimachinery/pkg/util/validation"
+
+	kilov1alpha1 "github.com/kilo-mesh/kilo-mesh-apiserver/pkg/apis/kilo/v1alpha1"
+)
+
+// Endpoint is a WireGuard endpoint: exactly one of Addr and DNS is set.
+type Endpoint struct {
+	// Addr is the IP, unmapped (an IPv4-mapped IPv6 address becomes IPv4) and without zone.
+	Addr netip.Addr
+	// DNS is an RFC 1123 subdomain.
+	DNS  string
+	Port uint16
+}
+
+// IsZero reports whether e is the absent endpoint.
+func (e Endpoint) IsZero() bool { return !e.Addr.IsValid() && e.DNS == "" }
+
+// String is host:port, with IPv6 in brackets, as wg-quick and Kilo write it.
+func (e Endpoint) String() string {
+	if e.IsZero() {
+		return ""
+	}
+	host := e.DNS
+	if host == "" {
+		host = e.Addr.String()
+	}
+	return net.JoinHostPort(host, strconv.Itoa(int(e.Port)))
+}
+
+// peerEndpoint is e in the Peer API's shape: the DNS name in dns, the IP in
+// ip, never both (kg prefers dns when both are set).
+func (e Endpoint) peerEndpoint() *kilov1alpha1.PeerEndpoint {
+	if e.IsZero() {
+		return nil
+	}
+	pe := &kilov1alpha1.PeerEndpoint{Port: int32(e.Port)}
+	if e.DNS != "" {
+		pe.DNSOrIP.DNS = e.DNS
+	} else {
+		pe.DNSOrIP.IP = e.Addr.String()
+	}
+	return pe
+}
+
+// IsPublic applies Kilo's own test, which leader election depends on: not in
+// 10/8, 172.16/12 or 192.168/16, and for IPv6 not in fd00::/16 (Kilo compares
+// two bytes, so fd12:: counts as public). 100.64/10 is public to Kilo. A DNS
+// endpoint is never public.
+func (e Endpoint) IsPublic() bool {
+	if !e.Addr.IsValid() {
+		return false
+	}
+	if e.Addr.Is4() {
+		b := e.Addr.As4()
+		switch {
+		case b[0] == 10, b[0] == 172 && b[1]&0xf0 == 0x10, b[0] == 192 && b[1] == 168:
+			return false
+		}
+		return true
+	}
+	b := e.Addr.As16()
+	return !(b[0] == 0xfd && b[1] == 0x00)
+}
+
+var errEmptyEndpoint = errors.New("empty endpoint")
+
+// ParseEndpoint parses what other clusters are to dial: host:port as Kilo
+// parses it (IPv6 in brackets, a DNS name allowed, port 1-65535), minus what
+// cannot be dialled from elsewhere or put in a Peer (an IPv6 zone, the
+// unspecified address).
+func ParseEndpoint(s string) (Endpoint, error) {
+	e, err := parseKiloEndpoint(s)
+	if err != nil {
+		return Endpoint{}, err
+	}
+	if e.Addr.Zone() != "" {
+		return Endpoint{}, fmt.Errorf("endpoint %q: an IPv6 zone cannot be dialled from another cluster", s)
+	}
+	if e.Addr.IsUnspecified() {
+		return Endpoint{}, fmt.Errorf("endpoint %q: the unspecified address cannot be dialled", s)
+	}
+	return e, nil
+}
+
+// parseKiloEndpoint accepts exactly what kg's wireguard.ParseEndpoint accepts,
+// so that readiness and leader election match kg's.
+func parseKiloEndpoint(s string) (Endpoint, error) {
+	if s == "" {
+		return Endpoint{}, errEmptyEndpoint
+	}
+	host, portStr, err := net.SplitHostPort(s)
+	if err != nil {
+		return Endpoint{}, fmt.Errorf("endpoint %q: %w", s, err)
+	}
+	port, err := strconv.ParseUint(portStr, 10, 16)
+	if err != nil || port == 0 {
+		return Endpoint{}, fmt.Errorf("endpoint %q: port must be a number from 1 to 65535", s)
+	}
+	if addr, err := netip.ParseAddr(host); err == nil {
+		return Endpoint{Addr: addr.Unmap(), Port: uint16(port)}, nil
+	}
+	if errs := validation.IsDNS1123Subdomain(host); len(errs) > 0 {
+		return Endpoint{}, fmt.Errorf("endpoint %q: host is neither an IP nor a DNS name: %s", s, errs[0])
+	}
+	return Endpoint{DNS: host, Port: uint16(port)}, nil
+}

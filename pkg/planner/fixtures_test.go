@@ -1,0 +1,147 @@
+package planner
+
+import (
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"sigs.k8s.io/yaml"
+
+	kilov1alpha1 "github.com/kilo-mesh/kilo-mesh-apiserver/pkg/apis/kilo/v1alpha1"
+	meshv1alpha1 "github.com/kilo-mesh/kilo-mesh-apiserver/pkg/apis/mesh/v1alpha1"
+)
+
+// fixtureNow is the time the fixtures' last-seen annotations are relative to.
+var fixtureNow = time.Date(2026, 11, 20, 12, 0, 0, 0, time.UTC)
+
+const (
+	testNamespace = "team-a"
+	testMesh      = "prod"
+	testUID       = "5b1f0c3e-2d7a-4e8b-9c61-0f2a7d9e4b10"
+)
+
+// loadNodes reads a v1 List of Nodes from testdata/clusters.
+func loadNodes(t testing.TB, file string) []*corev1.Node {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join("testdata", "clusters", file))
+	if err != nil {
+		t.Fatalf("reading fixture: %v", err)
+	}
+	var list struct {
+		APIVersion string        `json:"apiVersion"`
+		Kind       string        `json:"kind"`
+		Items      []corev1.Node `json:"items"`
+	}
+	if err := yaml.UnmarshalStrict(b, &list); err != nil {
+		t.Fatalf("decoding fixture %s: %v", file, err)
+	}
+	out := make([]*corev1.Node, len(list.Items))
+	for i := range list.Items {
+		out[i] = &list.Items[i]
+	}
+	return out
+}
+
+// testSpec declares the three fixture clusters with disjoint networks.
+func testSpec() meshv1alpha1.ClusterMeshSpec {
+	return meshv1alpha1.ClusterMeshSpec{Clusters: []meshv1alpha1.ClusterEntry{
+		{
+			Name: "eu", Local: true,
+			PodCIDRs: []string{"10.10.0.0/16", "fd10::/56"}, WireguardCIDR: "10.14.0.0/16",
+			ServiceCIDR: "10.110.0.0/16", NodeCIDRs: []string{"192.168.0.0/16"},
+		},
+		{
+			Name:     "us",
+			PodCIDRs: []string{"10.20.0.0/16"}, WireguardCIDR: "10.24.0.0/16",
+			ServiceCIDR: "10.120.0.0/16", AdditionalCIDRs: []string{"172.24.0.0/16"}, NodeCIDRs: []string{"10.0.0.0/24"},
+		},
+		{
+			Name:     "home",
+			PodCIDRs: []string{"10.30.0.0/16"}, WireguardCIDR: "10.34.0.0/16",
+			PersistentKeepalive: 25,
+		},
+	}}
+}
+
+// testInput is the three fixture clusters, all reachable, holding no Peers.
+func testInput(t testing.TB) Input {
+	return Input{
+		MeshNamespace: testNamespace, MeshName: testMesh, MeshUID: testUID,
+		Spec: testSpec(),
+		Clusters: map[string]ClusterSnapshot{
+			"eu":   {Reachable: true, Nodes: loadNodes(t, "eu.yaml")},
+			"us":   {Reachable: true, Nodes: loadNodes(t, "us.yaml")},
+			"home": {Reachable: true, Nodes: loadNodes(t, "home.yaml")},
+		},
+		Now: fixtureNow,
+	}
+}
+
+// mustCompute plans in or fails the test.
+func mustCompute(t testing.TB, in Input) *Plan {
+	t.Helper()
+	p, err := Compute(in)
+	if err != nil {
+		t.Fatalf("Compute: %v", err)
+	}
+	return p
+}
+
+// withPeers returns in with each cluster holding the Peers plan wants there,
+// as if a reconciler had applied them.
+func withPeers(in Input, plan *Plan) Input {
+	out := in
+	out.Clusters = make(map[string]ClusterSnapshot, len(in.Clusters))
+	for name, snap := range in.Clusters {
+		snap.Peers = nil
+		for i := range plan.DesiredPeers[name] {
+			p := plan.DesiredPeers[name][i].DeepCopy()
+			p.ResourceVersion = "1"
+			snap.Peers = append(snap.Peers, p)
+		}
+		out.Clusters[name] = snap
+	}
+	return out
+}
+
+// node returns the named node of a snapshot.
+func node(t testing.TB, in Input, cluster, name string) *corev1.Node {
+	t.Helper()
+	for _, n := range in.Clusters[cluster].Nodes {
+		if n.Name == name {
+			return n
+		}
+	}
+	t.Fatalf("no node %s in cluster %s", name, cluster)
+	return nil
+}
+
+// peerOf returns the Peer for group of source on target.
+func peerOf(t testing.TB, p *Plan, target, source, group string) *kilov1alpha1.Peer {
+	t.Helper()
+	name := PeerName(testNamespace, testMesh, source, group)
+	for i := range p.DesiredPeers[target] {
+		if p.DesiredPeers[target][i].Name == name {
+			return &p.DesiredPeers[target][i]
+		}
+	}
+	return nil
+}
+
+// decision returns the decision on one node.
+func decision(t testing.TB, p *Plan, cluster, nodeName string) meshv1alpha1.NodeDecision {
+	t.Helper()
+	c, ok := p.Cluster(cluster)
+	if !ok {
+		t.Fatalf("no cluster %s in plan", cluster)
+	}
+	for _, d := range c.Nodes {
+		if d.Node == nodeName {
+			return d
+		}
+	}
+	t.Fatalf("no decision for node %s of %s", nodeName, cluster)
+	return meshv1alpha1.NodeDecision{}
+}

@@ -1,0 +1,74 @@
+package planner
+
+import (
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
+
+	kilov1alpha1 "github.com/kilo-mesh/kilo-mesh-apiserver/pkg/apis/kilo/v1alpha1"
+	meshv1alpha1 "github.com/kilo-mesh/kilo-mesh-apiserver/pkg/apis/mesh/v1alpha1"
+)
+
+// Input is everything a plan depends on. The planner reads it and never
+// modifies it, so informer caches can be passed as they are.
+type Input struct {
+	// MeshNamespace, MeshName and MeshUID identify the ClusterMesh; they go
+	// into every Peer's name and labels.
+	MeshNamespace string
+	MeshName      string
+	MeshUID       types.UID
+	// Spec is the mesh's spec, defaulted or not.
+	Spec meshv1alpha1.ClusterMeshSpec
+	// Clusters holds a snapshot per member cluster, keyed by the
+	// spec.clusters[].name. A member without a snapshot is unreachable.
+	Clusters map[string]ClusterSnapshot
+	// Now is the time node readiness is judged against.
+	Now time.Time
+}
+
+// ClusterSnapshot is what was read from one member cluster.
+type ClusterSnapshot struct {
+	// Reachable is false when the cluster could not be read; Nodes and Peers
+	// are then ignored, and no Peer representing the cluster is deleted.
+	Reachable bool
+	// Error is why the cluster could not be read. It is shown in the plan,
+	// so it must not carry secrets.
+	Error string
+	// Nodes are all the cluster's Nodes.
+	Nodes []*corev1.Node
+	// Peers are all the Kilo Peers on the cluster now, managed or not.
+	Peers []*kilov1alpha1.Peer
+}
+
+// Plan is the outcome of Compute.
+type Plan struct {
+	// View is the typed plan served at clustermeshes/NAME/plan.
+	View meshv1alpha1.ClusterMeshPlan
+	// DesiredPeers holds, per target cluster, every Peer it must hold,
+	// sorted by name: the reconciler server-side-applies exactly these, then
+	// deletes the Peers in the target's View.Targets[].Delete. Peers that
+	// share a source group share their label, annotation and allowed-IP
+	// storage: DeepCopy one before modifying it.
+	DesiredPeers map[string][]kilov1alpha1.Peer
+}
+
+// Target returns the diff of one target cluster.
+func (p *Plan) Target(cluster string) (*meshv1alpha1.TargetPlan, bool) {
+	for i := range p.View.Targets {
+		if p.View.Targets[i].Cluster == cluster {
+			return &p.View.Targets[i], true
+		}
+	}
+	return nil, false
+}
+
+// Cluster returns the source-side view of one cluster.
+func (p *Plan) Cluster(name string) (*meshv1alpha1.ClusterPlan, bool) {
+	for i := range p.View.Clusters {
+		if p.View.Clusters[i].Name == name {
+			return &p.View.Clusters[i], true
+		}
+	}
+	return nil, false
+}

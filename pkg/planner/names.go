@@ -1,0 +1,110 @@
+package planner
+
+import (
+	"crypto/sha256"
+	"encoding/base32"
+	"strings"
+
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/validation"
+
+	kilov1alpha1 "github.com/kilo-mesh/kilo-mesh-apiserver/pkg/apis/kilo/v1alpha1"
+)
+
+// Labels on every Peer the planner produces. Only Peers whose mesh-uid label
+// equals the mesh's UID (and whose namespace and name labels match) are ever
+// updated or deleted: a label selector is what the reconciler lists with.
+const (
+	LabelManagedBy     = "app.kubernetes.io/managed-by"
+	LabelMeshNamespace = "mesh.kilo.squat.ai/mesh-namespace"
+	LabelMeshName      = "mesh.kilo.squat.ai/mesh-name"
+	LabelMeshUID       = "mesh.kilo.squat.ai/mesh-uid"
+	LabelSourceCluster = "mesh.kilo.squat.ai/source-cluster"
+
+	// ManagedByValue is the value of LabelManagedBy.
+	ManagedByValue = "kilo-mesh-apiserver"
+)
+
+// Annotations on every Peer the planner produces. Group names contain a colon,
+// which label values may not, so they are annotations; renderers use them.
+const (
+	AnnotationSourceGroup  = "mesh.kilo.squat.ai/source-group"
+	AnnotationSourceLeader = "mesh.kilo.squat.ai/source-leader"
+)
+
+// peerNameHashLen is the number of base32 characters of the name hash:
+// 50 bits, so two of one mesh's groups colliding is not a practical concern.
+const peerNameHashLen = 10
+
+var lowerBase32 = base32.NewEncoding("abcdefghijklmnopqrstuvwxyz234567").WithPadding(base32.NoPadding)
+
+// PeerName is the name of the Peer that represents one group of a source
+// cluster. It is a DNS-1123 subdomain of at most 253 characters; the
+// readable part may be truncated, the hash of all four inputs never is, so
+// two meshes of the same name in different namespaces never collide.
+func PeerName(meshNamespace, meshName, sourceCluster, group string) string {
+	h := sha256.New()
+	for _, s := range []string{meshNamespace, meshName, sourceCluster, group} {
+		h.Write([]byte(s))
+		h.Write([]byte{0})
+	}
+	sum := lowerBase32.EncodeToString(h.Sum(nil))[:peerNameHashLen]
+
+	readable := sanitizeName(meshName + "-" + sourceCluster + "-" + group)
+	if max := validation.DNS1123SubdomainMaxLength - peerNameHashLen - 1; len(readable) > max {
+		readable = strings.TrimRight(readable[:max], "-")
+	}
+	if readable == "" {
+		return sum
+	}
+	return readable + "-" + sum
+}
+
+// sanitizeName maps s onto [a-z0-9-] without leading, trailing or repeated
+// dashes. Dots are mapped too: a location name like "a..b" would otherwise
+// make an invalid subdomain.
+func sanitizeName(s string) string {
+	var b strings.Builder
+	b.Grow(len(s))
+	dash := true // suppresses a leading dash
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		switch {
+		case c >= 'a' && c <= 'z', c >= '0' && c <= '9':
+			b.WriteByte(c)
+			dash = false
+		case c >= 'A' && c <= 'Z':
+			b.WriteByte(c + ('a' - 'A'))
+			dash = false
+		default:
+			if !dash {
+				b.WriteByte('-')
+				dash = true
+			}
+		}
+	}
+	return strings.TrimRight(b.String(), "-")
+}
+
+// ManagedLabels are the labels identifying a Peer of sourceCluster managed by
+// the mesh. The reconciler can select a mesh's Peers with the first four.
+func ManagedLabels(meshNamespace, meshName string, meshUID types.UID, sourceCluster string) map[string]string {
+	return map[string]string{
+		LabelManagedBy:     ManagedByValue,
+		LabelMeshNamespace: meshNamespace,
+		LabelMeshName:      meshName,
+		LabelMeshUID:       string(meshUID),
+		LabelSourceCluster: sourceCluster,
+	}
+}
+
+// IsManagedBy reports whether the mesh owns p: its mesh-uid label equals the
+// mesh UID and its namespace and name labels match. A Peer left by an earlier
+// mesh of the same name has another UID and is not owned.
+func IsManagedBy(p *kilov1alpha1.Peer, meshNamespace, meshName string, meshUID types.UID) bool {
+	l := p.Labels
+	return meshUID != "" &&
+		l[LabelMeshUID] == string(meshUID) &&
+		l[LabelMeshNamespace] == meshNamespace &&
+		l[LabelMeshName] == meshName
+}

@@ -1,0 +1,247 @@
+package planner
+
+import (
+	"encoding/base64"
+	"fmt"
+	"net/netip"
+	"strconv"
+	"strings"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+
+	meshv1alpha1 "github.com/kilo-mesh/kilo-mesh-apiserver/pkg/apis/mesh/v1alpha1"
+)
+
+// Node annotations Kilo reads or writes, and the predecessor's
+// cross-cluster endpoint override (host:port, or "-" for a node that cannot
+// be dialled from other clusters).
+const (
+	AnnotationKey                 = "kilo.squat.ai/key"
+	AnnotationEndpoint            = "kilo.squat.ai/endpoint"
+	AnnotationForceEndpoint       = "kilo.squat.ai/force-endpoint"
+	AnnotationClusterMeshEndpoint = "kilo.squat.ai/clustermesh-endpoint"
+	AnnotationInternalIP          = "kilo.squat.ai/internal-ip"
+	AnnotationForceInternalIP     = "kilo.squat.ai/force-internal-ip"
+	AnnotationLeader              = "kilo.squat.ai/leader"
+	AnnotationLocation            = "kilo.squat.ai/location"
+	AnnotationPersistentKeepalive = "kilo.squat.ai/persistent-keepalive"
+	AnnotationAllowedLocationIPs  = "kilo.squat.ai/allowed-location-ips"
+	AnnotationLastSeen            = "kilo.squat.ai/last-seen"
+	AnnotationWireGuardIP         = "kilo.squat.ai/wireguard-ip"
+	AnnotationGranularity         = "kilo.squat.ai/granularity"
+)
+
+// kiloReadyWindow is how recent kg's last-seen must be: kg checks in every
+// 30 s and drops nodes silent for two periods.
+const kiloReadyWindow = 60
+
+// wireGuardKeyLen is the size of a Curve25519 public key.
+const wireGuardKeyLen = 32
+
+// nodeInfo is one Node as kg sees it, plus what the planner needs beyond kg.
+type nodeInfo struct {
+	name string
+	node *corev1.Node
+
+	key string
+	// podCIDRs is spec.podCIDR first, then the other entries of spec.podCIDRs.
+	podCIDRs []netip.Prefix
+	// kiloEndpoint is kg's own endpoint: force-endpoint if it parses, else endpoint.
+	kiloEndpoint Endpoint
+	internalIP   netip.Addr // !IsValid() when the node has none
+	leaderHint   bool
+	location     string
+	keepalive    int
+	locationIPs  []netip.Prefix
+	wireguardIP  netip.Prefix // the kg-written annotation, !IsValid() when absent
+	granularity  string
+
+	// kiloReady is kg's own Ready rule; reason/message say why not.
+	kiloReady bool
+	reason    string
+	message   string
+	notes     []meshv1alpha1.PlanNote
+}
+
+func (n *nodeInfo) note(reason, format string, args ...any) {
+	n.notes = append(n.notes, meshv1alpha1.PlanNote{Reason: reason, Message: fmt.Sprintf(format, args...)})
+}
+
+func (n *nodeInfo) skip(reason, format string, args ...any) {
+	n.reason = reason
+	n.message = fmt.Sprintf(format, args...)
+}
+
+// parseNode reads a Node the way kg's translateNode does and applies kg's
+// Ready rule against now. Malformed annotations kg would silently ignore
+// become notes, so the plan says what kg ignores.
+func parseNode(node *corev1.Node, topologyLabel string, now time.Time) nodeInfo {
+	a := node.Annotations
+	n := nodeInfo{name: node.Name, node: node}
+
+	n.key = a[AnnotationKey]
+	keyProblem := ""
+	if n.key == "" {
+		keyProblem = ReasonNoPublicKey
+	} else if !validKey(n.key) {
+		keyProblem = ReasonInvalidPublicKey
+	}
+
+	podProblem := ""
+	if node.Spec.PodCIDR == "" {
+		podProblem = ReasonNoPodCIDR
+	} else if p, err := netip.ParsePrefix(node.Spec.PodCIDR); err != nil {
+		podProblem = ReasonInvalidPodCIDR
+	} else {
+		n.podCIDRs = append(n.podCIDRs, canonical(p))
+	}
+	if podProblem == "" {
+		for _, s := range node.Spec.PodCIDRs {
+			p, err := netip.ParsePrefix(s)
+			if err != nil {
+				n.note(NoteMalformedAnnotation, "spec.podCIDRs entry %q is not a CIDR; left out", s)
+				continue
+			}
+			if p = canonical(p); !containsPrefix(n.podCIDRs, p) {
+				n.podCIDRs = append(n.podCIDRs, p)
+			}
+		}
+	}
+
+	_, n.leaderHint = a[AnnotationLeader]
+	if loc, ok := a[AnnotationLocation]; ok {
+		n.location = loc
+	} else {
+		n.location = node.Labels[topologyLabel]
+	}
+
+	forceEndpoint, forceErr := parseKiloEndpoint(a[AnnotationForceEndpoint])
+	if forceErr == nil {
+		n.kiloEndpoint = forceEndpoint
+	} else if e, err := parseKiloEndpoint(a[AnnotationEndpoint]); err == nil {
+		n.kiloEndpoint = e
+	}
+
+	n.internalIP = parseInternalIP(&n, a)
+
+	if s, ok := a[AnnotationPersistentKeepalive]; ok {
+		// kg reads an unparsable value as 0; so does the plan, but says so.
+		if v, err := strconv.ParseInt(s, 10, 64); err == nil && v >= 0 && v <= 65535 {
+			n.keepalive = int(v)
+		} else {
+			n.note(NoteMalformedAnnotation, "%s=%q is not a keepalive interval in seconds; kg reads it as 0", AnnotationPersistentKeepalive, s)
+		}
+	}
+
+	if s, ok := a[AnnotationAllowedLocationIPs]; ok {
+		for _, item := range strings.Split(s, ",") {
+			p, err := netip.ParsePrefix(item)
+			if err != nil {
+				n.note(NoteMalformedAnnotation, "%s entry %q is not a CIDR; kg ignores it", AnnotationAllowedLocationIPs, item)
+				continue
+			}
+			n.locationIPs = append(n.locationIPs, canonical(p))
+		}
+	}
+
+	if s := a[AnnotationWireGuardIP]; s != "" {
+		if p, err := netip.ParsePrefix(s); err == nil {
+			n.wireguardIP = netip.PrefixFrom(p.Addr().Unmap(), p.Bits())
+		} else {
+			n.note(NoteMalformedAnnotation, "%s=%q is not an address with a mask", AnnotationWireGuardIP, s)
+		}
+	}
+	n.granularity = a[AnnotationGranularity]
+
+	// kg's Ready: an endpoint, a key, a pod CIDR and a recent check-in. The
+	// first problem found names the reason; the message names the fix.
+	switch {
+	case keyProblem == ReasonNoPublicKey:
+		n.skip(ReasonNoPublicKey, "no %s annotation: kg has not registered this node", AnnotationKey)
+	case keyProblem == ReasonInvalidPublicKey:
+		n.skip(ReasonInvalidPublicKey, "%s is not the base64 of a 32-byte WireGuard key", AnnotationKey)
+	case podProblem == ReasonNoPodCIDR:
+		n.skip(ReasonNoPodCIDR, "spec.podCIDR is empty: the node has no pod network yet")
+	case podProblem == ReasonInvalidPodCIDR:
+		n.skip(ReasonInvalidPodCIDR, "spec.podCIDR %q is not a CIDR", node.Spec.PodCIDR)
+	case n.kiloEndpoint.IsZero():
+		n.skip(ReasonNoEndpoint, "neither %s nor %s holds a valid host:port", AnnotationForceEndpoint, AnnotationEndpoint)
+	default:
+		n.kiloReady, n.message = checkedIn(a[AnnotationLastSeen], now)
+		if !n.kiloReady {
+			n.reason = ReasonNotReady
+		}
+	}
+	if forceErr != nil && forceErr != errEmptyEndpoint && n.kiloReady {
+		n.note(NoteMalformedEndpoint, "%s: %v; kg falls back to %s", AnnotationForceEndpoint, forceErr, AnnotationEndpoint)
+	}
+	return n
+}
+
+// parseInternalIP follows kg: force-internal-ip overrides internal-ip, and
+// "" or "-" there means no internal IP at all. kg reads both as CIDRs (the
+// interface mask); a bare IP does not parse and is ignored.
+func parseInternalIP(n *nodeInfo, a map[string]string) netip.Addr {
+	if s, ok := a[AnnotationForceInternalIP]; ok {
+		if s == "" || s == "-" {
+			return netip.Addr{}
+		}
+		if p, err := netip.ParsePrefix(s); err == nil {
+			return p.Addr().Unmap()
+		}
+		n.note(NoteMalformedAnnotation, "%s=%q is not an address with a mask; kg falls back to %s", AnnotationForceInternalIP, s, AnnotationInternalIP)
+	}
+	s := a[AnnotationInternalIP]
+	if s == "" {
+		return netip.Addr{}
+	}
+	p, err := netip.ParsePrefix(s)
+	if err != nil {
+		n.note(NoteMalformedAnnotation, "%s=%q is not an address with a mask; kg treats the node as having no internal IP", AnnotationInternalIP, s)
+		return netip.Addr{}
+	}
+	return p.Addr().Unmap()
+}
+
+// checkedIn applies kg's liveness rule to the last-seen annotation.
+func checkedIn(lastSeen string, now time.Time) (bool, string) {
+	if lastSeen == "" {
+		return false, fmt.Sprintf("no %s annotation: kg is not running on the node", AnnotationLastSeen)
+	}
+	t, err := strconv.ParseInt(lastSeen, 10, 64)
+	if err != nil {
+		return false, fmt.Sprintf("%s=%q is not a unix time", AnnotationLastSeen, lastSeen)
+	}
+	if age := now.Unix() - t; age >= kiloReadyWindow {
+		return false, fmt.Sprintf("kg last checked in %s ago; Kilo drops nodes silent for %ds", time.Duration(age)*time.Second, kiloReadyWindow)
+	}
+	return true, ""
+}
+
+// validKey is wgtypes.ParseKey plus kg's rule that the zero key means none.
+func validKey(s string) bool {
+	var b [wireGuardKeyLen + 2]byte
+	if base64.StdEncoding.DecodedLen(len(s)) > len(b) {
+		return false
+	}
+	n, err := base64.StdEncoding.Decode(b[:], []byte(s))
+	if err != nil || n != wireGuardKeyLen {
+		return false
+	}
+	for _, c := range b[:n] {
+		if c != 0 {
+			return true
+		}
+	}
+	return false
+}
+
+func containsPrefix(ps []netip.Prefix, p netip.Prefix) bool {
+	for _, q := range ps {
+		if q == p {
+			return true
+		}
+	}
+	return false
+}

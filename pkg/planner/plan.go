@@ -1,0 +1,182 @@
+package planner
+
+import (
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	kilov1alpha1 "github.com/kilo-mesh/kilo-mesh-apiserver/pkg/apis/kilo/v1alpha1"
+	meshv1alpha1 "github.com/kilo-mesh/kilo-mesh-apiserver/pkg/apis/mesh/v1alpha1"
+)
+
+// planner holds the state of one Compute call.
+type planner struct {
+	in      *Input
+	issues  *issues
+	sources []*source // sorted by name
+	byName  map[string]int
+	// declared holds the named declared networks of each source, for messages.
+	declared [][]declaredNetwork
+	// overlap[a][b] is true when the declared networks of a and b overlap.
+	overlap [][]bool
+	// order holds every ready export, sorted by Peer name.
+	order []*export
+}
+
+// Compute plans a mesh: for every member cluster, the decision on each of
+// its nodes and groups; for every target cluster, the Peers it must hold and
+// the changes to the Peers it holds; the conflicts and warnings met. It is
+// deterministic: the same input, in any order, gives the same plan. It only
+// fails on input no plan can be made of.
+func Compute(in Input) (*Plan, error) {
+	if err := validateInput(&in); err != nil {
+		return nil, fmt.Errorf("planning ClusterMesh %s/%s: %w", in.MeshNamespace, in.MeshName, err)
+	}
+	pl := &planner{in: &in, issues: newIssues(), byName: map[string]int{}}
+	pl.loadSources()
+	pl.checkDeclaredOverlaps()
+	pl.sweepClaims()
+	for _, s := range pl.sources {
+		if s.reachable {
+			pl.finalize(s)
+		}
+	}
+	pl.indexExports()
+
+	plan := &Plan{
+		View: meshv1alpha1.ClusterMeshPlan{
+			TypeMeta:    metav1.TypeMeta{APIVersion: meshv1alpha1.SchemeGroupVersion.String(), Kind: "ClusterMeshPlan"},
+			ObjectMeta:  metav1.ObjectMeta{Namespace: in.MeshNamespace, Name: in.MeshName},
+			GeneratedAt: metav1.NewTime(in.Now.UTC()),
+		},
+		DesiredPeers: make(map[string][]kilov1alpha1.Peer, len(pl.sources)),
+	}
+	for _, s := range pl.sources {
+		plan.View.Clusters = append(plan.View.Clusters, s.view)
+		tp, peers := pl.planTarget(s)
+		plan.View.Targets = append(plan.View.Targets, tp)
+		plan.DesiredPeers[s.name] = peers
+	}
+	plan.View.Conflicts, plan.View.Warnings = pl.issues.lists()
+	return plan, nil
+}
+
+func validateInput(in *Input) error {
+	var errs []error
+	if in.MeshNamespace == "" || in.MeshName == "" {
+		errs = append(errs, errors.New("mesh namespace and name are required"))
+	}
+	if in.MeshUID == "" {
+		errs = append(errs, errors.New("mesh UID is required: it is what marks the Peers the mesh owns"))
+	}
+	if in.Now.IsZero() {
+		errs = append(errs, errors.New("the current time is required"))
+	}
+	seen := map[string]bool{}
+	for _, c := range in.Spec.Clusters {
+		switch {
+		case c.Name == "":
+			errs = append(errs, errors.New("a cluster has no name"))
+		case seen[c.Name]:
+			errs = append(errs, fmt.Errorf("cluster %q appears twice", c.Name))
+		}
+		seen[c.Name] = true
+	}
+	return errors.Join(errs...)
+}
+
+// loadSources parses every member cluster's declared networks and analyses
+// the reachable ones.
+func (pl *planner) loadSources() {
+	entries := make([]*meshv1alpha1.ClusterEntry, len(pl.in.Spec.Clusters))
+	for i := range pl.in.Spec.Clusters {
+		entries[i] = &pl.in.Spec.Clusters[i]
+	}
+	slices.SortFunc(entries, func(a, b *meshv1alpha1.ClusterEntry) int { return strings.Compare(a.Name, b.Name) })
+	for i, e := range entries {
+		s := &source{idx: i, name: e.Name, entry: e, extrasHolder: -1}
+		var named []declaredNetwork
+		var problems []string
+		s.nets, named, problems = parseNetworks(e)
+		for _, p := range problems {
+			pl.issues.conflict(ConflictInvalidNetwork, s.name, "", "declared networks that cannot be used", p)
+		}
+		s.labels = ManagedLabels(pl.in.MeshNamespace, pl.in.MeshName, pl.in.MeshUID, s.name)
+		pl.sources = append(pl.sources, s)
+		pl.declared = append(pl.declared, named)
+		pl.byName[s.name] = i
+	}
+	for _, name := range sortedKeys(pl.in.Clusters) {
+		if _, ok := pl.byName[name]; !ok {
+			pl.issues.warning(WarningUnknownCluster, name, "", "a snapshot was given for a cluster the mesh does not list; ignored", "")
+		}
+	}
+	for _, s := range pl.sources {
+		snap, ok := pl.in.Clusters[s.name]
+		switch {
+		case !ok:
+			s.err = "no snapshot of the cluster was taken"
+		case !snap.Reachable:
+			s.err = snap.Error
+			if s.err == "" {
+				s.err = "the cluster could not be read"
+			}
+		default:
+			s.reachable = true
+			s.snapshot = &snap
+			pl.analyze(s, s.snapshot)
+			continue
+		}
+		s.keepReason = KeptSourceUnreachable
+		s.view = meshv1alpha1.ClusterPlan{Name: s.name, Error: s.err}
+		pl.issues.warning(WarningClusterUnreachable, s.name, "",
+			"the cluster is unreachable: the Peers representing it elsewhere are kept as they are, and its own Peers are not compared", "")
+	}
+}
+
+// indexExports orders the ready exports by Peer name and finds the public
+// keys that would make kg confuse two Peers.
+func (pl *planner) indexExports() {
+	nodeKeys := map[string][]int{}
+	for _, s := range pl.sources {
+		for i := range s.nodes {
+			if k := s.nodes[i].key; k != "" {
+				if c := nodeKeys[k]; len(c) == 0 || c[len(c)-1] != s.idx {
+					nodeKeys[k] = append(c, s.idx)
+				}
+			}
+		}
+	}
+	byKey := map[string][]*export{}
+	for _, s := range pl.sources {
+		for ei := range s.exports {
+			e := &s.exports[ei]
+			if !e.ready {
+				continue
+			}
+			pl.order = append(pl.order, e)
+			byKey[e.key] = append(byKey[e.key], e)
+			for _, c := range nodeKeys[e.key] {
+				if c != e.src {
+					e.keyClusters = append(e.keyClusters, c)
+				}
+			}
+		}
+	}
+	for _, list := range byKey {
+		if len(list) < 2 {
+			continue
+		}
+		for _, e := range list {
+			for _, o := range list {
+				if o != e {
+					e.keyShared = append(e.keyShared, o)
+				}
+			}
+		}
+	}
+	slices.SortFunc(pl.order, func(a, b *export) int { return strings.Compare(a.name, b.name) })
+}

@@ -1,0 +1,339 @@
+package planner
+
+import (
+	"cmp"
+	"fmt"
+	"net/netip"
+	"slices"
+	"strings"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	kilov1alpha1 "github.com/kilo-mesh/kilo-mesh-apiserver/pkg/apis/kilo/v1alpha1"
+	meshv1alpha1 "github.com/kilo-mesh/kilo-mesh-apiserver/pkg/apis/mesh/v1alpha1"
+)
+
+// existingPeers is what a target cluster holds now.
+type existingPeers struct {
+	managed       []*kilov1alpha1.Peer // sorted by name
+	managedByName map[string]*kilov1alpha1.Peer
+	foreign       []*kilov1alpha1.Peer
+	foreignByName map[string]*kilov1alpha1.Peer
+	foreignKeys   map[string]struct{}
+}
+
+func (pl *planner) existing(snap *ClusterSnapshot) existingPeers {
+	var x existingPeers
+	peers := make([]*kilov1alpha1.Peer, 0, len(snap.Peers))
+	for _, p := range snap.Peers {
+		if p != nil {
+			peers = append(peers, p)
+		}
+	}
+	// Names are unique on a live cluster; the tie-break only keeps a
+	// malformed snapshot from making the plan depend on input order.
+	slices.SortFunc(peers, func(a, b *kilov1alpha1.Peer) int {
+		return cmp.Or(strings.Compare(a.Name, b.Name), strings.Compare(a.ResourceVersion, b.ResourceVersion), strings.Compare(string(a.UID), string(b.UID)),
+			strings.Compare(a.Labels[LabelMeshUID], b.Labels[LabelMeshUID]), strings.Compare(a.Spec.PublicKey, b.Spec.PublicKey),
+			slices.Compare(a.Spec.AllowedIPs, b.Spec.AllowedIPs))
+	})
+	peers = slices.CompactFunc(peers, func(a, b *kilov1alpha1.Peer) bool { return a.Name == b.Name })
+	x.managedByName = make(map[string]*kilov1alpha1.Peer)
+	for _, p := range peers {
+		if IsManagedBy(p, pl.in.MeshNamespace, pl.in.MeshName, pl.in.MeshUID) {
+			x.managed = append(x.managed, p)
+			x.managedByName[p.Name] = p
+			continue
+		}
+		if x.foreignByName == nil {
+			x.foreignByName = make(map[string]*kilov1alpha1.Peer)
+			x.foreignKeys = make(map[string]struct{})
+		}
+		x.foreign = append(x.foreign, p)
+		x.foreignByName[p.Name] = p
+		x.foreignKeys[p.Spec.PublicKey] = struct{}{}
+	}
+	return x
+}
+
+// keptPeer is a managed Peer left exactly as it is.
+type keptPeer struct {
+	peer   *kilov1alpha1.Peer
+	source string
+	reason string
+}
+
+// frozenOwner describes who holds an address the plan may not take on a target.
+type frozenOwner struct {
+	kept bool
+	name string
+}
+
+// planTarget computes the Peers one cluster must hold and, when it is
+// reachable, how they differ from the Peers it holds.
+func (pl *planner) planTarget(t *source) (meshv1alpha1.TargetPlan, []kilov1alpha1.Peer) {
+	tp := meshv1alpha1.TargetPlan{Cluster: t.name, DiffState: meshv1alpha1.DiffStateUnknown}
+	var x existingPeers
+	if t.reachable {
+		tp.DiffState = meshv1alpha1.DiffStateComputed
+		x = pl.existing(t.snapshot)
+	}
+
+	// Peers representing a cluster that cannot be observed stay as they are:
+	// no Peer is deleted or rewritten on a guess.
+	var kept []keptPeer
+	for _, p := range x.managed {
+		si, ok := pl.byName[p.Labels[LabelSourceCluster]]
+		if ok && si != t.idx && pl.sources[si].keepReason != "" {
+			kept = append(kept, keptPeer{p, pl.sources[si].name, pl.sources[si].keepReason})
+		}
+	}
+
+	candidates := make([]*export, 0, len(pl.order))
+	for _, e := range pl.order {
+		if e.src == t.idx {
+			continue
+		}
+		if reason, lead, item := pl.withheld(t, e, &x); reason != "" {
+			pl.issues.conflict(reason, pl.sources[e.src].name, t.name, lead, item)
+			if m := x.managedByName[e.name]; m != nil {
+				kept = append(kept, keptPeer{m, pl.sources[e.src].name, reason})
+			}
+			continue
+		}
+		candidates = append(candidates, e)
+	}
+
+	keptNames := make(map[string]bool, len(kept))
+	desired := make([]kilov1alpha1.Peer, 0, len(candidates)+len(kept))
+	for _, k := range kept {
+		if p, ok := pl.keep(t, k, &tp, keptNames); ok {
+			desired = append(desired, p)
+		}
+	}
+	frozen, owners := pl.frozen(desired, x.foreign)
+	for _, e := range candidates {
+		// An export left with no address is not planned, and its old Peer
+		// goes: what it claimed is observably someone else's now.
+		if p, ok := pl.forTarget(t, e, frozen, owners); ok {
+			desired = append(desired, p)
+		}
+	}
+	// Exports come in name order; kept Peers were added in front of them.
+	byName := func(a, b kilov1alpha1.Peer) int { return strings.Compare(a.Name, b.Name) }
+	if !slices.IsSortedFunc(desired, byName) {
+		slices.SortFunc(desired, byName)
+	}
+	slices.SortFunc(tp.Kept, func(a, b meshv1alpha1.KeptPeer) int { return strings.Compare(a.Name, b.Name) })
+	tp.DesiredPeers = int32(len(desired))
+	if t.reachable {
+		diff(&tp, desired, keptNames, &x)
+	}
+	return tp, desired
+}
+
+// containKept applies containment to a kept Peer: the addresses that lie
+// outside its source's declared networks, or overlap the target's, are
+// removed, since the spec says so whether or not the source can be seen.
+// It reports false when something was removed.
+func (pl *planner) containKept(t *source, k keptPeer) (kilov1alpha1.Peer, bool) {
+	p := keptCopy(k.peer)
+	src := pl.sources[pl.byName[k.source]]
+	var keep []string
+	for _, s := range p.Spec.AllowedIPs {
+		q, err := netip.ParsePrefix(s)
+		if err != nil {
+			keep = append(keep, s) // Validate reports it
+			continue
+		}
+		q = canonical(q)
+		why := ""
+		if o, ok := overlapsAny(q, t.nets.all); ok {
+			why = fmt.Sprintf("%s of kept Peer %s overlaps %s of the target", s, p.Name, o)
+		} else if !within(q, src.nets.all) {
+			why = fmt.Sprintf("%s of kept Peer %s lies outside the networks declared for %s", s, p.Name, src.name)
+		}
+		if why == "" {
+			keep = append(keep, s)
+			continue
+		}
+		pl.issues.conflict(ConflictOverlapsTargetNetwork, src.name, t.name, "addresses of kept Peers that the mesh's networks no longer allow; removed", why)
+	}
+	if len(keep) == len(p.Spec.AllowedIPs) {
+		return p, true
+	}
+	p.Spec.AllowedIPs = keep
+	return p, false
+}
+
+// withheld says why an export must not be planned on target t at all.
+func (pl *planner) withheld(t *source, e *export, x *existingPeers) (reason, lead, item string) {
+	g := pl.sources[e.src].groups[e.group].name
+	if f := x.foreignByName[e.name]; f != nil {
+		item = fmt.Sprintf("%s (group %s): a Peer this mesh does not manage has the name", e.name, g)
+		if f.Labels[LabelMeshNamespace] == pl.in.MeshNamespace && f.Labels[LabelMeshName] == pl.in.MeshName {
+			item = fmt.Sprintf("%s (group %s) was left by an earlier ClusterMesh of the same name (mesh-uid %q); delete it", e.name, g, f.Labels[LabelMeshUID])
+		}
+		return ConflictNameTaken, "Peer names already taken by Peers this mesh does not manage; not planned", item
+	}
+	if slices.Contains(e.keyClusters, t.idx) {
+		return ConflictPublicKeyOfTargetNode, "groups whose leader's public key is also the key of a node of the target; not planned",
+			fmt.Sprintf("group %s (leader key %s)", g, e.key)
+	}
+	shared := 0
+	for _, o := range e.keyShared {
+		if o.src != t.idx {
+			shared++
+		}
+	}
+	if shared > 0 {
+		return ConflictDuplicatePublicKey, "groups of different clusters whose leaders share one public key; kg keys peers by public key, so none of them is planned",
+			fmt.Sprintf("group %s (leader key %s)", g, e.key)
+	}
+	if _, ok := x.foreignKeys[e.key]; ok {
+		return ConflictPublicKeyInUse, "groups whose leader's public key is already used by a Peer this mesh does not manage; kg keys peers by public key, so they are not planned",
+			fmt.Sprintf("group %s (leader key %s)", g, e.key)
+	}
+	return "", "", ""
+}
+
+// frozen indexes the addresses of the kept Peers and of the Peers this mesh
+// does not manage: the plan may not claim any of them on this target. Only
+// Peers kg accepts count; kg ignores the others.
+func (pl *planner) frozen(kept []kilov1alpha1.Peer, foreign []*kilov1alpha1.Peer) (*prefixIndex, []frozenOwner) {
+	var prefixes []netip.Prefix
+	var ownerOf []int
+	var owners []frozenOwner
+	add := func(p *kilov1alpha1.Peer, isKept bool) {
+		if len(p.Validate()) > 0 {
+			return
+		}
+		o := len(owners)
+		owners = append(owners, frozenOwner{kept: isKept, name: p.Name})
+		for _, s := range p.Spec.AllowedIPs {
+			if q, err := netip.ParsePrefix(s); err == nil {
+				prefixes = append(prefixes, canonical(q))
+				ownerOf = append(ownerOf, o)
+			}
+		}
+	}
+	for i := range kept {
+		add(&kept[i], true)
+	}
+	for _, f := range foreign {
+		add(f, false)
+	}
+	if len(prefixes) == 0 {
+		return nil, nil
+	}
+	return newPrefixIndex(prefixes, ownerOf), owners
+}
+
+// keep decides what becomes of a kept Peer on target t. Intact, it is
+// listed as kept and carried over unchanged (unless kg would reject it:
+// then it is only left alone). If containment removed addresses, it is no
+// longer kept as it is: the trimmed Peer is planned like any other, and
+// deleted when nothing is left.
+func (pl *planner) keep(t *source, k keptPeer, tp *meshv1alpha1.TargetPlan, keptNames map[string]bool) (kilov1alpha1.Peer, bool) {
+	p, intact := pl.containKept(t, k)
+	if !intact {
+		if len(p.Spec.AllowedIPs) == 0 || len(p.Validate()) > 0 {
+			return kilov1alpha1.Peer{}, false
+		}
+		return p, true
+	}
+	keptNames[p.Name] = true
+	tp.Kept = append(tp.Kept, meshv1alpha1.KeptPeer{Name: p.Name, SourceCluster: k.source, Reason: k.reason})
+	if errs := p.Validate(); len(errs) > 0 {
+		// kg ignores it already; leaving it alone changes nothing.
+		pl.issues.conflict(ConflictInvalidPeer, k.source, t.name, "kept Peers that break Kilo's validation; kg ignores them and the plan does not apply them", fmt.Sprintf("%s: %v", p.Name, errs.ToAggregate()))
+		return kilov1alpha1.Peer{}, false
+	}
+	return p, true
+}
+
+// forTarget is the export's Peer on target t: the template, unless some of
+// its addresses overlap the target's own networks or a frozen address. It
+// reports false when no address is left.
+func (pl *planner) forTarget(t *source, e *export, frozen *prefixIndex, owners []frozenOwner) (kilov1alpha1.Peer, bool) {
+	checkTarget := pl.overlap[e.src][t.idx]
+	if !checkTarget && frozen == nil {
+		return e.peer, true
+	}
+	s := pl.sources[e.src]
+	var keep []string
+	dropping := false
+	for i, c := range e.final {
+		reason, lead, item := "", "", ""
+		if checkTarget {
+			if q, ok := overlapsAny(c.prefix, t.nets.all); ok {
+				reason, lead = ConflictOverlapsTargetNetwork, "addresses that overlap networks of the target cluster; left out of its Peers"
+				item = fmt.Sprintf("%s overlaps %s", pl.describe(s, e, c), q)
+			}
+		}
+		if reason == "" && frozen != nil {
+			if _, o, ok := frozen.overlap(c.prefix); ok {
+				if owners[o].kept {
+					reason, lead = ConflictCIDRClaimedByKept, "addresses still claimed by kept Peers on the target; left out until those are updated or deleted"
+					item = fmt.Sprintf("%s overlaps kept Peer %s", pl.describe(s, e, c), owners[o].name)
+				} else {
+					reason, lead = ConflictCIDRClaimedByForeign, "addresses already claimed by Peers this mesh does not manage on the target; left out of its Peers"
+					item = pl.describe(s, e, c)
+				}
+			}
+		}
+		if reason == "" {
+			if dropping {
+				keep = append(keep, e.peer.Spec.AllowedIPs[i])
+			}
+			continue
+		}
+		pl.issues.conflict(reason, s.name, t.name, lead, item)
+		if !dropping {
+			dropping = true
+			keep = append(make([]string, 0, len(e.final)-1), e.peer.Spec.AllowedIPs[:i]...)
+		}
+	}
+	if !dropping {
+		return e.peer, true
+	}
+	if len(keep) == 0 {
+		pl.issues.conflict(ConflictEmptyPeer, s.name, t.name, "Peers with no address left for the target; not planned", e.name)
+		return kilov1alpha1.Peer{}, false
+	}
+	p := e.peer
+	p.Spec.AllowedIPs = keep
+	return p, true
+}
+
+// keptCopy is an existing Peer reduced to what the planner manages, so that
+// applying it changes nothing and takes no ownership of others' fields.
+func keptCopy(p *kilov1alpha1.Peer) kilov1alpha1.Peer {
+	return kilov1alpha1.Peer{
+		TypeMeta: peerTypeMeta,
+		ObjectMeta: metav1.ObjectMeta{
+			Name:        p.Name,
+			Labels:      pick(p.Labels, managedLabelKeys),
+			Annotations: pick(p.Annotations, managedAnnotationKeys),
+		},
+		Spec: *p.Spec.DeepCopy(),
+	}
+}
+
+var (
+	managedLabelKeys      = []string{LabelManagedBy, LabelMeshNamespace, LabelMeshName, LabelMeshUID, LabelSourceCluster}
+	managedAnnotationKeys = []string{AnnotationSourceGroup, AnnotationSourceLeader}
+)
+
+func pick(m map[string]string, keys []string) map[string]string {
+	var out map[string]string
+	for _, k := range keys {
+		if v, ok := m[k]; ok {
+			if out == nil {
+				out = make(map[string]string, len(keys))
+			}
+			out[k] = v
+		}
+	}
+	return out
+}
