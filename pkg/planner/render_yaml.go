@@ -1,0 +1,42 @@
+package planner
+
+import (
+	"bytes"
+	"fmt"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/serializer/json"
+
+	kilov1alpha1 "github.com/kilo-mesh/kilo-mesh-apiserver/pkg/apis/kilo/v1alpha1"
+)
+
+// RenderPeerListYAML renders the desired Peers of one cluster as a v1 List
+// that `kubectl apply -f -` takes as it is: apiVersion and kind on every
+// item, no status, resourceVersion, uid or other server-set fields. A v1
+// List rather than a PeerList, because kubectl flattens it without needing
+// the Peer CRD's list type.
+func RenderPeerListYAML(p *Plan, cluster string) ([]byte, error) {
+	list := &metav1.List{TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "List"}}
+	for i := range p.DesiredPeers[cluster] {
+		peer := &kilov1alpha1.Peer{
+			TypeMeta: peerTypeMeta,
+			ObjectMeta: metav1.ObjectMeta{
+				Name:        p.DesiredPeers[cluster][i].Name,
+				Labels:      p.DesiredPeers[cluster][i].Labels,
+				Annotations: p.DesiredPeers[cluster][i].Annotations,
+			},
+			Spec: p.DesiredPeers[cluster][i].Spec,
+		}
+		list.Items = append(list.Items, runtime.RawExtension{Object: peer})
+	}
+	if list.Items == nil {
+		list.Items = []runtime.RawExtension{}
+	}
+	var buf bytes.Buffer
+	ser := json.NewSerializerWithOptions(json.DefaultMetaFactory, nil, nil, json.SerializerOptions{Yaml: true})
+	if err := ser.Encode(list, &buf); err != nil {
+		return nil, fmt.Errorf("rendering the Peers of cluster %s as YAML: %w", cluster, err)
+	}
+	return buf.Bytes(), nil
+}
