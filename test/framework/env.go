@@ -27,6 +27,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -149,7 +150,7 @@ type Env struct {
 	clusters []*Cluster
 	users    []User
 	tokens   map[string]string
-	logf     func(string, ...any)
+	logf     atomic.Pointer[func(string, ...any)]
 
 	frontProxyCA *CA
 	meshCA       *CA
@@ -174,10 +175,8 @@ func Start(ctx context.Context, opts Options) (_ *Env, err error) {
 	if err != nil {
 		return nil, err
 	}
-	e := &Env{opts: opts, tools: tools, tokens: map[string]string{}, logf: opts.Logf}
-	if e.logf == nil {
-		e.logf = func(string, ...any) {}
-	}
+	e := &Env{opts: opts, tools: tools, tokens: map[string]string{}}
+	e.setLogf(opts.Logf)
 	if opts.Dir == "" {
 		sweepStaleDirs()
 		if e.Dir, err = os.MkdirTemp("", envDirPrefix); err != nil {
@@ -210,11 +209,11 @@ func Start(ctx context.Context, opts Options) (_ *Env, err error) {
 	if err := e.startEtcd(ctx); err != nil {
 		return nil, err
 	}
-	e.logf("etcd ready at %s (%s)", e.EtcdURL, time.Since(start).Round(time.Millisecond))
+	e.log("etcd ready at %s (%s)", e.EtcdURL, time.Since(start).Round(time.Millisecond))
 	if err := e.startClusters(ctx); err != nil {
 		return nil, err
 	}
-	e.logf("%d kube-apiservers ready (%s)", len(e.clusters), time.Since(start).Round(time.Millisecond))
+	e.log("%d kube-apiservers ready (%s)", len(e.clusters), time.Since(start).Round(time.Millisecond))
 	if err := e.writeKubeconfigs(); err != nil {
 		return nil, err
 	}
@@ -226,7 +225,7 @@ func Start(ctx context.Context, opts Options) (_ *Env, err error) {
 	if err := e.setupTenants(ctx); err != nil {
 		return nil, err
 	}
-	e.logf("environment ready in %s, dir %s", time.Since(start).Round(time.Millisecond), e.Dir)
+	e.log("environment ready in %s, dir %s", time.Since(start).Round(time.Millisecond), e.Dir)
 	return e, nil
 }
 
@@ -250,12 +249,26 @@ func StartT(t testing.TB, opts Options) *Env {
 		if t.Failed() {
 			env.logFailureInfo(t)
 		}
-		env.logf = func(string, ...any) {}
+		env.setLogf(nil)
 		if err := env.Stop(); err != nil {
 			t.Errorf("stopping test environment: %v", err)
 		}
 	})
 	return env
+}
+
+func (e *Env) setLogf(f func(string, ...any)) {
+	if f == nil {
+		f = func(string, ...any) {}
+	}
+	e.logf.Store(&f)
+}
+
+// log writes a progress message through Options.Logf.
+func (e *Env) log(format string, args ...any) {
+	if f := e.logf.Load(); f != nil {
+		(*f)(format, args...)
+	}
 }
 
 func (e *Env) logFailureInfo(t testing.TB) {
@@ -310,7 +323,7 @@ func (e *Env) Stop() error {
 	}
 	if e.opts.KeepDir || os.Getenv(KeepEnv) != "" {
 		os.Remove(filepath.Join(e.Dir, ownerFile))
-		e.logf("kept environment dir %s", e.Dir)
+		e.log("kept environment dir %s", e.Dir)
 	} else if e.opts.Dir == "" {
 		if err := os.RemoveAll(e.Dir); err != nil {
 			errs = append(errs, err)

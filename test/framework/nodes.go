@@ -315,7 +315,7 @@ func (e *Env) KeepKiloNodesFresh(ctx context.Context, interval time.Duration) {
 				continue
 			}
 			if err := e.TouchKiloNodes(ctx, i); err != nil && ctx.Err() == nil {
-				e.logf("refreshing last-seen on cluster %d: %v", i, err)
+				e.log("refreshing last-seen on cluster %d: %v", i, err)
 			}
 		}
 	}
