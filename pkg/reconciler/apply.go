@@ -1,0 +1,178 @@
+package reconciler
+
+import (
+	"context"
+	"fmt"
+	"sync"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/klog/v2"
+
+	kilov1alpha1 "github.com/kilo-mesh/kilo-mesh-apiserver/pkg/apis/kilo/v1alpha1"
+	meshv1alpha1 "github.com/kilo-mesh/kilo-mesh-apiserver/pkg/apis/mesh/v1alpha1"
+	"github.com/kilo-mesh/kilo-mesh-apiserver/pkg/clusters"
+	"github.com/kilo-mesh/kilo-mesh-apiserver/pkg/planner"
+)
+
+// writeParallelism bounds the concurrent writes to one cluster: enough to
+// create thousands of Peers quickly, few enough not to crowd out the
+// cluster's other clients (the client's rate limiter applies on top).
+const writeParallelism = 16
+
+// targetWork is what one pass must do on one target cluster.
+type targetWork struct {
+	mesh    *meshv1alpha1.ClusterMesh
+	cluster string
+	target  *meshv1alpha1.TargetPlan
+	desired []kilov1alpha1.Peer
+	// cached is what the member-cluster cache holds now, by name; it is
+	// read after planning, so it is at least as recent as the plan.
+	cached map[string]*kilov1alpha1.Peer
+	client clusters.PeerClient
+}
+
+// targetResult is what one pass did on one target cluster.
+type targetResult struct {
+	targetOutcome
+	created, updated, deleted int
+	events                    []meshEvent
+}
+
+// applyTarget writes the Peers the plan creates or updates and deletes the
+// managed Peers it drops, on one target cluster, and counts the desired
+// Peers that exist as planned afterwards. Every write is preceded by an
+// ownership check against the cache; a Peer someone else owns is reported
+// and left alone.
+func applyTarget(ctx context.Context, w targetWork) targetResult {
+	res := targetResult{targetOutcome: targetOutcome{reconciled: true}}
+	write := make(map[string]bool, len(w.target.Create)+len(w.target.Update))
+	for _, n := range w.target.Create {
+		write[n] = true
+	}
+	for _, u := range w.target.Update {
+		write[u.Name] = true
+		klog.V(4).InfoS("Peer differs from the plan", "cluster", w.cluster, "peer", u.Name, "fields", u.Fields)
+	}
+
+	var mu sync.Mutex
+	sem := make(chan struct{}, writeParallelism)
+	var wg sync.WaitGroup
+	record := func(f func(*targetResult)) {
+		mu.Lock()
+		defer mu.Unlock()
+		f(&res)
+	}
+	for i := range w.desired {
+		want := &w.desired[i]
+		if !write[want.Name] {
+			res.applied++ // unchanged or kept: as planned
+			continue
+		}
+		have := w.cached[want.Name]
+		if have != nil && !w.owns(have) {
+			record(func(r *targetResult) { r.events = append(r.events, nameTaken(w.cluster, want.Name)) })
+			continue
+		}
+		wg.Add(1)
+		sem <- struct{}{}
+		go func() {
+			defer func() { <-sem; wg.Done() }()
+			err := applyPeer(ctx, w.client, want, have)
+			w.count("apply", err)
+			record(func(r *targetResult) {
+				switch {
+				case err == nil:
+					r.applied++
+					if have == nil {
+						r.created++
+					} else {
+						r.updated++
+					}
+				case apierrors.IsConflict(err) && have == nil:
+					// Created meanwhile by someone else, with other values:
+					// the apply without force refused to take it over.
+					r.events = append(r.events, nameTaken(w.cluster, want.Name))
+				default:
+					r.errors = append(r.errors, fmt.Sprintf("applying Peer %s: %v", want.Name, err))
+				}
+			})
+		}()
+	}
+	for _, name := range w.target.Delete {
+		have := w.cached[name]
+		if have == nil || !w.owns(have) {
+			continue // gone already, or no longer ours: nothing to delete
+		}
+		wg.Add(1)
+		sem <- struct{}{}
+		go func() {
+			defer func() { <-sem; wg.Done() }()
+			err := deletePeer(ctx, w.client, name, have.UID)
+			w.count("delete", err)
+			record(func(r *targetResult) {
+				if err != nil {
+					r.errors = append(r.errors, fmt.Sprintf("deleting Peer %s: %v", name, err))
+					return
+				}
+				r.deleted++
+			})
+		}()
+	}
+	wg.Wait()
+	return res
+}
+
+func (w targetWork) owns(p *kilov1alpha1.Peer) bool {
+	return planner.IsManagedBy(p, w.mesh.Namespace, w.mesh.Name, w.mesh.UID)
+}
+
+// count feeds one write into the metrics.
+func (w targetWork) count(op string, err error) {
+	mesh := w.mesh.Namespace + "/" + w.mesh.Name
+	peerWrites.WithLabelValues(mesh, w.cluster, op).Inc()
+	if err != nil {
+		applyErrors.WithLabelValues(mesh, w.cluster).Inc()
+	}
+}
+
+func nameTaken(cluster, name string) meshEvent {
+	return meshEvent{
+		Type:    corev1.EventTypeWarning,
+		Reason:  EventPeerConflict,
+		Message: fmt.Sprintf("cluster %s: Peer %s exists and is not managed by this mesh; left as it is", cluster, name),
+	}
+}
+
+// applyPeer server-side-applies want. A Peer the mesh owns (have) is
+// applied with force and its UID as precondition, so that a Peer deleted and
+// recreated by someone else meanwhile is not taken over. A new Peer is
+// applied without force: should someone have created it meanwhile with
+// other values, the apply fails with a conflict instead of overwriting it.
+func applyPeer(ctx context.Context, client clusters.PeerClient, want *kilov1alpha1.Peer, have *kilov1alpha1.Peer) error {
+	force := false
+	if have != nil {
+		// The plan's Peers share storage between targets: copy before setting.
+		want = want.DeepCopy()
+		want.UID = have.UID
+		force = true
+	}
+	_, err := client.Apply(ctx, want, metav1.ApplyOptions{FieldManager: FieldManager, Force: force})
+	return err
+}
+
+// deletePeer deletes a managed Peer, only if it is still the object the
+// cache showed; a Peer already gone counts as deleted.
+func deletePeer(ctx context.Context, client clusters.PeerClient, name string, uid types.UID) error {
+	err := client.Delete(ctx, name, metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &uid}})
+	if apierrors.IsNotFound(err) {
+		return nil
+	}
+	if apierrors.IsConflict(err) {
+		klog.V(2).InfoS("Peer replaced since it was cached; not deleted", "peer", name)
+		return nil
+	}
+	return err
+}

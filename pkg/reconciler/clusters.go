@@ -1,0 +1,25 @@
+package reconciler
+
+import (
+	"k8s.io/apimachinery/pkg/types"
+
+	meshv1alpha1 "github.com/kilo-mesh/kilo-mesh-apiserver/pkg/apis/mesh/v1alpha1"
+	"github.com/kilo-mesh/kilo-mesh-apiserver/pkg/clusters"
+)
+
+// Clusters is what the reconciler uses of the member-cluster manager: its
+// caches (read), its Peer clients (write) and its change notifications.
+type Clusters interface {
+	Snapshot(mesh *meshv1alpha1.ClusterMesh) map[string]clusters.ClusterState
+	PeerClient(mesh *meshv1alpha1.ClusterMesh, cluster string) (clusters.PeerClient, error)
+	AddChangeHandler(f func(types.NamespacedName))
+	HasSynced() bool
+}
+
+var _ Clusters = (*clusters.Manager)(nil)
+
+// usable reports whether a member cluster's cache can be acted on: it
+// answers, and its cache holds a complete list.
+func usable(st clusters.ClusterState, ok bool) bool {
+	return ok && st.Reachable && st.Synced
+}

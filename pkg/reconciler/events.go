@@ -1,0 +1,122 @@
+package reconciler
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+	"sync"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/tools/record"
+
+	meshv1alpha1 "github.com/kilo-mesh/kilo-mesh-apiserver/pkg/apis/mesh/v1alpha1"
+	"github.com/kilo-mesh/kilo-mesh-apiserver/pkg/planner"
+)
+
+// Event reasons beyond the plan's conflict reasons, which events reuse.
+const (
+	EventNodesSkipped    = "NodesSkipped"
+	EventPeersChanged    = "PeersChanged"
+	EventPeerConflict    = "PeerConflict"
+	EventApplyFailed     = "ApplyFailed"
+	EventPeersLeftBehind = "PeersLeftBehind"
+	EventPeersRemoved    = "PeersRemoved"
+	EventDeletionBlocked = "DeletionWaiting"
+	maxEventExamples     = 5
+	eventComponent       = "kilo-mesh-apiserver"
+)
+
+// meshEvent is one event a pass would emit.
+type meshEvent struct {
+	Type, Reason, Message string
+}
+
+// eventFilter remembers, per mesh, the events of its last pass, so that a
+// condition that persists is announced once instead of on every pass (and
+// steady state writes no events). The recorder's own spam filter bounds
+// bursts on top of that.
+type eventFilter struct {
+	mu   sync.Mutex
+	last map[types.NamespacedName]map[meshEvent]struct{}
+}
+
+func newEventFilter() *eventFilter {
+	return &eventFilter{last: map[types.NamespacedName]map[meshEvent]struct{}{}}
+}
+
+// fresh returns the events of this pass that the previous pass did not
+// have, and remembers this pass's set.
+func (f *eventFilter) fresh(mesh types.NamespacedName, events []meshEvent) []meshEvent {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	prev := f.last[mesh]
+	now := make(map[meshEvent]struct{}, len(events))
+	var out []meshEvent
+	for _, e := range events {
+		if _, seen := now[e]; seen {
+			continue
+		}
+		now[e] = struct{}{}
+		if _, ok := prev[e]; !ok {
+			out = append(out, e)
+		}
+	}
+	f.last[mesh] = now
+	return out
+}
+
+// forget drops what is remembered of a mesh that is gone.
+func (f *eventFilter) forget(mesh types.NamespacedName) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	delete(f.last, mesh)
+}
+
+// planEvents are the persistent facts of a plan worth an event: nodes left
+// out of the mesh (per cluster and reason) and conflicts. Messages name
+// nodes, never node messages, which carry ages that change every second.
+func planEvents(plan *planner.Plan) []meshEvent {
+	var out []meshEvent
+	for _, c := range plan.View.Clusters {
+		byReason := map[string][]string{}
+		for _, n := range c.Nodes {
+			if !n.Included {
+				byReason[n.Reason] = append(byReason[n.Reason], n.Node)
+			}
+		}
+		reasons := make([]string, 0, len(byReason))
+		for r := range byReason {
+			reasons = append(reasons, r)
+		}
+		slices.Sort(reasons)
+		for _, r := range reasons {
+			nodes := byReason[r]
+			out = append(out, meshEvent{
+				Type:   corev1.EventTypeWarning,
+				Reason: EventNodesSkipped,
+				Message: fmt.Sprintf("cluster %s: %d node(s) not advertised (%s): %s", c.Name, len(nodes), r,
+					examples(nodes, maxEventExamples)),
+			})
+		}
+	}
+	for _, c := range plan.View.Conflicts {
+		out = append(out, meshEvent{Type: corev1.EventTypeWarning, Reason: c.Reason, Message: issueText(c)})
+	}
+	return out
+}
+
+// examples names the first n items (already sorted) and counts the rest.
+func examples(items []string, n int) string {
+	if len(items) <= n {
+		return strings.Join(items, ", ")
+	}
+	return fmt.Sprintf("%s and %d more", strings.Join(items[:n], ", "), len(items)-n)
+}
+
+// emit sends events about mesh through the recorder.
+func emit(rec record.EventRecorder, mesh *meshv1alpha1.ClusterMesh, events []meshEvent) {
+	for _, e := range events {
+		rec.Event(mesh, e.Type, e.Reason, e.Message)
+	}
+}

@@ -1,0 +1,44 @@
+package reconciler
+
+import (
+	"strconv"
+	"time"
+
+	"github.com/kilo-mesh/kilo-mesh-apiserver/pkg/clusters"
+	"github.com/kilo-mesh/kilo-mesh-apiserver/pkg/planner"
+)
+
+// kiloReadyWindow is kg's liveness rule, as the planner applies it: a node
+// whose last-seen is this old no longer counts.
+const kiloReadyWindow = 60 * time.Second
+
+// expiryMargin lets the clock pass the second in which a node expires, as
+// last-seen has a resolution of one second.
+const expiryMargin = 100 * time.Millisecond
+
+// nextExpiry is how long until the first node that Kilo counts as Ready
+// now stops counting for lack of a check-in. A node going silent causes no
+// event, only time passing, so the mesh is looked at again then. Zero means
+// no node will expire.
+func nextExpiry(states map[string]clusters.ClusterState, now time.Time) time.Duration {
+	var first time.Time
+	for _, st := range states {
+		if !usable(st, true) {
+			continue
+		}
+		for _, n := range st.Nodes {
+			sec, err := strconv.ParseInt(n.Annotations[planner.AnnotationLastSeen], 10, 64)
+			if err != nil {
+				continue
+			}
+			at := time.Unix(sec, 0).Add(kiloReadyWindow)
+			if at.After(now) && (first.IsZero() || at.Before(first)) {
+				first = at
+			}
+		}
+	}
+	if first.IsZero() {
+		return 0
+	}
+	return first.Sub(now) + expiryMargin
+}

@@ -1,0 +1,170 @@
+package reconciler
+
+import (
+	"errors"
+	"fmt"
+	"net/http"
+	"slices"
+	"sync"
+	"sync/atomic"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apiserver/pkg/server/healthz"
+	"k8s.io/client-go/kubernetes"
+	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/tools/record"
+	"k8s.io/client-go/util/workqueue"
+	"k8s.io/klog/v2"
+
+	meshv1alpha1 "github.com/kilo-mesh/kilo-mesh-apiserver/pkg/apis/mesh/v1alpha1"
+	"github.com/kilo-mesh/kilo-mesh-apiserver/pkg/planner"
+)
+
+// FieldManager is the field manager of every write: Peers on member
+// clusters, status and finalizer of ClusterMeshes.
+const FieldManager = "kilo-mesh-apiserver"
+
+// Finalizer keeps a deleted ClusterMesh until its Peers are removed.
+const Finalizer = "mesh.kilo.squat.ai/peers"
+
+// Planner computes the plan of a mesh from the member-cluster caches; the
+// views use the same one, so what users preview is what gets applied.
+type Planner interface {
+	Plan(mesh *meshv1alpha1.ClusterMesh) (*planner.Plan, error)
+}
+
+// Config is what the reconciler is built from.
+type Config struct {
+	Options Options
+	// Meshes is the shared ClusterMesh informer of the server.
+	Meshes cache.SharedIndexInformer
+	// Clusters holds the member-cluster caches and clients.
+	Clusters Clusters
+	// Planner is the views' planner.
+	Planner Planner
+	// MeshREST talks to the server's own mesh.kilo.squat.ai/v1alpha1 API
+	// (the loopback client): status and finalizer writes go through the
+	// full request path, so admission and managed fields apply to them.
+	MeshREST rest.Interface
+	// Kube is the local cluster: the Lease and the Events.
+	Kube kubernetes.Interface
+	// Identity names this replica in the Lease.
+	Identity string
+}
+
+// Reconciler is the controller of ClusterMeshes.
+type Reconciler struct {
+	opts     Options
+	meshes   cache.SharedIndexInformer
+	clusters Clusters
+	planner  Planner
+	meshAPI  meshAPI
+	kube     kubernetes.Interface
+	identity string
+
+	broadcaster record.EventBroadcaster
+	recorder    record.EventRecorder
+	events      *eventFilter
+
+	// queue is the current leadership term's queue; nil while not leading.
+	queue atomic.Pointer[workqueue.TypedRateLimitingInterface[types.NamespacedName]]
+	// leading is true while this replica holds the Lease.
+	leading atomic.Bool
+	// term is held by the running leadership term.
+	term sync.Mutex
+}
+
+// New builds the reconciler and registers its event handlers; Run starts it.
+func New(cfg Config) (*Reconciler, error) {
+	if errs := cfg.Options.Validate(); len(errs) > 0 {
+		return nil, errors.Join(errs...)
+	}
+	if cfg.Meshes == nil || cfg.Clusters == nil || cfg.Planner == nil || cfg.MeshREST == nil || cfg.Kube == nil {
+		return nil, errors.New("reconciler: Meshes, Clusters, Planner, MeshREST and Kube are required")
+	}
+	registerMetrics()
+	scheme := runtime.NewScheme()
+	if err := meshv1alpha1.AddToScheme(scheme); err != nil {
+		return nil, fmt.Errorf("building the event scheme: %w", err)
+	}
+	broadcaster := record.NewBroadcaster()
+	r := &Reconciler{
+		opts:        cfg.Options,
+		meshes:      cfg.Meshes,
+		clusters:    cfg.Clusters,
+		planner:     cfg.Planner,
+		meshAPI:     meshAPI{client: cfg.MeshREST},
+		kube:        cfg.Kube,
+		identity:    cfg.Identity,
+		broadcaster: broadcaster,
+		recorder:    broadcaster.NewRecorder(scheme, corev1.EventSource{Component: eventComponent}),
+		events:      newEventFilter(),
+	}
+	if _, err := cfg.Meshes.AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc:    r.enqueueObject,
+		UpdateFunc: r.meshUpdated,
+		DeleteFunc: r.enqueueObject,
+	}); err != nil {
+		return nil, fmt.Errorf("watching ClusterMeshes: %w", err)
+	}
+	cfg.Clusters.AddChangeHandler(r.enqueue)
+	return r, nil
+}
+
+// ReadyCheck is the /readyz check "reconciler-caches": the mesh informer
+// and the member-cluster caches have synced. It passes on every replica,
+// leading or not, because every replica serves the views from them.
+func (r *Reconciler) ReadyCheck() healthz.HealthChecker {
+	return healthz.NamedCheck("reconciler-caches", func(*http.Request) error {
+		if !r.meshes.HasSynced() {
+			return errors.New("the ClusterMesh cache has not synced")
+		}
+		if !r.clusters.HasSynced() {
+			return errors.New("the member-cluster caches have not synced")
+		}
+		return nil
+	})
+}
+
+// Leading reports whether this replica holds the Lease and reconciles.
+func (r *Reconciler) Leading() bool { return r.leading.Load() }
+
+func (r *Reconciler) enqueue(key types.NamespacedName) {
+	if q := r.queue.Load(); q != nil {
+		(*q).Add(key)
+	}
+}
+
+func (r *Reconciler) enqueueObject(obj any) {
+	if d, ok := obj.(cache.DeletedFinalStateUnknown); ok {
+		obj = d.Obj
+	}
+	mesh, ok := obj.(*meshv1alpha1.ClusterMesh)
+	if !ok {
+		klog.ErrorS(nil, "Unexpected object in the ClusterMesh informer", "type", fmt.Sprintf("%T", obj))
+		return
+	}
+	r.enqueue(types.NamespacedName{Namespace: mesh.Namespace, Name: mesh.Name})
+}
+
+// meshUpdated ignores updates that only touch the status: the reconciler
+// writes it itself, and reacting to its own writes would plan every mesh
+// twice. The periodic resync restores a status someone else changed.
+func (r *Reconciler) meshUpdated(oldObj, newObj any) {
+	o, ok1 := oldObj.(*meshv1alpha1.ClusterMesh)
+	n, ok2 := newObj.(*meshv1alpha1.ClusterMesh)
+	if ok1 && ok2 && o.Generation == n.Generation && o.UID == n.UID &&
+		o.DeletionTimestamp.Equal(n.DeletionTimestamp) && slices.Equal(o.Finalizers, n.Finalizers) {
+		return
+	}
+	r.enqueueObject(newObj)
+}
+
+// eventSink writes events to the local cluster, in the mesh's namespace.
+func (r *Reconciler) eventSink() record.EventSink {
+	return &typedcorev1.EventSinkImpl{Interface: r.kube.CoreV1().Events("")}
+}

@@ -1,0 +1,152 @@
+package reconciler
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/tools/leaderelection"
+	"k8s.io/client-go/tools/leaderelection/resourcelock"
+	"k8s.io/client-go/util/workqueue"
+	"k8s.io/klog/v2"
+)
+
+// Run records events, waits for the caches and then, on the replica
+// holding the Lease (or on every replica without --leader-elect),
+// reconciles until ctx ends. A replica that loses the Lease stops writing
+// at once and stands for election again.
+func (r *Reconciler) Run(ctx context.Context) error {
+	logger := klog.FromContext(ctx).WithName("reconciler")
+	ctx = klog.NewContext(ctx, logger)
+	sink := r.broadcaster.StartRecordingToSink(r.eventSink())
+	defer sink.Stop()
+	defer r.broadcaster.Shutdown()
+
+	if !cache.WaitForNamedCacheSyncWithContext(ctx, r.meshes.HasSynced, r.clusters.HasSynced) {
+		return ctx.Err()
+	}
+	if !r.opts.LeaderElection.LeaderElect {
+		r.lead(ctx)
+		return nil
+	}
+	le := r.opts.LeaderElection
+	lock, err := resourcelock.New(le.ResourceLock, le.ResourceNamespace, le.ResourceName,
+		r.kube.CoreV1(), r.kube.CoordinationV1(), resourcelock.ResourceLockConfig{Identity: r.identity})
+	if err != nil {
+		return fmt.Errorf("building the leader election lock: %w", err)
+	}
+	elector, err := leaderelection.NewLeaderElector(leaderelection.LeaderElectionConfig{
+		Lock:          lock,
+		LeaseDuration: le.LeaseDuration.Duration,
+		RenewDeadline: le.RenewDeadline.Duration,
+		RetryPeriod:   le.RetryPeriod.Duration,
+		// Workers have stopped when the callback returns, so releasing the
+		// Lease at once cannot leave two writers.
+		ReleaseOnCancel: true,
+		Name:            le.ResourceNamespace + "/" + le.ResourceName,
+		Callbacks: leaderelection.LeaderCallbacks{
+			OnStartedLeading: r.lead,
+			OnStoppedLeading: func() { logger.Info("Stopped leading", "identity", r.identity) },
+			OnNewLeader: func(id string) {
+				logger.Info("Reconciler leader", "identity", id, "self", id == r.identity)
+			},
+		},
+	})
+	if err != nil {
+		return fmt.Errorf("configuring leader election: %w", err)
+	}
+	// Run returns when the Lease is lost or ctx ends; only the latter ends
+	// the reconciler.
+	for ctx.Err() == nil {
+		elector.Run(ctx)
+	}
+	return nil
+}
+
+// lead reconciles for one leadership term, until ctx ends. Each term has
+// its own queue, shut down at the end of the term so that no worker picks
+// up another mesh after losing the Lease.
+func (r *Reconciler) lead(ctx context.Context) {
+	// The elector starts a term in a goroutine; a new term waits for the
+	// previous one to have stopped.
+	r.term.Lock()
+	defer r.term.Unlock()
+	logger := klog.FromContext(ctx)
+	logger.Info("Started leading", "identity", r.identity, "workers", r.opts.Workers)
+	q := workqueue.NewTypedRateLimitingQueueWithConfig(
+		workqueue.DefaultTypedControllerRateLimiter[types.NamespacedName](),
+		workqueue.TypedRateLimitingQueueConfig[types.NamespacedName]{Name: "clustermesh", MetricsProvider: queueMetrics{}})
+	r.queue.Store(&q)
+	r.leading.Store(true)
+	r.enqueueAll()
+
+	var wg sync.WaitGroup
+	for range r.opts.Workers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for r.processNext(ctx, q) {
+			}
+		}()
+	}
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		wait.UntilWithContext(ctx, func(context.Context) { r.enqueueAll() }, r.opts.ResyncPeriod)
+	}()
+
+	<-ctx.Done()
+	r.leading.Store(false)
+	r.queue.Store(nil)
+	q.ShutDown()
+	wg.Wait()
+	queueDepth.Set(0)
+	logger.Info("Stopped reconciling", "identity", r.identity)
+}
+
+// enqueueAll queues every mesh: at the start of a term, and as the safety
+// net of the periodic resync.
+func (r *Reconciler) enqueueAll() {
+	for _, obj := range r.meshes.GetStore().List() {
+		r.enqueueObject(obj)
+	}
+}
+
+// processNext reconciles one mesh; false means the term is over.
+func (r *Reconciler) processNext(ctx context.Context, q workqueue.TypedRateLimitingInterface[types.NamespacedName]) bool {
+	key, shutdown := q.Get()
+	if shutdown {
+		return false
+	}
+	defer q.Done(key)
+	if ctx.Err() != nil {
+		return false
+	}
+	start := time.Now()
+	res, err := r.sync(ctx, key)
+	result := "success"
+	if err != nil {
+		result = "error"
+	}
+	reconcileDuration.WithLabelValues(result).Observe(time.Since(start).Seconds())
+	if err != nil {
+		if apierrors.IsConflict(err) {
+			// The cache was behind a write; the retry sees the newer object.
+			klog.FromContext(ctx).V(2).Info("Reconcile raced a write; retrying", "mesh", key, "err", err)
+		} else {
+			klog.FromContext(ctx).Error(err, "Reconcile failed; retrying", "mesh", key, "retries", q.NumRequeues(key))
+		}
+		q.AddRateLimited(key)
+		return true
+	}
+	q.Forget(key)
+	if res.requeueAfter > 0 {
+		q.AddAfter(key, res.requeueAfter)
+	}
+	return true
+}

@@ -1,0 +1,180 @@
+package reconciler
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"sync"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/klog/v2"
+
+	kilov1alpha1 "github.com/kilo-mesh/kilo-mesh-apiserver/pkg/apis/kilo/v1alpha1"
+	meshv1alpha1 "github.com/kilo-mesh/kilo-mesh-apiserver/pkg/apis/mesh/v1alpha1"
+	"github.com/kilo-mesh/kilo-mesh-apiserver/pkg/clusters"
+	"github.com/kilo-mesh/kilo-mesh-apiserver/pkg/planner"
+)
+
+// syncResult says when to look at a mesh again without a change.
+type syncResult struct {
+	requeueAfter time.Duration
+}
+
+// sync reconciles one mesh: it is the only place that writes.
+func (r *Reconciler) sync(ctx context.Context, key types.NamespacedName) (syncResult, error) {
+	obj, exists, err := r.meshes.GetIndexer().GetByKey(key.String())
+	if err != nil {
+		return syncResult{}, fmt.Errorf("reading ClusterMesh %s from the cache: %w", key, err)
+	}
+	if !exists {
+		r.forget(key)
+		return syncResult{}, nil
+	}
+	mesh := obj.(*meshv1alpha1.ClusterMesh)
+	if mesh.DeletionTimestamp != nil {
+		return r.finalize(ctx, mesh)
+	}
+	if !hasFinalizer(mesh) {
+		updated, err := r.meshAPI.setFinalizers(ctx, mesh, append(slices.Clone(mesh.Finalizers), Finalizer))
+		if err != nil {
+			return syncResult{}, err
+		}
+		mesh = updated
+	}
+
+	now := time.Now()
+	plan, planErr := r.planner.Plan(mesh)
+	if planErr != nil {
+		klog.ErrorS(planErr, "Planning failed", "mesh", key)
+	}
+	var states map[string]clusters.ClusterState
+	results := map[string]targetResult{}
+	if plan != nil {
+		states = r.clusters.Snapshot(mesh)
+		results = r.applyPlan(ctx, mesh, plan, states)
+	}
+
+	outcomes := make(map[string]targetOutcome, len(results))
+	var events []meshEvent
+	var writeErrs []string
+	for cluster, res := range results {
+		outcomes[cluster] = res.targetOutcome
+		events = append(events, res.events...)
+		for _, e := range res.errors {
+			writeErrs = append(writeErrs, cluster+": "+e)
+		}
+		if res.created+res.updated+res.deleted > 0 {
+			events = append(events, meshEvent{Type: corev1.EventTypeNormal, Reason: EventPeersChanged,
+				Message: fmt.Sprintf("cluster %s: created %d, updated %d, deleted %d Peers", cluster, res.created, res.updated, res.deleted)})
+			klog.InfoS("Peers written", "mesh", key, "cluster", cluster, "created", res.created, "updated", res.updated, "deleted", res.deleted)
+		}
+	}
+	if plan != nil {
+		events = append(events, planEvents(plan)...)
+	}
+	r.report(mesh, plan, outcomes)
+
+	status := buildStatus(statusInput{mesh: mesh, plan: plan, planErr: planErr, outcomes: outcomes, now: metav1.NewTime(now)})
+	if statusChanged(&mesh.Status, &status) {
+		if err := r.meshAPI.applyStatus(ctx, mesh, status); err != nil {
+			return syncResult{}, err
+		}
+	}
+	// Write failures are announced every time: each is a new attempt.
+	slices.Sort(writeErrs)
+	for _, e := range writeErrs {
+		r.recorder.Event(mesh, corev1.EventTypeWarning, EventApplyFailed, e)
+	}
+	emit(r.recorder, mesh, r.events.fresh(key, events))
+
+	switch {
+	case planErr != nil:
+		return syncResult{}, planErr
+	case len(writeErrs) > 0:
+		return syncResult{}, fmt.Errorf("writing Peers of %s: %s", key, summarize(writeErrs, 3))
+	}
+	return syncResult{requeueAfter: nextExpiry(states, now)}, nil
+}
+
+// applyPlan reconciles every reachable target at the same time: a slow or
+// failing cluster does not hold up the others. Unreachable targets are left
+// alone; the plan keeps what represents them elsewhere.
+func (r *Reconciler) applyPlan(ctx context.Context, mesh *meshv1alpha1.ClusterMesh, plan *planner.Plan,
+	states map[string]clusters.ClusterState) map[string]targetResult {
+	results := make(map[string]targetResult, len(plan.View.Targets))
+	var mu sync.Mutex
+	var wg sync.WaitGroup
+	for i := range plan.View.Targets {
+		tp := &plan.View.Targets[i]
+		if tp.DiffState != meshv1alpha1.DiffStateComputed {
+			continue
+		}
+		state, ok := states[tp.Cluster]
+		if !usable(state, ok) {
+			// The cluster went away between planning and writing.
+			continue
+		}
+		if len(tp.Create)+len(tp.Update)+len(tp.Delete) == 0 {
+			results[tp.Cluster] = targetResult{targetOutcome: targetOutcome{reconciled: true, applied: tp.DesiredPeers}}
+			continue
+		}
+		client, err := r.clusters.PeerClient(mesh, tp.Cluster)
+		if err != nil {
+			results[tp.Cluster] = targetResult{targetOutcome: targetOutcome{reconciled: true, errors: []string{err.Error()}}}
+			continue
+		}
+		work := targetWork{
+			mesh:    mesh,
+			cluster: tp.Cluster,
+			target:  tp,
+			desired: plan.DesiredPeers[tp.Cluster],
+			cached:  byName(state.Peers),
+			client:  client,
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			res := applyTarget(ctx, work)
+			mu.Lock()
+			results[work.cluster] = res
+			mu.Unlock()
+		}()
+	}
+	wg.Wait()
+	return results
+}
+
+func byName(peers []*kilov1alpha1.Peer) map[string]*kilov1alpha1.Peer {
+	m := make(map[string]*kilov1alpha1.Peer, len(peers))
+	for _, p := range peers {
+		m[p.Name] = p
+	}
+	return m
+}
+
+// report feeds a pass into the per-mesh metrics.
+func (r *Reconciler) report(mesh *meshv1alpha1.ClusterMesh, plan *planner.Plan, outcomes map[string]targetOutcome) {
+	if plan == nil {
+		return
+	}
+	name := mesh.Namespace + "/" + mesh.Name
+	for _, c := range plan.View.Clusters {
+		v := 0.0
+		if c.Reachable {
+			v = 1
+		}
+		clusterReachable.WithLabelValues(name, c.Name).Set(v)
+		if out, ok := outcomes[c.Name]; ok && out.reconciled {
+			peersManaged.WithLabelValues(name, c.Name).Set(float64(out.applied))
+		}
+	}
+}
+
+// forget drops what the reconciler remembers of a mesh that is gone.
+func (r *Reconciler) forget(key types.NamespacedName) {
+	r.events.forget(key)
+	forgetMeshMetrics(key.String())
+}
