@@ -1,0 +1,109 @@
+package clusters
+
+import (
+	"bytes"
+	"testing"
+
+	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
+)
+
+func TestIdentity(t *testing.T) {
+	p := newTestPKI(t)
+	other := newTestPKI(t)
+	h, err := newIdentityHasher()
+	if err != nil {
+		t.Fatal(err)
+	}
+	id := func(t *testing.T, mutate func(kc *clientcmdapi.Config)) clusterID {
+		t.Helper()
+		kc := p.baseKubeconfig()
+		if mutate != nil {
+			mutate(kc)
+		}
+		cfg, err := ParseKubeconfig(writeKubeconfig(t, kc), true)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return h.id(cfg)
+	}
+	base := id(t, nil)
+	if base == localID || len(base) != 64 {
+		t.Fatalf("unexpected id %q", base)
+	}
+
+	same := map[string]func(kc *clientcmdapi.Config){
+		"other names for context, cluster and user": func(kc *clientcmdapi.Config) {
+			kc.Clusters["renamed"], kc.AuthInfos["renamed"] = kc.Clusters["c"], kc.AuthInfos["u"]
+			delete(kc.Clusters, "c")
+			delete(kc.AuthInfos, "u")
+			kc.Contexts["renamed"] = &clientcmdapi.Context{Cluster: "renamed", AuthInfo: "renamed"}
+			kc.CurrentContext = "renamed"
+		},
+		"another namespace":            func(kc *clientcmdapi.Config) { kc.Contexts["ctx"].Namespace = "kube-system" },
+		"host case and trailing slash": func(kc *clientcmdapi.Config) { kc.Clusters["c"].Server = "https://MEMBER.example.com:6443/" },
+		"unused users and clusters":    func(kc *clientcmdapi.Config) { kc.AuthInfos["x"] = &clientcmdapi.AuthInfo{Token: "other"} },
+		"PEM with comments and CRLF": func(kc *clientcmdapi.Config) {
+			kc.Clusters["c"].CertificateAuthorityData = append([]byte("# our CA\r\n"), bytes.ReplaceAll(p.caPEM, []byte("\n"), []byte("\r\n"))...)
+		},
+		"compression setting": func(kc *clientcmdapi.Config) { kc.Clusters["c"].DisableCompression = true },
+	}
+	for name, mutate := range same {
+		t.Run("same/"+name, func(t *testing.T) {
+			if got := id(t, mutate); got != base {
+				t.Errorf("different identity for the same cluster and credentials")
+			}
+		})
+	}
+
+	different := map[string]func(kc *clientcmdapi.Config){
+		"other token":     func(kc *clientcmdapi.Config) { kc.AuthInfos["u"].Token = testToken + "x" },
+		"other server":    func(kc *clientcmdapi.Config) { kc.Clusters["c"].Server = "https://member2.example.com:6443" },
+		"other port":      func(kc *clientcmdapi.Config) { kc.Clusters["c"].Server = "https://member.example.com:443" },
+		"other path":      func(kc *clientcmdapi.Config) { kc.Clusters["c"].Server = "https://member.example.com:6443/k8s" },
+		"other CA":        func(kc *clientcmdapi.Config) { kc.Clusters["c"].CertificateAuthorityData = other.caPEM },
+		"tls server name": func(kc *clientcmdapi.Config) { kc.Clusters["c"].TLSServerName = "kubernetes" },
+		"insecure":        func(kc *clientcmdapi.Config) { kc.Clusters["c"].InsecureSkipTLSVerify = true },
+		"client cert added": func(kc *clientcmdapi.Config) {
+			kc.AuthInfos["u"].ClientCertificateData, kc.AuthInfos["u"].ClientKeyData = p.certPEM, p.keyPEM
+		},
+		"client cert instead of token": func(kc *clientcmdapi.Config) {
+			kc.AuthInfos["u"] = &clientcmdapi.AuthInfo{ClientCertificateData: p.certPEM, ClientKeyData: p.keyPEM}
+		},
+	}
+	seen := map[clusterID]string{base: "base"}
+	for name, mutate := range different {
+		t.Run("different/"+name, func(t *testing.T) {
+			got := id(t, mutate)
+			if prev, ok := seen[got]; ok {
+				t.Errorf("same identity as %s", prev)
+			}
+			seen[got] = name
+		})
+	}
+
+	t.Run("keyed per hasher", func(t *testing.T) {
+		h2, err := newIdentityHasher()
+		if err != nil {
+			t.Fatal(err)
+		}
+		cfg, err := ParseKubeconfig(writeKubeconfig(t, p.baseKubeconfig()), false)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if h.id(cfg) != base || h2.id(cfg) == base {
+			t.Error("identity is not stable per hasher or not keyed")
+		}
+	})
+
+	t.Run("length prefixed", func(t *testing.T) {
+		// Moving bytes between adjacent fields must change the hash.
+		a, _ := ParseKubeconfig(writeKubeconfig(t, p.baseKubeconfig()), false)
+		b := *a
+		b.ServerName, b.APIPath = "ab", ""
+		c := *a
+		c.ServerName, c.APIPath = "b", "a"
+		if h.id(&b) == h.id(&c) {
+			t.Error("field boundaries are not part of the hash")
+		}
+	})
+}
