@@ -1,0 +1,320 @@
+package clusters
+
+import (
+	"cmp"
+	"context"
+	"fmt"
+	"net/http"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
+	utilnet "k8s.io/apimachinery/pkg/util/net"
+	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/util/flowcontrol"
+	"k8s.io/klog/v2"
+	"k8s.io/utils/clock"
+
+	kilov1alpha1 "github.com/kilo-mesh/kilo-mesh-apiserver/pkg/apis/kilo/v1alpha1"
+)
+
+// Resources a cluster watches, as named in its state and errors.
+const (
+	resourceNodes = "nodes"
+	resourcePeers = "peers"
+)
+
+// requestTimeout bounds the requests that must end (Peer writes); watches
+// run on a client without it.
+const requestTimeout = 15 * time.Second
+
+// clusterOptions are the Manager's settings every cluster shares.
+type clusterOptions struct {
+	probeInterval time.Duration
+	probeTimeout  time.Duration
+	clock         clock.PassiveClock
+	// onChange is told of every change the meshes using the cluster may
+	// care about; it must not block.
+	onChange func(*cluster)
+	// informers counts the Node and Peer informers running, over all clusters.
+	informers *atomic.Int64
+}
+
+// cluster is one distinct member cluster (see clusterID): its clients, its
+// Node informer, its Peer informer while the Peer CRD is served, and its
+// probe. It is shared by every mesh binding that resolves to its ID.
+type cluster struct {
+	id     clusterID
+	server string // for logs
+	opts   clusterOptions
+	health *health
+
+	transport http.RoundTripper
+	// peerWrite carries a request timeout; the informers' clients do not.
+	peerWrite dynamic.NamespaceableResourceInterface
+	probeREST rest.Interface
+	peerWatch dynamic.NamespaceableResourceInterface
+	nodes     cache.SharedIndexInformer
+
+	// refs and meshes are guarded by Manager.mu.
+	refs   int
+	meshes map[types.NamespacedName]int
+
+	mu       sync.Mutex
+	ctx      context.Context // nil until started
+	cancel   context.CancelFunc
+	wg       *sync.WaitGroup
+	released bool
+	peers    *runningInformer // nil while the Peer CRD is not served
+}
+
+type runningInformer struct {
+	informer cache.SharedIndexInformer
+	cancel   context.CancelFunc
+}
+
+func newCluster(id clusterID, cfg *rest.Config, opts clusterOptions) (*cluster, error) {
+	c := &cluster{id: id, server: cfg.Host, opts: opts, meshes: map[types.NamespacedName]int{}}
+	c.health = newHealth(opts.clock, func() { c.opts.onChange(c) })
+
+	var err error
+	cfg = rest.CopyConfig(cfg)
+	if c.transport, err = rest.TransportFor(cfg); err != nil {
+		return nil, fmt.Errorf("building the transport: %w", err)
+	}
+	// One connection pool per cluster, released with it. The informers and
+	// Peer writes share a rate limiter; the probe has its own so that it is
+	// never queued behind a burst of writes.
+	watchClient := &http.Client{Transport: c.transport}
+	requestClient := &http.Client{Transport: c.transport, Timeout: requestTimeout}
+	probeCfg := rest.CopyConfig(cfg)
+	cfg.RateLimiter = flowcontrol.NewTokenBucketRateLimiter(cfg.QPS, cfg.Burst)
+
+	kubeCfg := rest.CopyConfig(cfg)
+	kubeCfg.ContentType = runtime.ContentTypeProtobuf
+	kubeCfg.AcceptContentTypes = runtime.ContentTypeProtobuf + "," + runtime.ContentTypeJSON
+	kube, err := kubernetes.NewForConfigAndClient(kubeCfg, watchClient)
+	if err != nil {
+		return nil, fmt.Errorf("building the client: %w", err)
+	}
+	dynWatch, err := dynamic.NewForConfigAndClient(cfg, watchClient)
+	if err != nil {
+		return nil, fmt.Errorf("building the dynamic client: %w", err)
+	}
+	dynWrite, err := dynamic.NewForConfigAndClient(cfg, requestClient)
+	if err != nil {
+		return nil, fmt.Errorf("building the dynamic client: %w", err)
+	}
+	probeKube, err := kubernetes.NewForConfigAndClient(probeCfg, requestClient)
+	if err != nil {
+		return nil, fmt.Errorf("building the probe client: %w", err)
+	}
+	c.peerWatch = dynWatch.Resource(kilov1alpha1.PeerResource)
+	c.peerWrite = dynWrite.Resource(kilov1alpha1.PeerResource)
+	c.probeREST = probeKube.Discovery().RESTClient()
+
+	nodes := kube.CoreV1().Nodes()
+	c.nodes, err = c.newInformer(resourceNodes, &corev1.Node{}, transformNode, &cache.ListWatch{
+		ListWithContextFunc: func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
+			return nodes.List(ctx, o)
+		},
+		WatchFuncWithContext: func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
+			return nodes.Watch(ctx, o)
+		},
+	})
+	if err != nil {
+		return nil, err
+	}
+	return c, nil
+}
+
+func (c *cluster) newInformer(resource string, example runtime.Object, transform cache.TransformFunc, lw *cache.ListWatch) (cache.SharedIndexInformer, error) {
+	inf := cache.NewSharedIndexInformerWithOptions(newObservedListWatch(lw, resource, c.health), example,
+		cache.SharedIndexInformerOptions{ObjectDescription: resource + " of " + c.server})
+	if err := inf.SetTransform(transform); err != nil {
+		return nil, fmt.Errorf("%s informer: %w", resource, err)
+	}
+	if err := inf.SetWatchErrorHandlerWithContext(watchErrorHandler(resource, c.health)); err != nil {
+		return nil, fmt.Errorf("%s informer: %w", resource, err)
+	}
+	// Events of the initial list are left out: the meshes hear about the
+	// whole list once it has synced.
+	if _, err := inf.AddEventHandler(cache.ResourceEventHandlerDetailedFuncs{
+		AddFunc: func(_ any, initial bool) {
+			if !initial {
+				c.opts.onChange(c)
+			}
+		},
+		UpdateFunc: func(oldObj, newObj any) {
+			if !unchanged(oldObj, newObj) {
+				c.opts.onChange(c)
+			}
+		},
+		DeleteFunc: func(any) { c.opts.onChange(c) },
+	}); err != nil {
+		return nil, fmt.Errorf("%s informer: %w", resource, err)
+	}
+	return inf, nil
+}
+
+func (c *cluster) newPeerInformer() (cache.SharedIndexInformer, error) {
+	return c.newInformer(resourcePeers, &unstructured.Unstructured{}, transformPeer, &cache.ListWatch{
+		ListWithContextFunc: func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
+			return c.peerWatch.List(ctx, o)
+		},
+		WatchFuncWithContext: func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
+			return c.peerWatch.Watch(ctx, o)
+		},
+	})
+}
+
+// name identifies the cluster in logs without its credentials.
+func (c *cluster) name() string {
+	if c.id == localID {
+		return string(localID)
+	}
+	return c.server + "#" + c.id.short()
+}
+
+// start runs the Node informer and the probe (which starts the Peer
+// informer once it has seen the Peer CRD) until stop or parent ends.
+func (c *cluster) start(parent context.Context, wg *sync.WaitGroup) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.ctx != nil || c.released {
+		return
+	}
+	logger := klog.FromContext(parent).WithValues("cluster", c.name())
+	ctx, cancel := context.WithCancel(klog.NewContext(parent, logger))
+	c.ctx, c.cancel, c.wg = ctx, cancel, wg
+	logger.V(2).Info("Starting member cluster caches")
+	c.runInformerLocked(ctx, c.nodes)
+	wg.Go(func() { c.probeLoop(ctx) })
+}
+
+func (c *cluster) runInformerLocked(ctx context.Context, inf cache.SharedIndexInformer) {
+	c.opts.informers.Add(1)
+	c.wg.Go(func() {
+		defer c.opts.informers.Add(-1)
+		inf.RunWithContext(ctx)
+	})
+	c.wg.Go(func() {
+		if cache.WaitForCacheSync(ctx.Done(), inf.HasSynced) {
+			c.opts.onChange(c)
+		}
+	})
+}
+
+// stop ends the cluster's informers and probe for good; their caches stay
+// readable.
+func (c *cluster) stop() {
+	c.mu.Lock()
+	c.released = true
+	ctx, cancel := c.ctx, c.cancel
+	c.mu.Unlock()
+	if cancel != nil {
+		cancel()
+		klog.FromContext(ctx).V(2).Info("Stopped member cluster caches")
+	}
+	utilnet.CloseIdleConnectionsFor(c.transport)
+}
+
+// setPeerInformer runs the Peer informer while the Peer CRD is served.
+func (c *cluster) setPeerInformer(served bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.released || c.ctx == nil {
+		return
+	}
+	switch {
+	case served && c.peers == nil:
+		inf, err := c.newPeerInformer()
+		if err != nil {
+			klog.FromContext(c.ctx).Error(err, "Cannot watch Peers")
+			return
+		}
+		ctx, cancel := context.WithCancel(c.ctx)
+		c.peers = &runningInformer{informer: inf, cancel: cancel}
+		c.runInformerLocked(ctx, inf)
+	case !served && c.peers != nil:
+		c.peers.cancel()
+		c.peers = nil
+	}
+}
+
+// live returns an error once the cluster was released.
+func (c *cluster) live() error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.released {
+		return newError(ErrClusterReplaced, "", "the mesh no longer uses this cluster connection; get a new PeerClient")
+	}
+	return nil
+}
+
+func (c *cluster) peerInformer() cache.SharedIndexInformer {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.peers == nil {
+		return nil
+	}
+	return c.peers.informer
+}
+
+// synced reports whether the caches hold a complete list: Nodes, and Peers
+// unless the cluster is known not to serve them.
+func (c *cluster) synced(h healthView) bool {
+	if !c.nodes.HasSynced() || !h.crdKnown {
+		return false
+	}
+	if !h.peerCRD {
+		return true
+	}
+	peers := c.peerInformer()
+	return peers != nil && peers.HasSynced()
+}
+
+// settled reports whether the cluster no longer keeps readiness waiting:
+// synced, or known to be unusable.
+func (c *cluster) settled() bool {
+	h := c.health.view()
+	return h.probed && (h.problem != nil || c.synced(h))
+}
+
+// state is what the caches hold now; no I/O.
+func (c *cluster) state() ClusterState {
+	h := c.health.view()
+	st := ClusterState{Reachable: h.reachable, Since: h.since, PeerCRD: h.peerCRD, Synced: c.synced(h)}
+	if h.problem != nil {
+		st.Reason, st.LastError = h.problem.Reason, h.problem.Error()
+	}
+	st.Nodes = listOf[*corev1.Node](c.nodes.GetStore())
+	if peers := c.peerInformer(); peers != nil {
+		st.Peers = listOf[*kilov1alpha1.Peer](peers.GetStore())
+	}
+	return st
+}
+
+// listOf returns the objects of a store sorted by name. They are the
+// cache's own: callers must not modify them.
+func listOf[T metav1.Object](store cache.Store) []T {
+	items := store.List()
+	out := make([]T, 0, len(items))
+	for _, item := range items {
+		if obj, ok := item.(T); ok {
+			out = append(out, obj)
+		}
+	}
+	slices.SortFunc(out, func(a, b T) int { return cmp.Compare(a.GetName(), b.GetName()) })
+	return out
+}

@@ -1,0 +1,124 @@
+package clusters
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	clocktesting "k8s.io/utils/clock/testing"
+)
+
+func TestHealthTransitions(t *testing.T) {
+	clk := clocktesting.NewFakePassiveClock(time.Unix(1000, 0))
+	changes := 0
+	h := newHealth(clk, func() { changes++ })
+	yes, no := true, false
+	down := newError(ErrUnreachable, "", "connection refused")
+
+	if v := h.view(); v.probed || v.reachable || v.problem == nil || v.problem.Reason != ErrPending {
+		t.Fatalf("before the first probe: %+v", v)
+	}
+
+	clk.SetTime(time.Unix(1010, 0))
+	if crd, transition := h.finishProbe(h.startProbe(), nil, &yes, nil); !crd || !transition || changes != 1 {
+		t.Fatalf("first probe: crd %v transition %v changes %d", crd, transition, changes)
+	}
+	if v := h.view(); !v.reachable || !v.since.Equal(time.Unix(1010, 0)) || v.problem != nil || !v.crdKnown || !v.peerCRD {
+		t.Fatalf("after a good probe: %+v", v)
+	}
+	if _, transition := h.finishProbe(h.startProbe(), nil, &yes, nil); transition || changes != 1 {
+		t.Fatalf("an identical probe is a change: transition %v changes %d", transition, changes)
+	}
+
+	clk.SetTime(time.Unix(1020, 0))
+	h.streamFailed(resourceNodes, newError(ErrForbidden, "", "nodes is forbidden"))
+	if _, transition := h.finishProbe(h.startProbe(), down, nil, nil); !transition {
+		t.Fatal("losing the cluster is no transition")
+	}
+	v := h.view()
+	if v.reachable || !v.since.Equal(time.Unix(1020, 0)) || v.problem.Reason != ErrUnreachable || !v.peerCRD {
+		t.Fatalf("unreachable: %+v (the CRD must be remembered)", v)
+	}
+
+	h.finishProbe(h.startProbe(), nil, nil, nil)
+	if v := h.view(); !v.reachable || v.problem == nil || v.problem.Reason != ErrForbidden {
+		t.Fatalf("reachable with a failing informer: %+v", v)
+	}
+	h.streamOK(resourceNodes)
+	if v := h.view(); v.problem != nil {
+		t.Fatalf("after the informer recovered: %+v", v)
+	}
+
+	// The CRD goes away: a late failure of the stopped Peer informer is not a problem.
+	h.streamFailed(resourcePeers, newError(ErrListWatch, "", "not found"))
+	h.finishProbe(h.startProbe(), nil, &no, nil)
+	h.streamFailed(resourcePeers, newError(ErrListWatch, "", "not found"))
+	if v := h.view(); v.peerCRD || v.problem != nil {
+		t.Fatalf("without the CRD: %+v", v)
+	}
+}
+
+func TestHealthCRDUnknown(t *testing.T) {
+	h := newHealth(clocktesting.NewFakePassiveClock(time.Now()), func() {})
+	forbidden := newError(ErrForbidden, "", "discovery forbidden")
+	h.finishProbe(h.startProbe(), nil, nil, forbidden)
+	if v := h.view(); v.crdKnown || v.problem != forbidden {
+		t.Fatalf("CRD presence unknown: %+v", v)
+	}
+	yes := true
+	h.finishProbe(h.startProbe(), nil, &yes, nil)
+	// Once known, a failing discovery keeps the last answer and is no problem.
+	h.finishProbe(h.startProbe(), nil, nil, forbidden)
+	if v := h.view(); !v.peerCRD || v.problem != nil {
+		t.Fatalf("CRD known, discovery failing: %+v", v)
+	}
+}
+
+func TestAwaitRecovery(t *testing.T) {
+	h := newHealth(clocktesting.NewFakePassiveClock(time.Now()), func() {})
+	down := newError(ErrUnreachable, "", "connection refused")
+	// A probe is running when the call fails: its answer is too old to count.
+	inFlight := h.startProbe()
+
+	done := make(chan error, 1)
+	go func() { done <- h.awaitRecovery(context.Background()) }()
+	select {
+	case <-h.kick:
+	case <-time.After(5 * time.Second):
+		t.Fatal("awaitRecovery asked for no probe")
+	}
+	h.finishProbe(inFlight, nil, nil, nil)
+	select {
+	case err := <-done:
+		t.Fatalf("returned (%v) on a probe started before the call", err)
+	case <-time.After(50 * time.Millisecond):
+	}
+	h.finishProbe(h.startProbe(), down, nil, nil)
+	select {
+	case err := <-done:
+		t.Fatalf("returned (%v) while unreachable", err)
+	case <-time.After(50 * time.Millisecond):
+	}
+	h.finishProbe(h.startProbe(), nil, nil, nil)
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("not released by a good probe")
+	}
+
+	ctx, cancel := context.WithCancel(context.Background())
+	h.finishProbe(h.startProbe(), down, nil, nil)
+	go func() { done <- h.awaitRecovery(ctx) }()
+	cancel()
+	select {
+	case err := <-done:
+		if err == nil {
+			t.Fatal("no error when the context ended")
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("not released by the context")
+	}
+}
