@@ -2,6 +2,7 @@ package planner
 
 import (
 	"cmp"
+	"encoding/binary"
 	"fmt"
 	"net/netip"
 	"slices"
@@ -50,13 +51,47 @@ func (pl *planner) claimAt(r *claimRef) *claim {
 	return &s.exports[r.export].claims[r.pos]
 }
 
+// claimKey is what the sweep sorts: the address as integers and the index
+// of its claimRef, which sort several times faster than netip values and
+// whole refs. Refs are made in owner order, so the index breaks ties by owner.
+type claimKey struct {
+	hi, lo uint64
+	v6     bool
+	bits   uint8
+	ref    int32
+}
+
+func compareClaimKeys(a, b claimKey) int {
+	switch {
+	case a.v6 != b.v6:
+		if a.v6 {
+			return 1
+		}
+		return -1
+	case a.hi != b.hi:
+		return cmp.Compare(a.hi, b.hi)
+	case a.lo != b.lo:
+		return cmp.Compare(a.lo, b.lo)
+	case a.bits != b.bits:
+		return cmp.Compare(a.bits, b.bits)
+	}
+	return cmp.Compare(a.ref, b.ref)
+}
+
 // sweepClaims enforces that one address belongs to one Peer: every address
 // that overlaps an address of another group (or of another cluster's extra
 // networks) is dropped from both, since kg would otherwise keep whichever
 // Peer sorts first. Within one group, an exact repeat is merged silently.
 // A sort and a sweep with a stack of enclosing prefixes: O(n log n).
 func (pl *planner) sweepClaims() {
-	var refs []claimRef
+	n := 0
+	for _, s := range pl.sources {
+		for ei := range s.exports {
+			n += len(s.exports[ei].claims)
+		}
+		n += len(s.extras)
+	}
+	refs := make([]claimRef, 0, n)
 	for si, s := range pl.sources {
 		for ei := range s.exports {
 			if !s.exports[ei].ready {
@@ -70,11 +105,16 @@ func (pl *planner) sweepClaims() {
 			refs = append(refs, claimRef{c.prefix, int32(si), -1, int32(ci)})
 		}
 	}
-	slices.SortFunc(refs, func(a, b claimRef) int {
-		return cmp.Or(comparePrefix(a.prefix, b.prefix), cmp.Compare(a.src, b.src), cmp.Compare(a.export, b.export), cmp.Compare(a.pos, b.pos))
-	})
-	var stack []int
-	for k := range refs {
+	keys := make([]claimKey, len(refs))
+	for i := range refs {
+		a := refs[i].prefix.Addr()
+		b := a.As16()
+		keys[i] = claimKey{hi: binary.BigEndian.Uint64(b[:8]), lo: binary.BigEndian.Uint64(b[8:]), v6: a.Is6(), bits: uint8(refs[i].prefix.Bits()), ref: int32(i)}
+	}
+	slices.SortFunc(keys, compareClaimKeys)
+	var stack []int32
+	for _, key := range keys {
+		k := key.ref
 		c := &refs[k]
 		for len(stack) > 0 && !refs[stack[len(stack)-1]].prefix.Contains(c.prefix.Addr()) {
 			stack = stack[:len(stack)-1]

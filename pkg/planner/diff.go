@@ -2,50 +2,69 @@ package planner
 
 import (
 	"slices"
+	"strings"
 
 	kilov1alpha1 "github.com/kilo-mesh/kilo-mesh-apiserver/pkg/apis/kilo/v1alpha1"
 	meshv1alpha1 "github.com/kilo-mesh/kilo-mesh-apiserver/pkg/apis/mesh/v1alpha1"
 )
 
 // diff compares the desired Peers of a target with the managed Peers it
-// holds. Kept Peers are neither updated nor deleted; Peers the mesh does not
-// manage are never touched.
-func diff(tp *meshv1alpha1.TargetPlan, desired []kilov1alpha1.Peer, kept map[string]bool, x *existingPeers) {
-	want := make(map[string]struct{}, len(desired))
-	for i := range desired {
-		d := &desired[i]
-		want[d.Name] = struct{}{}
-		if kept[d.Name] {
-			continue
-		}
-		have := x.managedByName[d.Name]
-		switch {
-		case have == nil:
-			tp.Create = append(tp.Create, d.Name)
-		default:
-			if fields := changedFields(d, have); len(fields) > 0 {
-				tp.Update = append(tp.Update, meshv1alpha1.PeerUpdate{Name: d.Name, Fields: fields})
-			} else {
-				tp.Unchanged = append(tp.Unchanged, d.Name)
-			}
-		}
+// holds, both sorted by name, in one merge pass. Kept Peers are neither
+// updated nor deleted; Peers the mesh does not manage are never touched.
+func diff(tp *meshv1alpha1.TargetPlan, desired []kilov1alpha1.Peer, kept map[string]bool, managed []*kilov1alpha1.Peer) {
+	// Size for the usual cases: a first plan, and a steady state.
+	if len(managed) == 0 {
+		tp.Create = make([]string, 0, len(desired))
+	} else {
+		tp.Unchanged = make([]string, 0, min(len(desired), len(managed)))
 	}
-	for _, m := range x.managed {
-		if _, ok := want[m.Name]; !ok && !kept[m.Name] {
-			tp.Delete = append(tp.Delete, m.Name)
+	i, j := 0, 0
+	for i < len(desired) || j < len(managed) {
+		var c int
+		switch {
+		case i == len(desired):
+			c = 1
+		case j == len(managed):
+			c = -1
+		default:
+			c = strings.Compare(desired[i].Name, managed[j].Name)
+		}
+		switch {
+		case c < 0: // desired only
+			if !kept[desired[i].Name] {
+				tp.Create = append(tp.Create, desired[i].Name)
+			}
+			i++
+		case c > 0: // held only
+			if !kept[managed[j].Name] {
+				tp.Delete = append(tp.Delete, managed[j].Name)
+			}
+			j++
+		default:
+			switch d := &desired[i]; {
+			case kept[d.Name]:
+			default:
+				if fields := changedFields(d, managed[j]); len(fields) > 0 {
+					tp.Update = append(tp.Update, meshv1alpha1.PeerUpdate{Name: d.Name, Fields: fields})
+				} else {
+					tp.Unchanged = append(tp.Unchanged, d.Name)
+				}
+			}
+			i++
+			j++
 		}
 	}
 }
 
-// changedFields lists the paths of the managed fields that differ. The
-// preshared key is not managed: a user may set one on both sides.
+// changedFields lists the paths of the managed fields that differ; have is
+// a Peer the mesh manages. That it matched the mesh's namespace, name and
+// UID labels is what makes it managed, so of the labels only the source
+// cluster and managed-by can differ. The preshared key is not managed: a
+// user may set one on both sides.
 func changedFields(want, have *kilov1alpha1.Peer) []string {
 	var f []string
-	for _, k := range managedLabelKeys {
-		if want.Labels[k] != have.Labels[k] {
-			f = append(f, "metadata.labels")
-			break
-		}
+	if want.Labels[LabelSourceCluster] != have.Labels[LabelSourceCluster] || want.Labels[LabelManagedBy] != have.Labels[LabelManagedBy] {
+		f = append(f, "metadata.labels")
 	}
 	for _, k := range managedAnnotationKeys {
 		if want.Annotations[k] != have.Annotations[k] {

@@ -40,11 +40,15 @@ func groupName(n *nodeInfo, g meshv1alpha1.Granularity) string {
 func formGroups(nodes []nodeInfo, g meshv1alpha1.Granularity) []group {
 	var groups []group
 	byName := map[string]int{}
+	groupOf := make([]int, len(nodes))
+	ready := 0
 	for i := range nodes {
 		n := &nodes[i]
 		if !n.kiloReady {
+			groupOf[i] = -1
 			continue
 		}
+		ready++
 		name := groupName(n, g)
 		gi, ok := byName[name]
 		if !ok {
@@ -52,7 +56,20 @@ func formGroups(nodes []nodeInfo, g meshv1alpha1.Granularity) []group {
 			byName[name] = gi
 			groups = append(groups, group{name: name})
 		}
-		groups[gi].members = append(groups[gi].members, i)
+		groupOf[i] = gi
+		groups[gi].leader++ // counts members until the leader is known
+	}
+	// One backing array for all member lists: under full granularity there
+	// are as many groups as nodes.
+	backing := make([]int, 0, ready)
+	for gi := range groups {
+		groups[gi].members = backing[len(backing) : len(backing) : len(backing)+groups[gi].leader]
+		backing = backing[:len(backing)+groups[gi].leader]
+	}
+	for i, gi := range groupOf {
+		if gi >= 0 {
+			groups[gi].members = append(groups[gi].members, i)
+		}
 	}
 	slices.SortFunc(groups, func(a, b group) int { return strings.Compare(a.name, b.name) })
 	for i := range groups {

@@ -1,6 +1,7 @@
 package planner
 
 import (
+	"bytes"
 	"crypto/sha256"
 	"encoding/base32"
 	"strings"
@@ -43,47 +44,57 @@ var lowerBase32 = base32.NewEncoding("abcdefghijklmnopqrstuvwxyz234567").WithPad
 // readable part may be truncated, the hash of all four inputs never is, so
 // two meshes of the same name in different namespaces never collide.
 func PeerName(meshNamespace, meshName, sourceCluster, group string) string {
-	h := sha256.New()
+	var stack [256]byte
+	in := stack[:0]
 	for _, s := range []string{meshNamespace, meshName, sourceCluster, group} {
-		h.Write([]byte(s))
-		h.Write([]byte{0})
+		in = append(append(in, s...), 0)
 	}
-	sum := lowerBase32.EncodeToString(h.Sum(nil))[:peerNameHashLen]
+	digest := sha256.Sum256(in)
+	var sum [16]byte // 10 bytes of digest encode to exactly 16 characters
+	lowerBase32.Encode(sum[:], digest[:10])
 
-	readable := sanitizeName(meshName + "-" + sourceCluster + "-" + group)
+	readable := appendSanitized(stack[:0], meshName, sourceCluster, group)
 	if max := validation.DNS1123SubdomainMaxLength - peerNameHashLen - 1; len(readable) > max {
-		readable = strings.TrimRight(readable[:max], "-")
+		readable = bytes.TrimRight(readable[:max], "-")
 	}
-	if readable == "" {
-		return sum
+	var b strings.Builder
+	b.Grow(len(readable) + 1 + peerNameHashLen)
+	if len(readable) > 0 {
+		b.Write(readable)
+		b.WriteByte('-')
 	}
-	return readable + "-" + sum
+	b.Write(sum[:peerNameHashLen])
+	return b.String()
 }
 
-// sanitizeName maps s onto [a-z0-9-] without leading, trailing or repeated
-// dashes. Dots are mapped too: a location name like "a..b" would otherwise
-// make an invalid subdomain.
-func sanitizeName(s string) string {
-	var b strings.Builder
-	b.Grow(len(s))
+// appendSanitized appends the parts, joined by dashes, mapped onto
+// [a-z0-9-] without leading, trailing or repeated dashes. Dots are mapped
+// too: a location name like "a..b" would otherwise make an invalid subdomain.
+func appendSanitized(b []byte, parts ...string) []byte {
 	dash := true // suppresses a leading dash
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		switch {
-		case c >= 'a' && c <= 'z', c >= '0' && c <= '9':
-			b.WriteByte(c)
-			dash = false
-		case c >= 'A' && c <= 'Z':
-			b.WriteByte(c + ('a' - 'A'))
-			dash = false
-		default:
-			if !dash {
-				b.WriteByte('-')
-				dash = true
+	for k, s := range parts {
+		if k > 0 && !dash {
+			b = append(b, '-')
+			dash = true
+		}
+		for i := 0; i < len(s); i++ {
+			c := s[i]
+			switch {
+			case c >= 'a' && c <= 'z', c >= '0' && c <= '9':
+				b = append(b, c)
+				dash = false
+			case c >= 'A' && c <= 'Z':
+				b = append(b, c+('a'-'A'))
+				dash = false
+			default:
+				if !dash {
+					b = append(b, '-')
+					dash = true
+				}
 			}
 		}
 	}
-	return strings.TrimRight(b.String(), "-")
+	return bytes.TrimRight(b, "-")
 }
 
 // ManagedLabels are the labels identifying a Peer of sourceCluster managed by

@@ -52,9 +52,11 @@ type export struct {
 	reason, message string
 	peer            kilov1alpha1.Peer
 
-	// keyClusters are the other clusters with a node holding this key.
+	// keyClusters are the clusters with a node holding this key, when
+	// there are several (the source is one of them).
 	keyClusters []int
-	// keyShared are the other ready exports with the same key.
+	// keyShared are the ready exports with this key, when there are
+	// several (this one is one of them).
 	keyShared []*export
 }
 

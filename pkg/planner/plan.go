@@ -24,6 +24,8 @@ type planner struct {
 	overlap [][]bool
 	// order holds every ready export, sorted by Peer name.
 	order []*export
+	// anyKept is true when some source's Peers are kept as they are.
+	anyKept bool
 }
 
 // Compute plans a mesh: for every member cluster, the decision on each of
@@ -45,6 +47,9 @@ func Compute(in Input) (*Plan, error) {
 		}
 	}
 	pl.indexExports()
+	for _, s := range pl.sources {
+		pl.anyKept = pl.anyKept || s.keepReason != ""
+	}
 
 	plan := &Plan{
 		View: meshv1alpha1.ClusterMeshPlan{
@@ -138,19 +143,36 @@ func (pl *planner) loadSources() {
 }
 
 // indexExports orders the ready exports by Peer name and finds the public
-// keys that would make kg confuse two Peers.
+// keys that would make kg confuse two Peers: keys shared by exports, and
+// keys of nodes in other clusters. Both are rare, so the common case costs
+// one map entry per key and nothing else.
 func (pl *planner) indexExports() {
-	nodeKeys := map[string][]int{}
+	type keyUse struct {
+		cluster  int   // the first cluster with a node holding the key
+		clusters []int // all of them, once there are several
+		export   *export
+		exports  []*export // all ready exports with the key, once there are several
+	}
+	keys := map[string]keyUse{}
 	for _, s := range pl.sources {
 		for i := range s.nodes {
-			if k := s.nodes[i].key; k != "" {
-				if c := nodeKeys[k]; len(c) == 0 || c[len(c)-1] != s.idx {
-					nodeKeys[k] = append(c, s.idx)
-				}
+			k := s.nodes[i].key
+			if k == "" {
+				continue
+			}
+			u, seen := keys[k]
+			switch {
+			case !seen:
+				keys[k] = keyUse{cluster: s.idx}
+			case len(u.clusters) == 0 && u.cluster != s.idx:
+				u.clusters = []int{u.cluster, s.idx}
+				keys[k] = u
+			case len(u.clusters) > 0 && u.clusters[len(u.clusters)-1] != s.idx:
+				u.clusters = append(u.clusters, s.idx)
+				keys[k] = u
 			}
 		}
 	}
-	byKey := map[string][]*export{}
 	for _, s := range pl.sources {
 		for ei := range s.exports {
 			e := &s.exports[ei]
@@ -158,25 +180,21 @@ func (pl *planner) indexExports() {
 				continue
 			}
 			pl.order = append(pl.order, e)
-			byKey[e.key] = append(byKey[e.key], e)
-			for _, c := range nodeKeys[e.key] {
-				if c != e.src {
-					e.keyClusters = append(e.keyClusters, c)
-				}
+			u := keys[e.key] // an export's key is its leader's
+			switch {
+			case u.export == nil:
+				u.export = e
+			case u.exports == nil:
+				u.exports = []*export{u.export, e}
+			default:
+				u.exports = append(u.exports, e)
 			}
+			keys[e.key] = u
 		}
 	}
-	for _, list := range byKey {
-		if len(list) < 2 {
-			continue
-		}
-		for _, e := range list {
-			for _, o := range list {
-				if o != e {
-					e.keyShared = append(e.keyShared, o)
-				}
-			}
-		}
+	for _, e := range pl.order {
+		u := keys[e.key]
+		e.keyClusters, e.keyShared = u.clusters, u.exports
 	}
 	slices.SortFunc(pl.order, func(a, b *export) int { return strings.Compare(a.name, b.name) })
 }

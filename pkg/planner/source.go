@@ -228,7 +228,6 @@ func (pl *planner) prepareExport(s *source, gi int) {
 // or any address kg routes in the cluster is dropped) and then by
 // containment in the cluster's declared networks.
 func (pl *planner) addLocationIPs(s *source) {
-	var kiloRoutes []netip.Prefix
 	type locIP struct {
 		p        netip.Prefix
 		group    int
@@ -236,15 +235,9 @@ func (pl *planner) addLocationIPs(s *source) {
 	}
 	var locs []locIP
 	for gi := range s.groups {
-		g := &s.groups[gi]
 		first := len(locs)
-		for _, i := range g.members {
-			n := &s.nodes[i]
-			kiloRoutes = append(kiloRoutes, n.podCIDRs[0])
-			if n.internalIP.IsValid() {
-				kiloRoutes = append(kiloRoutes, hostPrefix(n.internalIP))
-			}
-			for _, p := range n.locationIPs {
+		for _, i := range s.groups[gi].members {
+			for _, p := range s.nodes[i].locationIPs {
 				if k := slices.IndexFunc(locs[first:], func(l locIP) bool { return l.p == p }); k >= 0 {
 					locs[first+k].carriers = append(locs[first+k].carriers, i)
 				} else {
@@ -252,14 +245,25 @@ func (pl *planner) addLocationIPs(s *source) {
 				}
 			}
 		}
-		if g.wireguardIP.IsValid() {
-			kiloRoutes = append(kiloRoutes, hostPrefix(g.wireguardIP))
-		}
 		// kg orders a group's location IPs by their string form.
 		slices.SortFunc(locs[first:], func(a, b locIP) int { return strings.Compare(a.p.String(), b.p.String()) })
 	}
 	if len(locs) == 0 {
 		return
+	}
+	var kiloRoutes []netip.Prefix
+	for gi := range s.groups {
+		g := &s.groups[gi]
+		for _, i := range g.members {
+			n := &s.nodes[i]
+			kiloRoutes = append(kiloRoutes, n.podCIDRs[0])
+			if n.internalIP.IsValid() {
+				kiloRoutes = append(kiloRoutes, hostPrefix(n.internalIP))
+			}
+		}
+		if g.wireguardIP.IsValid() {
+			kiloRoutes = append(kiloRoutes, hostPrefix(g.wireguardIP))
+		}
 	}
 	routes := newPrefixIndex(kiloRoutes, make([]int, len(kiloRoutes)))
 	for k, l := range locs {
@@ -358,13 +362,23 @@ func (pl *planner) finalize(s *source) {
 		if !e.ready {
 			continue
 		}
+		// The claims are not needed once the mesh-wide check is done, so
+		// the survivors are compacted in place.
+		e.final = e.claims[:0]
 		for _, c := range e.claims {
 			if !c.dropped && (c.node < 0 || s.nodes[c.node].reason == "") {
 				e.final = append(e.final, c)
 			}
 		}
+		e.claims = nil
 	}
 	s.extrasHolder = pl.chooseExtrasHolder(s)
+	var allowed batch
+	n := len(s.extras)
+	for ei := range s.exports {
+		n += len(s.exports[ei].final)
+	}
+	allowed.grow(n, len("255.255.255.255/32"))
 	for ei := range s.exports {
 		e := &s.exports[ei]
 		if !e.ready {
@@ -377,7 +391,17 @@ func (pl *planner) finalize(s *source) {
 				}
 			}
 		}
-		pl.buildTemplate(s, e)
+		for _, c := range e.final {
+			allowed.addBytes(c.prefix.AppendTo)
+		}
+	}
+	strs := allowed.strings()
+	for ei := range s.exports {
+		if e := &s.exports[ei]; e.ready {
+			// Capped, so that appending to one Peer's list cannot reach the next's.
+			pl.buildTemplate(s, e, strs[:len(e.final):len(e.final)])
+			strs = strs[len(e.final):]
+		}
 	}
 	if len(s.extras) > 0 && s.extrasHolder < 0 {
 		pl.issues.warning(WarningExtraNetworksUnattached, s.name, "", "no group is ready to carry the serviceCIDR and additionalCIDRs; they are not advertised", "")
@@ -413,12 +437,8 @@ func (pl *planner) chooseExtrasHolder(s *source) int {
 
 // buildTemplate renders an export as the Peer every target gets unless a
 // target-specific check removes something.
-func (pl *planner) buildTemplate(s *source, e *export) {
+func (pl *planner) buildTemplate(s *source, e *export, allowed []string) {
 	g := &s.groups[e.group]
-	allowed := make([]string, len(e.final))
-	for i, c := range e.final {
-		allowed[i] = c.prefix.String()
-	}
 	e.peer = kilov1alpha1.Peer{
 		TypeMeta: peerTypeMeta,
 		ObjectMeta: metaFor(e.name, s.labels, map[string]string{
@@ -454,13 +474,15 @@ func (pl *planner) clusterView(s *source) meshv1alpha1.ClusterPlan {
 		groupOf[i] = -1
 	}
 	v.Groups = make([]meshv1alpha1.GroupPlan, len(s.groups))
+	names := make([]string, 0, len(s.nodes)) // one backing array for all member lists
 	for gi := range s.groups {
 		g, e := &s.groups[gi], &s.exports[gi]
-		members := make([]string, len(g.members))
-		for k, i := range g.members {
-			members[k] = s.nodes[i].name
+		from := len(names)
+		for _, i := range g.members {
+			names = append(names, s.nodes[i].name)
 			groupOf[i] = int32(gi)
 		}
+		members := names[from:len(names):len(names)]
 		gp := meshv1alpha1.GroupPlan{Name: g.name, Leader: s.nodes[g.leader].name, Members: members, Ready: e.ready}
 		if g.wireguardIP.IsValid() {
 			gp.WireguardIP = g.wireguardIP.String()
@@ -477,6 +499,9 @@ func (pl *planner) clusterView(s *source) meshv1alpha1.ClusterPlan {
 	}
 
 	skipped := map[string]int32{}
+	var messages batch
+	messages.grow(len(s.nodes), len("advertised through location:, led by ")+40)
+	messageOf := make([]int, len(s.nodes))
 	v.Nodes = make([]meshv1alpha1.NodeDecision, len(s.nodes))
 	for i := range s.nodes {
 		n := &s.nodes[i]
@@ -503,9 +528,9 @@ func (pl *planner) clusterView(s *source) meshv1alpha1.ClusterPlan {
 		default:
 			d.Included, d.Reason = true, ReasonAdvertised
 			if d.Role == meshv1alpha1.NodeRoleLeader {
-				d.Message = "leads " + g.name + ", exported as Peer " + e.name
+				messageOf[i] = messages.add("leads ", g.name, ", exported as Peer ", e.name)
 			} else {
-				d.Message = "advertised through " + g.name + ", led by " + s.nodes[g.leader].name
+				messageOf[i] = messages.add("advertised through ", g.name, ", led by ", s.nodes[g.leader].name)
 			}
 			v.Summary.AdvertisedNodes++
 		}
@@ -513,6 +538,12 @@ func (pl *planner) clusterView(s *source) meshv1alpha1.ClusterPlan {
 			skipped[d.Reason]++
 		}
 		v.Nodes[i] = d
+	}
+	texts := messages.strings()
+	for i := range v.Nodes {
+		if v.Nodes[i].Included {
+			v.Nodes[i].Message = texts[messageOf[i]]
+		}
 	}
 	v.Summary.Nodes = int32(len(s.nodes))
 	v.Summary.Groups = int32(len(s.groups))

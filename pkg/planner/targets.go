@@ -16,10 +16,17 @@ import (
 // existingPeers is what a target cluster holds now.
 type existingPeers struct {
 	managed       []*kilov1alpha1.Peer // sorted by name
-	managedByName map[string]*kilov1alpha1.Peer
 	foreign       []*kilov1alpha1.Peer
-	foreignByName map[string]*kilov1alpha1.Peer
+	foreignByName map[string]*kilov1alpha1.Peer // nil when there are none
 	foreignKeys   map[string]struct{}
+}
+
+// managedNamed returns the managed Peer of that name, if any.
+func (x *existingPeers) managedNamed(name string) *kilov1alpha1.Peer {
+	if i, ok := slices.BinarySearchFunc(x.managed, name, func(p *kilov1alpha1.Peer, n string) int { return strings.Compare(p.Name, n) }); ok {
+		return x.managed[i]
+	}
+	return nil
 }
 
 func (pl *planner) existing(snap *ClusterSnapshot) existingPeers {
@@ -33,16 +40,17 @@ func (pl *planner) existing(snap *ClusterSnapshot) existingPeers {
 	// Names are unique on a live cluster; the tie-break only keeps a
 	// malformed snapshot from making the plan depend on input order.
 	slices.SortFunc(peers, func(a, b *kilov1alpha1.Peer) int {
-		return cmp.Or(strings.Compare(a.Name, b.Name), strings.Compare(a.ResourceVersion, b.ResourceVersion), strings.Compare(string(a.UID), string(b.UID)),
+		if c := strings.Compare(a.Name, b.Name); c != 0 {
+			return c
+		}
+		return cmp.Or(strings.Compare(a.ResourceVersion, b.ResourceVersion), strings.Compare(string(a.UID), string(b.UID)),
 			strings.Compare(a.Labels[LabelMeshUID], b.Labels[LabelMeshUID]), strings.Compare(a.Spec.PublicKey, b.Spec.PublicKey),
 			slices.Compare(a.Spec.AllowedIPs, b.Spec.AllowedIPs))
 	})
 	peers = slices.CompactFunc(peers, func(a, b *kilov1alpha1.Peer) bool { return a.Name == b.Name })
-	x.managedByName = make(map[string]*kilov1alpha1.Peer)
 	for _, p := range peers {
 		if IsManagedBy(p, pl.in.MeshNamespace, pl.in.MeshName, pl.in.MeshUID) {
 			x.managed = append(x.managed, p)
-			x.managedByName[p.Name] = p
 			continue
 		}
 		if x.foreignByName == nil {
@@ -82,10 +90,12 @@ func (pl *planner) planTarget(t *source) (meshv1alpha1.TargetPlan, []kilov1alpha
 	// Peers representing a cluster that cannot be observed stay as they are:
 	// no Peer is deleted or rewritten on a guess.
 	var kept []keptPeer
-	for _, p := range x.managed {
-		si, ok := pl.byName[p.Labels[LabelSourceCluster]]
-		if ok && si != t.idx && pl.sources[si].keepReason != "" {
-			kept = append(kept, keptPeer{p, pl.sources[si].name, pl.sources[si].keepReason})
+	if pl.anyKept {
+		for _, p := range x.managed {
+			si, ok := pl.byName[p.Labels[LabelSourceCluster]]
+			if ok && si != t.idx && pl.sources[si].keepReason != "" {
+				kept = append(kept, keptPeer{p, pl.sources[si].name, pl.sources[si].keepReason})
+			}
 		}
 	}
 
@@ -96,7 +106,7 @@ func (pl *planner) planTarget(t *source) (meshv1alpha1.TargetPlan, []kilov1alpha
 		}
 		if reason, lead, item := pl.withheld(t, e, &x); reason != "" {
 			pl.issues.conflict(reason, pl.sources[e.src].name, t.name, lead, item)
-			if m := x.managedByName[e.name]; m != nil {
+			if m := x.managedNamed(e.name); m != nil {
 				kept = append(kept, keptPeer{m, pl.sources[e.src].name, reason})
 			}
 			continue
@@ -113,6 +123,10 @@ func (pl *planner) planTarget(t *source) (meshv1alpha1.TargetPlan, []kilov1alpha
 	}
 	frozen, owners := pl.frozen(desired, x.foreign)
 	for _, e := range candidates {
+		if !pl.overlap[e.src][t.idx] && frozen == nil {
+			desired = append(desired, e.peer)
+			continue
+		}
 		// An export left with no address is not planned, and its old Peer
 		// goes: what it claimed is observably someone else's now.
 		if p, ok := pl.forTarget(t, e, frozen, owners); ok {
@@ -120,14 +134,13 @@ func (pl *planner) planTarget(t *source) (meshv1alpha1.TargetPlan, []kilov1alpha
 		}
 	}
 	// Exports come in name order; kept Peers were added in front of them.
-	byName := func(a, b kilov1alpha1.Peer) int { return strings.Compare(a.Name, b.Name) }
-	if !slices.IsSortedFunc(desired, byName) {
-		slices.SortFunc(desired, byName)
+	if len(kept) > 0 {
+		slices.SortFunc(desired, func(a, b kilov1alpha1.Peer) int { return strings.Compare(a.Name, b.Name) })
 	}
 	slices.SortFunc(tp.Kept, func(a, b meshv1alpha1.KeptPeer) int { return strings.Compare(a.Name, b.Name) })
 	tp.DesiredPeers = int32(len(desired))
 	if t.reachable {
-		diff(&tp, desired, keptNames, &x)
+		diff(&tp, desired, keptNames, x.managed)
 	}
 	return tp, desired
 }
@@ -182,7 +195,7 @@ func (pl *planner) withheld(t *source, e *export, x *existingPeers) (reason, lea
 	}
 	shared := 0
 	for _, o := range e.keyShared {
-		if o.src != t.idx {
+		if o != e && o.src != t.idx {
 			shared++
 		}
 	}
@@ -257,9 +270,6 @@ func (pl *planner) keep(t *source, k keptPeer, tp *meshv1alpha1.TargetPlan, kept
 // reports false when no address is left.
 func (pl *planner) forTarget(t *source, e *export, frozen *prefixIndex, owners []frozenOwner) (kilov1alpha1.Peer, bool) {
 	checkTarget := pl.overlap[e.src][t.idx]
-	if !checkTarget && frozen == nil {
-		return e.peer, true
-	}
 	s := pl.sources[e.src]
 	var keep []string
 	dropping := false
