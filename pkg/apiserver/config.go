@@ -4,12 +4,20 @@ package apiserver
 
 import (
 	"fmt"
+	"net/http"
 
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apiserver/pkg/registry/rest"
 	genericapiserver "k8s.io/apiserver/pkg/server"
+	"k8s.io/apiserver/pkg/server/healthz"
+	restclient "k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/utils/clock"
 
+	meshadmission "github.com/kilo-mesh/kilo-mesh-apiserver/pkg/admission"
 	meshv1alpha1 "github.com/kilo-mesh/kilo-mesh-apiserver/pkg/apis/mesh/v1alpha1"
+	"github.com/kilo-mesh/kilo-mesh-apiserver/pkg/clusters"
+	"github.com/kilo-mesh/kilo-mesh-apiserver/pkg/reconciler"
 	"github.com/kilo-mesh/kilo-mesh-apiserver/pkg/registry/clustermesh"
 )
 
@@ -20,7 +28,17 @@ type Config struct {
 }
 
 // ExtraConfig holds the server's own settings beyond the generic ones.
-type ExtraConfig struct{}
+type ExtraConfig struct {
+	// Admission is the mesh admission plugin; it learns about stored meshes in New.
+	Admission *meshadmission.Plugin
+	// Local is the client configuration of the cluster this server runs in
+	// (--kubeconfig, or in-cluster).
+	Local *restclient.Config
+	// AllowInsecureSkipTLSVerify lets tenant kubeconfigs skip TLS verification.
+	AllowInsecureSkipTLSVerify bool
+	// Reconciler configures the controller that writes Peers.
+	Reconciler *reconciler.Options
+}
 
 type completedConfig struct {
 	GenericConfig genericapiserver.CompletedConfig
@@ -45,7 +63,8 @@ func (c *Config) Complete() CompletedConfig {
 	}}
 }
 
-// New builds the server and installs the mesh API group.
+// New builds the server: mesh storage and views, the caches of member
+// clusters every replica keeps for the views, and the reconciler.
 func (c CompletedConfig) New() (*Server, error) {
 	generic, err := c.GenericConfig.New("kilo-mesh-apiserver", genericapiserver.NewEmptyDelegate())
 	if err != nil {
@@ -55,13 +74,74 @@ func (c CompletedConfig) New() (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
-	group := genericapiserver.NewDefaultAPIGroupInfo(meshv1alpha1.GroupName, Scheme, metav1.ParameterCodec, Codecs)
+	local := c.ExtraConfig.Local
+	if local == nil {
+		return nil, fmt.Errorf("no client of the local cluster: set --kubeconfig or run in a pod")
+	}
+	members, err := clusters.NewManager(clusters.Config{Local: local, AllowInsecureSkipTLSVerify: c.ExtraConfig.AllowInsecureSkipTLSVerify})
+	if err != nil {
+		return nil, fmt.Errorf("building the member-cluster caches: %w", err)
+	}
+	informer := newMeshInformer(meshes)
+	if _, err := informer.AddEventHandler(ensureClusters(members)); err != nil {
+		return nil, fmt.Errorf("watching meshes: %w", err)
+	}
+	c.ExtraConfig.Admission.SetMeshes(informer.GetIndexer())
+	plans := &cachePlanner{clusters: members, clock: clock.RealClock{}}
+
+	group := genericapiserver.NewDefaultAPIGroupInfo(meshv1alpha1.GroupName, Scheme, runtime.NewParameterCodec(Scheme), Codecs)
 	group.VersionedResourcesStorageMap[meshv1alpha1.SchemeGroupVersion.Version] = map[string]rest.Storage{
 		"clustermeshes":        meshes,
 		"clustermeshes/status": status,
+		"clustermeshes/plan":   clustermesh.NewPlanREST(meshes, plans),
+		"clustermeshes/peers":  clustermesh.NewPeersREST(meshes, plans),
 	}
 	if err := generic.InstallAPIGroup(&group); err != nil {
 		return nil, fmt.Errorf("installing %s: %w", meshv1alpha1.GroupName, err)
 	}
+	if err := generic.AddReadyzChecks(healthz.NamedCheck("mesh-caches", func(*http.Request) error {
+		if !informer.HasSynced() {
+			return fmt.Errorf("the ClusterMesh cache has not synced")
+		}
+		return nil
+	})); err != nil {
+		return nil, fmt.Errorf("adding readyz check: %w", err)
+	}
+	if err := generic.AddPostStartHook("kilo-mesh-caches", func(ctx genericapiserver.PostStartHookContext) error {
+		go informer.Run(ctx.Done())
+		go members.Run(ctx)
+		return nil
+	}); err != nil {
+		return nil, fmt.Errorf("adding post-start hook: %w", err)
+	}
+	if err := installReconciler(generic, c.ExtraConfig.Reconciler, local, informer, members, plans); err != nil {
+		return nil, err
+	}
 	return &Server{GenericAPIServer: generic}, nil
+}
+
+// ensureClusters keeps the member-cluster caches matched to the stored
+// meshes: caches start with the first mesh that names a cluster and stop
+// with the last.
+func ensureClusters(m *clusters.Manager) cache.ResourceEventHandlerFuncs {
+	return cache.ResourceEventHandlerFuncs{
+		AddFunc: func(obj interface{}) {
+			if mesh, ok := obj.(*meshv1alpha1.ClusterMesh); ok {
+				m.Ensure(mesh)
+			}
+		},
+		UpdateFunc: func(_, obj interface{}) {
+			if mesh, ok := obj.(*meshv1alpha1.ClusterMesh); ok {
+				m.Ensure(mesh)
+			}
+		},
+		DeleteFunc: func(obj interface{}) {
+			if tombstone, ok := obj.(cache.DeletedFinalStateUnknown); ok {
+				obj = tombstone.Obj
+			}
+			if mesh, ok := obj.(*meshv1alpha1.ClusterMesh); ok {
+				m.Forget(mesh.Namespace, mesh.Name)
+			}
+		},
+	}
 }

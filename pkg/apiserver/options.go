@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net"
+	"net/netip"
 
 	"github.com/spf13/pflag"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -17,9 +18,12 @@ import (
 	"k8s.io/klog/v2"
 	netutils "k8s.io/utils/net"
 
+	meshadmission "github.com/kilo-mesh/kilo-mesh-apiserver/pkg/admission"
 	meshv1alpha1 "github.com/kilo-mesh/kilo-mesh-apiserver/pkg/apis/mesh/v1alpha1"
+	"github.com/kilo-mesh/kilo-mesh-apiserver/pkg/apis/mesh/validation"
 	"github.com/kilo-mesh/kilo-mesh-apiserver/pkg/etcd"
 	generatedopenapi "github.com/kilo-mesh/kilo-mesh-apiserver/pkg/generated/openapi"
+	"github.com/kilo-mesh/kilo-mesh-apiserver/pkg/reconciler"
 )
 
 const etcdPathPrefix = "/registry/mesh.kilo.squat.ai"
@@ -36,8 +40,17 @@ type Options struct {
 	EmbeddedEtcdClientURL string
 	EmbeddedEtcdPeerURL   string
 
+	// AllowedCIDRs limits the networks any mesh may claim; empty allows all.
+	AllowedCIDRs []string
+	// AllowInsecureKubeconfigs accepts tenant kubeconfigs that skip TLS verification.
+	AllowInsecureKubeconfigs bool
+	// Reconciler configures the controller that writes Peers.
+	Reconciler *reconciler.Options
+
 	// embeddedEtcd is decided in Complete: no --etcd-servers means embedded.
 	embeddedEtcd bool
+	// admission enforces the rules that need other objects; built in Complete.
+	admission *meshadmission.Plugin
 }
 
 // NewOptions returns options with the defaults of a single replica.
@@ -48,6 +61,7 @@ func NewOptions() *Options {
 		DataDir:               "/var/lib/kilo-mesh-apiserver",
 		EmbeddedEtcdClientURL: "http://127.0.0.1:2379",
 		EmbeddedEtcdPeerURL:   "http://127.0.0.1:2380",
+		Reconciler:            reconciler.NewOptions(),
 	}
 	// Objects are always stored as v1alpha1, whatever a client sent.
 	o.RecommendedOptions.Etcd.StorageConfig.EncodeVersioner = runtime.NewMultiGroupVersioner(
@@ -64,20 +78,47 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 		"Client URL the embedded etcd listens on. Ignored when --etcd-servers is set.")
 	fs.StringVar(&o.EmbeddedEtcdPeerURL, "embedded-etcd-peer-url", o.EmbeddedEtcdPeerURL,
 		"Peer URL the embedded etcd listens on. Ignored when --etcd-servers is set.")
+	fs.StringSliceVar(&o.AllowedCIDRs, "allowed-cidrs", o.AllowedCIDRs,
+		"Networks that meshes may claim, e.g. 10.0.0.0/8,fd00::/8. Every CIDR of every mesh must lie inside one. Empty allows any.")
+	fs.BoolVar(&o.AllowInsecureKubeconfigs, "allow-insecure-kubeconfigs", o.AllowInsecureKubeconfigs,
+		"Accept member-cluster kubeconfigs with insecure-skip-tls-verify. Off by default: tenants' kubeconfigs are untrusted.")
+	o.Reconciler.AddFlags(fs)
 }
 
-// Complete decides between embedded and external etcd.
+// Complete decides between embedded and external etcd and adds the mesh
+// admission plugin after the generic ones, so admins' webhooks and policies
+// still see every mesh.
 func (o *Options) Complete() error {
 	if len(o.RecommendedOptions.Etcd.StorageConfig.Transport.ServerList) == 0 {
 		o.embeddedEtcd = true
 		o.RecommendedOptions.Etcd.StorageConfig.Transport.ServerList = []string{o.EmbeddedEtcdClientURL}
 	}
+	allowed, err := parseCIDRs(o.AllowedCIDRs)
+	if err != nil {
+		return fmt.Errorf("--allowed-cidrs: %w", err)
+	}
+	o.admission = meshadmission.New(allowed)
+	o.admission.Register(o.RecommendedOptions.Admission.Plugins)
+	o.RecommendedOptions.Admission.RecommendedPluginOrder = append(o.RecommendedOptions.Admission.RecommendedPluginOrder, meshadmission.PluginName)
 	return nil
+}
+
+func parseCIDRs(in []string) ([]netip.Prefix, error) {
+	out := make([]netip.Prefix, 0, len(in))
+	for _, s := range in {
+		p, err := validation.ParseCIDR(s)
+		if err != nil {
+			return nil, fmt.Errorf("%q %w", s, err)
+		}
+		out = append(out, p)
+	}
+	return out, nil
 }
 
 // Validate reports every invalid option at once.
 func (o *Options) Validate() error {
 	errs := o.RecommendedOptions.Validate()
+	errs = append(errs, o.Reconciler.Validate()...)
 	if o.embeddedEtcd && o.DataDir == "" {
 		errs = append(errs, fmt.Errorf("--data-dir is required with the embedded etcd"))
 	}
@@ -103,7 +144,12 @@ func (o *Options) Config() (*Config, error) {
 	if err := o.RecommendedOptions.ApplyTo(c); err != nil {
 		return nil, fmt.Errorf("applying options: %w", err)
 	}
-	return &Config{GenericConfig: c}, nil
+	return &Config{GenericConfig: c, ExtraConfig: ExtraConfig{
+		Admission:                  o.admission,
+		Local:                      c.ClientConfig,
+		AllowInsecureSkipTLSVerify: o.AllowInsecureKubeconfigs,
+		Reconciler:                 o.Reconciler,
+	}}, nil
 }
 
 // Run starts the embedded etcd when needed, then serves until ctx ends.

@@ -13,6 +13,9 @@ import (
 	"testing"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
 	"github.com/kilo-mesh/kilo-mesh-apiserver/test/framework"
 )
 
@@ -41,6 +44,12 @@ func run(m *testing.M) int {
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "starting kilo-mesh-apiserver: %v\n", err)
 		return 1
+	}
+	for _, ns := range []string{framework.NamespaceTenantA, framework.NamespaceTenantB} {
+		if err := seedKubeconfigSecret(ctx, ns); err != nil {
+			fmt.Fprintf(os.Stderr, "%v\n", err)
+			return 1
+		}
 	}
 	code := m.Run()
 	if code != 0 {
@@ -85,12 +94,31 @@ func manifest(t *testing.T, file, name string) string {
 	return strings.Replace(string(b), "name: NAME", "name: "+name, 1)
 }
 
-// namespace returns a fresh namespace on the host cluster.
+// namespace returns a fresh namespace on the host cluster, holding the
+// kubeconfig Secret of the member cluster the test manifests name.
 func namespace(t *testing.T, prefix string) string {
 	t.Helper()
 	ns, err := env.NewNamespace(context.Background(), prefix)
 	if err != nil {
 		t.Fatal(err)
 	}
+	if err := seedKubeconfigSecret(context.Background(), ns); err != nil {
+		t.Fatal(err)
+	}
 	return ns
+}
+
+// seedKubeconfigSecret stores cluster 1's kubeconfig as west-kubeconfig in
+// ns. Every test mesh then names the same real member cluster, as tenants
+// sharing a cluster would; admission lets meshes overlap only on a cluster
+// they share, because every mesh puts Peers on the local cluster.
+func seedKubeconfigSecret(ctx context.Context, ns string) error {
+	secret := &corev1.Secret{
+		ObjectMeta: metav1.ObjectMeta{Name: "west-kubeconfig", Namespace: ns},
+		Data:       map[string][]byte{"kubeconfig": env.KubeconfigBytes(1, framework.UserAdmin)},
+	}
+	if _, err := env.Client(framework.HostCluster, framework.UserAdmin).CoreV1().Secrets(ns).Create(ctx, secret, metav1.CreateOptions{}); err != nil {
+		return fmt.Errorf("creating the kubeconfig Secret in %s: %w", ns, err)
+	}
+	return nil
 }

@@ -1,0 +1,123 @@
+package clustermesh
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apiserver/pkg/registry/rest"
+
+	meshv1alpha1 "github.com/kilo-mesh/kilo-mesh-apiserver/pkg/apis/mesh/v1alpha1"
+	"github.com/kilo-mesh/kilo-mesh-apiserver/pkg/planner"
+)
+
+// PeersREST serves clustermeshes/NAME/peers: the desired Peers of every
+// member cluster; with ?cluster= those of one cluster as a list of Kilo
+// Peers that kubectl apply takes as it is; with ?format= as WireGuard or DOT text.
+type PeersREST struct {
+	meshes  rest.Getter
+	planner Planner
+}
+
+var (
+	_ rest.GetterWithOptions = &PeersREST{}
+	_ rest.Storage           = &PeersREST{}
+)
+
+// NewPeersREST serves the desired Peers of the meshes in store.
+func NewPeersREST(store *REST, p Planner) *PeersREST {
+	return &PeersREST{meshes: store, planner: p}
+}
+
+// New returns an empty view.
+func (r *PeersREST) New() runtime.Object { return &meshv1alpha1.ClusterMeshPeers{} }
+
+// Destroy is a no-op: the view owns no storage.
+func (r *PeersREST) Destroy() {}
+
+// NewGetOptions declares the query parameters cluster and format.
+func (r *PeersREST) NewGetOptions() (runtime.Object, bool, string) {
+	return &meshv1alpha1.ClusterMeshPeersOptions{}, false, ""
+}
+
+// Get computes the plan of mesh name and renders its Peers as asked.
+func (r *PeersREST) Get(ctx context.Context, name string, options runtime.Object) (runtime.Object, error) {
+	opts, ok := options.(*meshv1alpha1.ClusterMeshPeersOptions)
+	if !ok {
+		return nil, fmt.Errorf("unexpected options %T", options)
+	}
+	mesh, err := getMesh(ctx, r.meshes, name)
+	if err != nil {
+		return nil, err
+	}
+	if opts.Cluster != "" && !isMember(mesh, opts.Cluster) {
+		return nil, apierrors.NewBadRequest(fmt.Sprintf("cluster %q is not a member of clustermesh %s", opts.Cluster, mesh.Name))
+	}
+	p, err := r.planner.Plan(mesh)
+	if err != nil {
+		return nil, fmt.Errorf("planning %s/%s: %w", mesh.Namespace, mesh.Name, err)
+	}
+	switch opts.Format {
+	case "":
+		if opts.Cluster == "" {
+			return allPeers(mesh, p), nil
+		}
+		// Streamed as rendered: the view's declared kind is of the mesh
+		// group, and the generic encoder would not convert Kilo's types.
+		list, err := planner.RenderPeerListYAML(p, opts.Cluster)
+		if err != nil {
+			return nil, err
+		}
+		return &textStream{contentType: "application/yaml", body: list}, nil
+	case meshv1alpha1.PeersFormatWireGuard:
+		if opts.Cluster == "" {
+			return nil, apierrors.NewBadRequest("format=wireguard needs cluster=<name>: a configuration belongs to one cluster")
+		}
+		return &textStream{contentType: "text/plain; charset=utf-8", body: planner.RenderWireGuard(p, opts.Cluster)}, nil
+	case meshv1alpha1.PeersFormatDOT:
+		return &textStream{contentType: "text/vnd.graphviz; charset=utf-8", body: planner.RenderDOT(p)}, nil
+	default:
+		return nil, apierrors.NewBadRequest(fmt.Sprintf("unknown format %q: use %q or %q", opts.Format,
+			meshv1alpha1.PeersFormatWireGuard, meshv1alpha1.PeersFormatDOT))
+	}
+}
+
+func isMember(mesh *meshv1alpha1.ClusterMesh, cluster string) bool {
+	for _, c := range mesh.Spec.Clusters {
+		if c.Name == cluster {
+			return true
+		}
+	}
+	return false
+}
+
+func allPeers(mesh *meshv1alpha1.ClusterMesh, p *planner.Plan) *meshv1alpha1.ClusterMeshPeers {
+	out := &meshv1alpha1.ClusterMeshPeers{}
+	out.Name, out.Namespace = mesh.Name, mesh.Namespace
+	for _, c := range mesh.Spec.Clusters {
+		out.Targets = append(out.Targets, meshv1alpha1.TargetPeers{Cluster: c.Name, Peers: p.DesiredPeers[c.Name]})
+	}
+	return out
+}
+
+// textStream is a rendered text view (WireGuard configuration, DOT graph).
+type textStream struct {
+	contentType string
+	body        []byte
+}
+
+var _ rest.ResourceStreamer = &textStream{}
+
+func (s *textStream) GetObjectKind() schema.ObjectKind { return schema.EmptyObjectKind }
+
+func (s *textStream) DeepCopyObject() runtime.Object {
+	return &textStream{contentType: s.contentType, body: bytes.Clone(s.body)}
+}
+
+func (s *textStream) InputStream(context.Context, string, string) (io.ReadCloser, bool, string, error) {
+	return io.NopCloser(bytes.NewReader(s.body)), false, s.contentType, nil
+}
