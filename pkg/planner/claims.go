@@ -16,6 +16,7 @@ func (pl *planner) checkDeclaredOverlaps() {
 	for i := range pl.overlap {
 		pl.overlap[i] = make([]bool, len(pl.sources))
 	}
+	pl.overlapsOthers = make([]bool, len(pl.sources))
 	for a := range pl.sources {
 		for b := a + 1; b < len(pl.sources); b++ {
 			sa, sb := pl.sources[a], pl.sources[b]
@@ -25,6 +26,7 @@ func (pl *planner) checkDeclaredOverlaps() {
 						continue
 					}
 					pl.overlap[a][b], pl.overlap[b][a] = true, true
+					pl.overlapsOthers[a], pl.overlapsOthers[b] = true, true
 					pl.issues.conflict(ConflictNetworkOverlap, sa.name, "",
 						"networks declared for two clusters overlap; addresses inside the overlap are left out of the Peers where they would collide",
 						fmt.Sprintf("%s %s overlaps %s of cluster %s", da.field, da.prefix, db.field+" "+db.prefix.String(), sb.name))

@@ -94,7 +94,8 @@ func parseNode(node *corev1.Node, topologyLabel string, now time.Time) nodeInfo 
 	} else if p, err := netip.ParsePrefix(node.Spec.PodCIDR); err != nil {
 		podProblem = ReasonInvalidPodCIDR
 	} else {
-		n.podCIDRs = append(n.podCIDRs, canonical(p))
+		n.podCIDRs = make([]netip.Prefix, 1, max(1, len(node.Spec.PodCIDRs)))
+		n.podCIDRs[0] = canonical(p)
 	}
 	if podProblem == "" {
 		for _, s := range node.Spec.PodCIDRs {

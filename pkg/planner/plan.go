@@ -22,8 +22,16 @@ type planner struct {
 	declared [][]declaredNetwork
 	// overlap[a][b] is true when the declared networks of a and b overlap.
 	overlap [][]bool
-	// order holds every ready export, sorted by Peer name.
-	order []*export
+	// order holds every ready export, sorted by Peer name; templates
+	// holds their Peers, in the same order.
+	order     []*export
+	templates []kilov1alpha1.Peer
+	// readyExports counts the ready exports of each source.
+	readyExports []int
+	// overlapsOthers[t] is true when t's declared networks overlap another's.
+	overlapsOthers []bool
+	// keyClashes is true when some export's key is shared or a node's elsewhere.
+	keyClashes bool
 	// anyKept is true when some source's Peers are kept as they are.
 	anyKept bool
 }
@@ -192,9 +200,18 @@ func (pl *planner) indexExports() {
 			keys[e.key] = u
 		}
 	}
+	pl.readyExports = make([]int, len(pl.sources))
 	for _, e := range pl.order {
 		u := keys[e.key]
 		e.keyClusters, e.keyShared = u.clusters, u.exports
+		pl.keyClashes = pl.keyClashes || u.clusters != nil || u.exports != nil
+		pl.readyExports[e.src]++
 	}
 	slices.SortFunc(pl.order, func(a, b *export) int { return strings.Compare(a.name, b.name) })
+	// The templates move into one array, in order, so that a target's Peers
+	// can be copied from it in runs.
+	pl.templates = make([]kilov1alpha1.Peer, len(pl.order))
+	for i, e := range pl.order {
+		pl.templates[i], e.peer = e.peer, kilov1alpha1.Peer{}
+	}
 }

@@ -203,6 +203,11 @@ func (pl *planner) prepareExport(s *source, gi int) {
 		}
 	}
 
+	size := 1 // the WireGuard IP
+	for _, i := range g.members {
+		size += len(s.nodes[i].podCIDRs) + 1
+	}
+	e.claims = make([]claim, 0, size)
 	for _, i := range g.members {
 		n := &s.nodes[i]
 		if n.reason != "" {

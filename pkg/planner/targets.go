@@ -99,43 +99,12 @@ func (pl *planner) planTarget(t *source) (meshv1alpha1.TargetPlan, []kilov1alpha
 		}
 	}
 
-	candidates := make([]*export, 0, len(pl.order))
-	for _, e := range pl.order {
-		if e.src == t.idx {
-			continue
-		}
-		if reason, lead, item := pl.withheld(t, e, &x); reason != "" {
-			pl.issues.conflict(reason, pl.sources[e.src].name, t.name, lead, item)
-			if m := x.managedNamed(e.name); m != nil {
-				kept = append(kept, keptPeer{m, pl.sources[e.src].name, reason})
-			}
-			continue
-		}
-		candidates = append(candidates, e)
-	}
-
-	keptNames := make(map[string]bool, len(kept))
-	desired := make([]kilov1alpha1.Peer, 0, len(candidates)+len(kept))
-	for _, k := range kept {
-		if p, ok := pl.keep(t, k, &tp, keptNames); ok {
-			desired = append(desired, p)
-		}
-	}
-	frozen, owners := pl.frozen(desired, x.foreign)
-	for _, e := range candidates {
-		if !pl.overlap[e.src][t.idx] && frozen == nil {
-			desired = append(desired, e.peer)
-			continue
-		}
-		// An export left with no address is not planned, and its old Peer
-		// goes: what it claimed is observably someone else's now.
-		if p, ok := pl.forTarget(t, e, frozen, owners); ok {
-			desired = append(desired, p)
-		}
-	}
-	// Exports come in name order; kept Peers were added in front of them.
-	if len(kept) > 0 {
-		slices.SortFunc(desired, func(a, b kilov1alpha1.Peer) int { return strings.Compare(a.Name, b.Name) })
+	var desired []kilov1alpha1.Peer
+	keptNames := map[string]bool{}
+	if len(kept) == 0 && len(x.foreign) == 0 && !pl.keyClashes && !pl.overlapsOthers[t.idx] {
+		desired = pl.allBut(t)
+	} else {
+		desired = pl.checked(t, &x, kept, &tp, keptNames)
 	}
 	slices.SortFunc(tp.Kept, func(a, b meshv1alpha1.KeptPeer) int { return strings.Compare(a.Name, b.Name) })
 	tp.DesiredPeers = int32(len(desired))
@@ -143,6 +112,66 @@ func (pl *planner) planTarget(t *source) (meshv1alpha1.TargetPlan, []kilov1alpha
 		diff(&tp, desired, keptNames, x.managed)
 	}
 	return tp, desired
+}
+
+// allBut is every export's Peer except those of t: on a target with no
+// kept or foreign Peers, no key clash and no overlapping declarations, that
+// is the whole plan, and it is copied in runs rather than Peer by Peer.
+func (pl *planner) allBut(t *source) []kilov1alpha1.Peer {
+	desired := make([]kilov1alpha1.Peer, 0, len(pl.templates)-pl.readyExports[t.idx])
+	start := 0
+	for i, e := range pl.order {
+		if e.src == t.idx {
+			desired = append(desired, pl.templates[start:i]...)
+			start = i + 1
+		}
+	}
+	return append(desired, pl.templates[start:]...)
+}
+
+// checked plans target t export by export: withholding those whose name
+// or key collides, keeping or trimming the kept Peers, and filtering the
+// addresses that overlap the target's networks or a frozen address.
+func (pl *planner) checked(t *source, x *existingPeers, kept []keptPeer, tp *meshv1alpha1.TargetPlan, keptNames map[string]bool) []kilov1alpha1.Peer {
+	candidates := make([]int, 0, len(pl.order))
+	for i, e := range pl.order {
+		if e.src == t.idx {
+			continue
+		}
+		if reason, lead, item := pl.withheld(t, e, x); reason != "" {
+			pl.issues.conflict(reason, pl.sources[e.src].name, t.name, lead, item)
+			if m := x.managedNamed(e.name); m != nil {
+				kept = append(kept, keptPeer{m, pl.sources[e.src].name, reason})
+			}
+			continue
+		}
+		candidates = append(candidates, i)
+	}
+
+	desired := make([]kilov1alpha1.Peer, 0, len(candidates)+len(kept))
+	for _, k := range kept {
+		if p, ok := pl.keep(t, k, tp, keptNames); ok {
+			desired = append(desired, p)
+		}
+	}
+	frozen, owners := pl.frozen(desired, x.foreign)
+	for _, i := range candidates {
+		e := pl.order[i]
+		if !pl.overlap[e.src][t.idx] && frozen == nil {
+			desired = append(desired, pl.templates[i])
+			continue
+		}
+		// An export left with no address is not planned, and its old Peer
+		// goes: what it claimed is observably someone else's now.
+		if p, ok := pl.forTarget(t, e, &pl.templates[i], frozen, owners); ok {
+			desired = append(desired, p)
+		}
+	}
+	// Exports come in name order; kept Peers were added in front of them.
+	if len(kept) > 0 {
+		slices.SortFunc(desired, func(a, b kilov1alpha1.Peer) int { return strings.Compare(a.Name, b.Name) })
+	}
+	return desired
 }
 
 // containKept applies containment to a kept Peer: the addresses that lie
@@ -268,7 +297,7 @@ func (pl *planner) keep(t *source, k keptPeer, tp *meshv1alpha1.TargetPlan, kept
 // forTarget is the export's Peer on target t: the template, unless some of
 // its addresses overlap the target's own networks or a frozen address. It
 // reports false when no address is left.
-func (pl *planner) forTarget(t *source, e *export, frozen *prefixIndex, owners []frozenOwner) (kilov1alpha1.Peer, bool) {
+func (pl *planner) forTarget(t *source, e *export, template *kilov1alpha1.Peer, frozen *prefixIndex, owners []frozenOwner) (kilov1alpha1.Peer, bool) {
 	checkTarget := pl.overlap[e.src][t.idx]
 	s := pl.sources[e.src]
 	var keep []string
@@ -294,24 +323,24 @@ func (pl *planner) forTarget(t *source, e *export, frozen *prefixIndex, owners [
 		}
 		if reason == "" {
 			if dropping {
-				keep = append(keep, e.peer.Spec.AllowedIPs[i])
+				keep = append(keep, template.Spec.AllowedIPs[i])
 			}
 			continue
 		}
 		pl.issues.conflict(reason, s.name, t.name, lead, item)
 		if !dropping {
 			dropping = true
-			keep = append(make([]string, 0, len(e.final)-1), e.peer.Spec.AllowedIPs[:i]...)
+			keep = append(make([]string, 0, len(e.final)-1), template.Spec.AllowedIPs[:i]...)
 		}
 	}
 	if !dropping {
-		return e.peer, true
+		return *template, true
 	}
 	if len(keep) == 0 {
 		pl.issues.conflict(ConflictEmptyPeer, s.name, t.name, "Peers with no address left for the target; not planned", e.name)
 		return kilov1alpha1.Peer{}, false
 	}
-	p := e.peer
+	p := *template
 	p.Spec.AllowedIPs = keep
 	return p, true
 }
