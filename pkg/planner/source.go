@@ -117,7 +117,7 @@ func (pl *planner) checkNodes(s *source) {
 				} else {
 					n.note(NoteInternalIPNotAdvertised, "internal IP %s lies outside the declared nodeCIDRs (%s); not advertised", n.internalIP, joinPrefixes(s.nets.node))
 				}
-				pl.issues.warning(WarningInternalIPsNotAdvert, s.name, "", "internal IPs not advertised because they lie outside the declared nodeCIDRs", fmt.Sprintf("%s of node %s", n.internalIP, n.name))
+				pl.issues.warning(WarningInternalIPsNotAdvert, s.name, "", "internal IPs not advertised: they lie outside the declared nodeCIDRs, or none are declared", fmt.Sprintf("%s of node %s", n.internalIP, n.name))
 			}
 			if i != g.leader && n.wireguardIP.IsValid() {
 				n.note(NoteStaleWireGuardIP, "%s=%s is left from a time the node led its group; kg clears it within 30s", AnnotationWireGuardIP, n.wireguardIP)
