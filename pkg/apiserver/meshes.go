@@ -35,12 +35,25 @@ func newMeshInformer(store interface {
 			if err != nil {
 				return nil, err
 			}
-			return store.Watch(allNamespaces(ctx), internal)
+			w, err := store.Watch(allNamespaces(ctx), internal)
+			if err != nil {
+				return nil, err
+			}
+			return watch.Filter(w, unwrapCached), nil
 		},
 	}
 	return cache.NewSharedIndexInformer(lw, &meshv1alpha1.ClusterMesh{}, 0, cache.Indexers{
 		cache.NamespaceIndex: cache.MetaNamespaceIndexFunc,
 	})
+}
+
+// unwrapCached hands the informer the object itself: the watch cache wraps
+// every object it sends so that its serialisation can be shared between watchers.
+func unwrapCached(e watch.Event) (watch.Event, bool) {
+	if c, ok := e.Object.(runtime.CacheableObject); ok {
+		e.Object = c.GetObject()
+	}
+	return e, true
 }
 
 func allNamespaces(ctx context.Context) context.Context {
