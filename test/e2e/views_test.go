@@ -1,0 +1,516 @@
+//go:build e2e
+
+package e2e
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/yaml"
+
+	meshv1alpha1 "github.com/kilo-mesh/kilo-mesh-apiserver/pkg/apis/mesh/v1alpha1"
+	"github.com/kilo-mesh/kilo-mesh-apiserver/test/framework"
+)
+
+// The computed views end to end: three real clusters with Kilo-annotated
+// Nodes (cluster 1 in location granularity, cluster 2 in full), the real
+// server behind the aggregation layer, read with kubectl get --raw.
+
+const viewsMesh = `apiVersion: mesh.kilo.squat.ai/v1alpha1
+kind: ClusterMesh
+metadata:
+  name: views
+spec:
+  clusters:
+  - name: east
+    local: true
+    podCIDRs: ["10.42.0.0/16"]
+    wireguardCIDR: 10.4.0.0/16
+    nodeCIDRs: ["192.168.0.0/24"]
+  - name: west
+    kubeconfigSecretRef: {name: west-kubeconfig}
+    podCIDRs: ["10.52.0.0/16"]
+    serviceCIDR: 10.53.0.0/16
+    wireguardCIDR: 10.5.0.0/16
+    nodeCIDRs: ["192.168.1.0/24"]
+    granularity: Location
+  - name: north
+    kubeconfigSecretRef: {name: north-kubeconfig}
+    podCIDRs: ["10.62.0.0/16"]
+    wireguardCIDR: 10.6.0.0/16
+    nodeCIDRs: ["192.168.2.0/24"]
+    granularity: Full
+`
+
+type viewsEnv struct {
+	env *framework.Env
+	ns  string
+	// fresh are the nodes kept Ready (last-seen refreshed), per cluster.
+	fresh [3][]string
+}
+
+func startViewsEnv(t *testing.T) *viewsEnv {
+	t.Helper()
+	env := framework.StartT(t, framework.Options{Clusters: 3, Users: []framework.User{{Name: "mesh-editor", Groups: []string{"kilo-mesh:editors"}}}})
+	env.StartMeshServerT(t, framework.MeshServerOptions{ExtraArgs: []string{"--allowed-cidrs=10.0.0.0/8,192.168.0.0/16,fd00::/8"}})
+	ctx := context.Background()
+	v := &viewsEnv{env: env, ns: framework.NamespaceTenantA}
+	nodes := []struct {
+		cluster int
+		node    framework.KiloNode
+		fresh   bool
+	}{
+		{0, framework.KiloNode{Name: "e1", Location: "home", Leader: true, Endpoint: "198.51.100.1:51820", InternalIP: "192.168.0.1/24", WireGuardIP: "10.4.0.1/16", PodCIDR: "10.42.1.0/24"}, true},
+		{1, framework.KiloNode{Name: "w1", Location: "eu-1", Leader: true, Endpoint: "203.0.113.10:51820", InternalIP: "192.168.1.10/24", WireGuardIP: "10.5.0.1/16", PodCIDR: "10.52.1.0/24"}, true},
+		{1, framework.KiloNode{Name: "w2", Location: "eu-1", Endpoint: "192.168.1.11:51820", InternalIP: "192.168.1.11/24", PodCIDR: "10.52.2.0/24"}, true},
+		{1, framework.KiloNode{Name: "w3", Location: "eu-2", Endpoint: "203.0.113.12:51820", InternalIP: "192.168.1.12/24", WireGuardIP: "10.5.0.2/16", PodCIDR: "10.52.3.0/24"}, true},
+		{1, framework.KiloNode{Name: "w4-nokey", Location: "eu-2", NoKey: true, Endpoint: "203.0.113.13:51820", PodCIDR: "10.52.4.0/24"}, true},
+		{1, framework.KiloNode{Name: "w5-stale", Location: "eu-2", Endpoint: "203.0.113.14:51820", PodCIDR: "10.52.5.0/24", LastSeen: time.Now().Add(-10 * time.Minute)}, false},
+		{1, framework.KiloNode{Name: "w6-outside", Location: "eu-2", Endpoint: "203.0.113.15:51820", InternalIP: "192.168.1.15/24", PodCIDR: "10.99.6.0/24"}, true},
+		{2, framework.KiloNode{Name: "n1", Granularity: "full", Endpoint: "192.0.2.1:51820", InternalIP: "192.168.2.1/24", WireGuardIP: "10.6.0.1/16", PodCIDR: "10.62.1.0/24"}, true},
+		{2, framework.KiloNode{Name: "n2", Granularity: "full", Endpoint: "gw.north.example.com:51820", InternalIP: "192.168.2.2/24", WireGuardIP: "10.6.0.2/16", PodCIDR: "10.62.2.0/24"}, true},
+	}
+	for _, n := range nodes {
+		if _, err := env.CreateKiloNode(ctx, n.cluster, n.node); err != nil {
+			t.Fatalf("node %s: %v", n.node.Name, err)
+		}
+		if n.fresh {
+			v.fresh[n.cluster] = append(v.fresh[n.cluster], n.node.Name)
+		}
+	}
+	// kg checks in every 30 s; the stale node must stay stale.
+	refreshCtx, cancel := context.WithCancel(ctx)
+	t.Cleanup(cancel)
+	go func() {
+		for {
+			for i, names := range v.fresh {
+				_ = env.TouchKiloNodes(refreshCtx, i, names...)
+			}
+			select {
+			case <-refreshCtx.Done():
+				return
+			case <-time.After(15 * time.Second):
+			}
+		}
+	}()
+	for name, cluster := range map[string]int{"west-kubeconfig": 1, "north-kubeconfig": 2} {
+		if _, err := env.CreateKubeconfigSecret(ctx, v.ns, name, cluster, framework.UserAdmin); err != nil {
+			t.Fatal(err)
+		}
+	}
+	v.kubectlIn(t, framework.UserTenantA, viewsMesh, "create", "-f", "-")
+	return v
+}
+
+func (v *viewsEnv) kubectl(t *testing.T, user string, args ...string) (string, error) {
+	t.Helper()
+	out, stderr, err := v.env.Kubectl(context.Background(), framework.HostCluster, user, args...)
+	if err != nil {
+		return out, fmt.Errorf("%w: %s", err, stderr)
+	}
+	return out, nil
+}
+
+func (v *viewsEnv) kubectlIn(t *testing.T, user, stdin string, args ...string) {
+	t.Helper()
+	if _, stderr, err := v.env.KubectlWithInput(context.Background(), bytes.NewBufferString(stdin), framework.HostCluster, user, append([]string{"-n", v.ns}, args...)...); err != nil {
+		t.Fatalf("kubectl %v: %v\n%s", args, err, stderr)
+	}
+}
+
+func (v *viewsEnv) raw(t *testing.T, user, path string) (string, error) {
+	t.Helper()
+	return v.kubectl(t, user, "get", "--raw", "/apis/mesh.kilo.squat.ai/v1alpha1/namespaces/"+v.ns+"/clustermeshes/views/"+path)
+}
+
+func (v *viewsEnv) plan(t *testing.T) *meshv1alpha1.ClusterMeshPlan {
+	t.Helper()
+	out, err := v.raw(t, framework.UserViewerA, "plan")
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := &meshv1alpha1.ClusterMeshPlan{}
+	if err := json.Unmarshal([]byte(out), p); err != nil {
+		t.Fatalf("decoding plan: %v\n%s", err, out)
+	}
+	return p
+}
+
+// waitFor polls f until it holds.
+func waitFor(t *testing.T, what string, f func() error) {
+	t.Helper()
+	if err := framework.Eventually(context.Background(), 200*time.Millisecond, 30*time.Second, func(context.Context) error { return f() }); err != nil {
+		t.Fatalf("%s: %v", what, err)
+	}
+}
+
+func clusterPlan(p *meshv1alpha1.ClusterMeshPlan, name string) *meshv1alpha1.ClusterPlan {
+	for i := range p.Clusters {
+		if p.Clusters[i].Name == name {
+			return &p.Clusters[i]
+		}
+	}
+	return nil
+}
+
+func nodeDecision(c *meshv1alpha1.ClusterPlan, node string) *meshv1alpha1.NodeDecision {
+	for i := range c.Nodes {
+		if c.Nodes[i].Node == node {
+			return &c.Nodes[i]
+		}
+	}
+	return nil
+}
+
+func TestViews(t *testing.T) {
+	v := startViewsEnv(t)
+
+	t.Run("plan explains every node and group", func(t *testing.T) {
+		var p *meshv1alpha1.ClusterMeshPlan
+		waitFor(t, "all clusters reachable in the plan", func() error {
+			p = v.plan(t)
+			for _, c := range p.Clusters {
+				if !c.Reachable {
+					return fmt.Errorf("%s unreachable: %s", c.Name, c.Error)
+				}
+			}
+			return nil
+		})
+		west := clusterPlan(p, "west")
+		if west.Granularity != meshv1alpha1.GranularityLocation {
+			t.Errorf("west granularity %q", west.Granularity)
+		}
+		var groups []string
+		for _, g := range west.Groups {
+			groups = append(groups, g.Name+"/"+g.Leader)
+		}
+		if strings.Join(groups, ",") != "location:eu-1/w1,location:eu-2/w3" {
+			t.Errorf("west groups and leaders: %v", groups)
+		}
+		for node, reason := range map[string]string{"w1": "Advertised", "w2": "Advertised", "w3": "Advertised",
+			"w4-nokey": "NoPublicKey", "w5-stale": "NotReady", "w6-outside": "PodCIDROutsideDeclared"} {
+			d := nodeDecision(west, node)
+			if d == nil || d.Reason != reason || d.Included != (reason == "Advertised") || d.Message == "" {
+				t.Errorf("west node %s: want %s, got %+v", node, reason, d)
+			}
+		}
+		if d := nodeDecision(west, "w2"); d.Role != meshv1alpha1.NodeRoleMember || d.Group != "location:eu-1" {
+			t.Errorf("w2 should be a member of location:eu-1: %+v", d)
+		}
+		north := clusterPlan(p, "north")
+		if north.Granularity != meshv1alpha1.GranularityFull || len(north.Groups) != 2 {
+			t.Errorf("north: granularity %q, %d groups", north.Granularity, len(north.Groups))
+		}
+		// Every target needs one Peer per group of every other cluster.
+		want := map[string]int32{"east": 4, "west": 3, "north": 3}
+		for _, tp := range p.Targets {
+			if tp.DiffState != meshv1alpha1.DiffStateComputed || tp.DesiredPeers != want[tp.Cluster] {
+				t.Errorf("target %s: %s with %d desired Peers, want %d", tp.Cluster, tp.DiffState, tp.DesiredPeers, want[tp.Cluster])
+			}
+		}
+	})
+
+	t.Run("peers of one cluster are what kubectl apply takes", func(t *testing.T) {
+		out, err := v.raw(t, framework.UserViewerA, "peers?cluster=east")
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, want := range []string{"kind: List", "apiVersion: kilo.squat.ai/v1alpha1", "kind: Peer", "10.52.1.0/24", "10.52.2.0/24", "192.168.1.11/32", "10.53.0.0/16", "dns: gw.north.example.com", "ip: 203.0.113.10"} {
+			if !strings.Contains(out, want) {
+				t.Errorf("peers of east lack %q:\n%s", want, out)
+			}
+		}
+		for _, unwanted := range []string{"10.52.4.0/24", "10.52.5.0/24", "10.99.6.0/24", "10.42.1.0/24"} {
+			if strings.Contains(out, unwanted) {
+				t.Errorf("peers of east carry %s:\n%s", unwanted, out)
+			}
+		}
+		// The member cluster's own API server validates them against Kilo's CRD.
+		if _, stderr, err := v.env.KubectlWithInput(context.Background(), strings.NewReader(out), 1, framework.UserAdmin, "apply", "--dry-run=server", "-f", "-"); err != nil {
+			t.Fatalf("kubectl apply --dry-run=server of the view: %v\n%s", err, stderr)
+		}
+	})
+
+	t.Run("all peers, wireguard and dot", func(t *testing.T) {
+		out, err := v.raw(t, framework.UserViewerA, "peers")
+		if err != nil {
+			t.Fatal(err)
+		}
+		var all meshv1alpha1.ClusterMeshPeers
+		if err := json.Unmarshal([]byte(out), &all); err != nil {
+			t.Fatal(err)
+		}
+		if all.Kind != "ClusterMeshPeers" || len(all.Targets) != 3 {
+			t.Errorf("peers view: kind %q with %d targets", all.Kind, len(all.Targets))
+		}
+		wg, err := v.raw(t, framework.UserViewerA, "peers?cluster=west&format=wireguard")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if strings.Count(wg, "[Peer]") != 3 || !strings.Contains(wg, "Endpoint = 198.51.100.1:51820") || !strings.Contains(wg, "AllowedIPs = ") {
+			t.Errorf("wireguard config of west:\n%s", wg)
+		}
+		dot, err := v.raw(t, framework.UserViewerA, "peers?format=dot")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !strings.Contains(dot, "graph") || !strings.Contains(dot, "subgraph") || !strings.Contains(dot, "location:eu-1") {
+			t.Errorf("dot graph:\n%s", dot)
+		}
+		for query, want := range map[string]string{
+			"peers?format=wireguard": "needs cluster",
+			"peers?cluster=nowhere":  "not a member",
+			"peers?format=pdf":       "unknown format",
+			"peers?clusters=west":    "unknown query parameter",
+		} {
+			if _, err := v.raw(t, framework.UserViewerA, query); err == nil || !strings.Contains(err.Error(), want) {
+				t.Errorf("%s: want an error with %q, got %v", query, want, err)
+			}
+		}
+	})
+
+	t.Run("a node change shows in the next GET", func(t *testing.T) {
+		_, key, err := framework.NewWireGuardKey()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := v.env.AnnotateNode(context.Background(), 1, "w3", map[string]string{framework.AnnotationKey: key}); err != nil {
+			t.Fatal(err)
+		}
+		waitFor(t, "the new key in the peers of east", func() error {
+			out, err := v.raw(t, framework.UserViewerA, "peers?cluster=east")
+			if err != nil {
+				return err
+			}
+			if !strings.Contains(out, key) {
+				return fmt.Errorf("key %s not in the view yet", key)
+			}
+			return nil
+		})
+	})
+
+	t.Run("tenants see only their namespace", func(t *testing.T) {
+		for _, user := range []string{framework.UserViewerA, framework.UserTenantA, framework.UserAdmin} {
+			if _, err := v.raw(t, user, "plan"); err != nil {
+				t.Errorf("%s reading the plan: %v", user, err)
+			}
+		}
+		for _, path := range []string{"plan", "peers"} {
+			_, err := v.kubectl(t, framework.UserViewerA, "get", "--raw", "/apis/mesh.kilo.squat.ai/v1alpha1/namespaces/"+framework.NamespaceTenantB+"/clustermeshes/views/"+path)
+			if err == nil || !strings.Contains(err.Error(), "forbidden") {
+				t.Errorf("viewer-a reading %s in tenant-b: %v", path, err)
+			}
+		}
+	})
+
+	t.Run("a rotated Secret takes effect without restart", func(t *testing.T) {
+		// west now points at cluster 2: its nodes become west's.
+		secret := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "west-kubeconfig", Namespace: v.ns},
+			Data: map[string][]byte{"kubeconfig": v.env.KubeconfigBytes(2, framework.UserAdmin)}}
+		if _, err := v.env.Client(framework.HostCluster, framework.UserAdmin).CoreV1().Secrets(v.ns).Update(context.Background(), secret, metav1.UpdateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		waitFor(t, "west showing cluster 2's nodes", func() error {
+			west := clusterPlan(v.plan(t), "west")
+			if nodeDecision(west, "n1") == nil || nodeDecision(west, "w1") != nil {
+				return fmt.Errorf("west still shows %d nodes of cluster 1", len(west.Nodes))
+			}
+			return nil
+		})
+		secret.Data["kubeconfig"] = v.env.KubeconfigBytes(1, framework.UserAdmin)
+		if _, err := v.env.Client(framework.HostCluster, framework.UserAdmin).CoreV1().Secrets(v.ns).Update(context.Background(), secret, metav1.UpdateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		waitFor(t, "west back on cluster 1", func() error {
+			if nodeDecision(clusterPlan(v.plan(t), "west"), "w1") == nil {
+				return fmt.Errorf("west not back on cluster 1")
+			}
+			return nil
+		})
+	})
+
+	t.Run("refused kubeconfigs say which rule", func(t *testing.T) {
+		good := v.env.KubeconfigBytes(2, framework.UserAdmin)
+		for rule, mutate := range map[string]func(map[string]any){
+			"ExecPlugin": func(u map[string]any) {
+				u["exec"] = map[string]any{"apiVersion": "client.authentication.k8s.io/v1", "command": "/bin/sh"}
+			},
+			"AuthProvider":          func(u map[string]any) { u["auth-provider"] = map[string]any{"name": "oidc"} },
+			"FilePath":              func(u map[string]any) { u["tokenFile"] = "/var/run/secrets/kubernetes.io/serviceaccount/token" },
+			"InsecureSkipTLSVerify": nil,
+			"ProxyURL":              nil,
+			"NotHTTPS":              nil,
+		} {
+			kubeconfig := rewriteKubeconfig(t, good, rule, mutate)
+			secret := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "north-kubeconfig", Namespace: v.ns}, Data: map[string][]byte{"kubeconfig": kubeconfig}}
+			if _, err := v.env.Client(framework.HostCluster, framework.UserAdmin).CoreV1().Secrets(v.ns).Update(context.Background(), secret, metav1.UpdateOptions{}); err != nil {
+				t.Fatal(err)
+			}
+			waitFor(t, rule+" named in the plan", func() error {
+				north := clusterPlan(v.plan(t), "north")
+				if north.Reachable || !strings.Contains(north.Error, rule) {
+					return fmt.Errorf("north: reachable %v, error %q", north.Reachable, north.Error)
+				}
+				if strings.Contains(north.Error, v.env.Token(framework.UserAdmin)) {
+					return fmt.Errorf("the error shows the token")
+				}
+				return nil
+			})
+		}
+		secret := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "north-kubeconfig", Namespace: v.ns}, Data: map[string][]byte{"kubeconfig": good}}
+		if _, err := v.env.Client(framework.HostCluster, framework.UserAdmin).CoreV1().Secrets(v.ns).Update(context.Background(), secret, metav1.UpdateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		waitFor(t, "north reachable again", func() error {
+			if north := clusterPlan(v.plan(t), "north"); !north.Reachable {
+				return fmt.Errorf("north: %s", north.Error)
+			}
+			return nil
+		})
+	})
+
+	t.Run("a stopped member is unreachable and the rest is answered", func(t *testing.T) {
+		if err := v.env.StopCluster(2); err != nil {
+			t.Fatal(err)
+		}
+		waitFor(t, "north unreachable", func() error {
+			p := v.plan(t)
+			if north := clusterPlan(p, "north"); north.Reachable {
+				return fmt.Errorf("north still reachable")
+			}
+			if west := clusterPlan(p, "west"); !west.Reachable || len(west.Groups) != 2 {
+				return fmt.Errorf("west not answered: %+v", west)
+			}
+			return nil
+		})
+		// The Peers representing north stay in the other clusters' views.
+		out, err := v.raw(t, framework.UserViewerA, "peers?cluster=east")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !strings.Contains(out, "10.62.1.0/24") {
+			t.Errorf("north's Peers dropped from east while north is unreachable:\n%s", out)
+		}
+		if err := v.env.StartCluster(context.Background(), 2); err != nil {
+			t.Fatal(err)
+		}
+		waitFor(t, "north reachable again", func() error {
+			if north := clusterPlan(v.plan(t), "north"); !north.Reachable {
+				return fmt.Errorf("north: %s", north.Error)
+			}
+			return nil
+		})
+	})
+
+	t.Run("admission", func(t *testing.T) {
+		testAdmission(t, v)
+	})
+}
+
+// rewriteKubeconfig breaks one rule of a valid kubeconfig.
+func rewriteKubeconfig(t *testing.T, good []byte, rule string, mutateUser func(map[string]any)) []byte {
+	t.Helper()
+	var cfg map[string]any
+	if err := yaml.Unmarshal(good, &cfg); err != nil {
+		t.Fatal(err)
+	}
+	cluster := cfg["clusters"].([]any)[0].(map[string]any)["cluster"].(map[string]any)
+	user := cfg["users"].([]any)[0].(map[string]any)["user"].(map[string]any)
+	switch rule {
+	case "InsecureSkipTLSVerify":
+		delete(cluster, "certificate-authority-data")
+		cluster["insecure-skip-tls-verify"] = true
+	case "ProxyURL":
+		cluster["proxy-url"] = "http://127.0.0.1:3128"
+	case "NotHTTPS":
+		cluster["server"] = strings.Replace(cluster["server"].(string), "https://", "http://", 1)
+	default:
+		mutateUser(user)
+	}
+	out, err := yaml.Marshal(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+func testAdmission(t *testing.T, v *viewsEnv) {
+	ctx := context.Background()
+	admin := v.env.Client(framework.HostCluster, framework.UserAdmin)
+	// mesh-editor may edit meshes in tenant-a but not read its Secrets.
+	role := &rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: "mesh-editor"}, Rules: []rbacv1.PolicyRule{{
+		APIGroups: []string{"mesh.kilo.squat.ai"}, Resources: []string{"clustermeshes"}, Verbs: []string{"*"},
+	}}}
+	if _, err := admin.RbacV1().ClusterRoles().Create(ctx, role, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if err := v.env.GrantNamespaceRole(ctx, framework.HostCluster, v.ns, "mesh-editor", "mesh-editor"); err != nil {
+		t.Fatal(err)
+	}
+	borrowed := strings.Replace(viewsMesh, "name: views", "name: borrowed", 1)
+	borrowed = strings.NewReplacer("10.42.", "10.142.", "10.4.", "10.14.", "10.52.", "10.152.", "10.53.", "10.153.", "10.5.", "10.15.",
+		"10.62.", "10.162.", "10.6.", "10.16.", "192.168.0.", "192.168.100.", "192.168.1.", "192.168.101.", "192.168.2.", "192.168.102.").Replace(borrowed)
+
+	t.Run("nobody borrows credentials they cannot read", func(t *testing.T) {
+		_, stderr, err := v.env.KubectlWithInput(ctx, strings.NewReader(borrowed), framework.HostCluster, "mesh-editor", "-n", v.ns, "create", "-f", "-")
+		if err == nil || !strings.Contains(stderr, "forbidden") || !strings.Contains(stderr, "spec.clusters[1].kubeconfigSecretRef.name") ||
+			!strings.Contains(stderr, `Secret "west-kubeconfig"`) {
+			t.Fatalf("want Forbidden naming the Secret, got %v: %s", err, stderr)
+		}
+		// tenant-a, who can read the Secrets, may.
+		v.kubectlIn(t, framework.UserTenantA, borrowed, "create", "--dry-run=server", "-f", "-")
+	})
+
+	t.Run("allowed CIDRs", func(t *testing.T) {
+		outside := strings.Replace(borrowed, `podCIDRs: ["10.162.0.0/16"]`, `podCIDRs: ["172.20.0.0/16"]`, 1)
+		_, stderr, err := v.env.KubectlWithInput(ctx, strings.NewReader(outside), framework.HostCluster, framework.UserTenantA, "-n", v.ns, "create", "-f", "-")
+		if err == nil || !strings.Contains(stderr, "spec.clusters[2].podCIDRs[0]") || !strings.Contains(stderr, "outside the networks this server allows") {
+			t.Fatalf("want a refusal of 172.20.0.0/16, got %v: %s", err, stderr)
+		}
+	})
+
+	t.Run("no overlap with another tenant's mesh on a shared cluster", func(t *testing.T) {
+		// tenant-b's mesh puts Peers on the local cluster too, and claims
+		// west's pod network for a cluster of its own (cluster 2).
+		if _, err := v.env.CreateKubeconfigSecret(ctx, framework.NamespaceTenantB, "mine", 2, framework.UserAdmin); err != nil {
+			t.Fatal(err)
+		}
+		theirs := `apiVersion: mesh.kilo.squat.ai/v1alpha1
+kind: ClusterMesh
+metadata:
+  name: other
+spec:
+  clusters:
+  - name: home
+    local: true
+    podCIDRs: ["10.42.0.0/16"]
+    wireguardCIDR: 10.4.0.0/16
+  - name: far
+    kubeconfigSecretRef: {name: mine}
+    podCIDRs: ["10.52.128.0/17"]
+    wireguardCIDR: 10.7.0.0/16
+`
+		_, stderr, err := v.env.KubectlWithInput(ctx, strings.NewReader(theirs), framework.HostCluster, framework.UserTenantB, "-n", framework.NamespaceTenantB, "create", "-f", "-")
+		if err == nil || !strings.Contains(stderr, "spec.clusters[1].podCIDRs[0]") || !strings.Contains(stderr, "another ClusterMesh") {
+			t.Fatalf("want an overlap refusal, got %v: %s", err, stderr)
+		}
+		for _, secret := range []string{v.ns, "views", "west", "10.52.0.0/16"} {
+			if strings.Contains(stderr, secret) {
+				t.Errorf("the refusal reveals %q of another tenant: %s", secret, stderr)
+			}
+		}
+		// The local cluster's own networks, declared alike, are no conflict.
+		fine := strings.Replace(theirs, "10.52.128.0/17", "10.72.0.0/16", 1)
+		if _, stderr, err := v.env.KubectlWithInput(ctx, strings.NewReader(fine), framework.HostCluster, framework.UserTenantB, "-n", framework.NamespaceTenantB, "create", "-f", "-"); err != nil {
+			t.Fatalf("a disjoint mesh was refused: %v: %s", err, stderr)
+		}
+	})
+}
