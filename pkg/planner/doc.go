@@ -30,7 +30,8 @@
 //   - A group is exported as one Peer: the leader's key, what other
 //     clusters dial (clustermesh-endpoint, force-endpoint, ExternalIP with
 //     the cluster's WireGuard port, endpoint: the first present; malformed
-//     is an error), a keepalive when the cluster is NATed or roaming, and as
+//     is an error; clustermesh-endpoint "-" makes a roaming Peer for a node
+//     nobody can dial), a keepalive when the cluster is NATed or roaming, and as
 //     allowed IPs every advertised member's pod CIDRs (dual stack included)
 //     and internal IP, the group's WireGuard IP and allowed-location-ips, in
 //     kg's order. One Peer per cluster also carries the serviceCIDR and
