@@ -7,6 +7,7 @@ import (
 	"net/http"
 
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apiserver/pkg/registry/rest"
 	genericapiserver "k8s.io/apiserver/pkg/server"
 	"k8s.io/apiserver/pkg/server/healthz"
@@ -82,12 +83,12 @@ func (c CompletedConfig) New() (*Server, error) {
 	if err != nil {
 		return nil, fmt.Errorf("building the member-cluster caches: %w", err)
 	}
+	plans := newCachePlanner(members, clock.RealClock{})
 	informer := newMeshInformer(meshes)
-	if _, err := informer.AddEventHandler(ensureClusters(members)); err != nil {
+	if _, err := informer.AddEventHandler(followMeshes(members, plans)); err != nil {
 		return nil, fmt.Errorf("watching meshes: %w", err)
 	}
 	c.ExtraConfig.Admission.SetMeshes(informer.GetIndexer())
-	plans := &cachePlanner{clusters: members, clock: clock.RealClock{}}
 
 	group := genericapiserver.NewDefaultAPIGroupInfo(meshv1alpha1.GroupName, Scheme, runtime.NewParameterCodec(Scheme), Codecs)
 	group.VersionedResourcesStorageMap[meshv1alpha1.SchemeGroupVersion.Version] = map[string]rest.Storage{
@@ -120,10 +121,10 @@ func (c CompletedConfig) New() (*Server, error) {
 	return &Server{GenericAPIServer: generic}, nil
 }
 
-// ensureClusters keeps the member-cluster caches matched to the stored
-// meshes: caches start with the first mesh that names a cluster and stop
-// with the last.
-func ensureClusters(m *clusters.Manager) cache.ResourceEventHandlerFuncs {
+// followMeshes keeps the member-cluster caches matched to the stored
+// meshes (caches start with the first mesh that names a cluster and stop
+// with the last) and drops the plans of deleted meshes.
+func followMeshes(m *clusters.Manager, plans *cachePlanner) cache.ResourceEventHandlerFuncs {
 	return cache.ResourceEventHandlerFuncs{
 		AddFunc: func(obj interface{}) {
 			if mesh, ok := obj.(*meshv1alpha1.ClusterMesh); ok {
@@ -141,6 +142,7 @@ func ensureClusters(m *clusters.Manager) cache.ResourceEventHandlerFuncs {
 			}
 			if mesh, ok := obj.(*meshv1alpha1.ClusterMesh); ok {
 				m.Forget(mesh.Namespace, mesh.Name)
+				plans.forget(types.NamespacedName{Namespace: mesh.Namespace, Name: mesh.Name})
 			}
 		},
 	}

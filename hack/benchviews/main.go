@@ -1,0 +1,240 @@
+// Command benchviews measures the latency of the plan and peers views
+// through the aggregation layer, on real kube-apiservers holding many
+// Kilo-annotated Nodes. hack/bench-views.sh runs it; the figures go to
+// docs/performance.md.
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"io"
+	"log"
+	"net/http"
+	"os"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+
+	"github.com/kilo-mesh/kilo-mesh-apiserver/test/framework"
+)
+
+func main() {
+	var (
+		clusters = flag.Int("clusters", 3, "member clusters (cluster 0 is local)")
+		nodes    = flag.Int("nodes", 2000, "Kilo nodes per cluster")
+		perLoc   = flag.Int("nodes-per-location", 100, "nodes per Kilo location")
+		requests = flag.Int("requests", 200, "GETs per view")
+	)
+	flag.Parse()
+	log.SetFlags(log.Ltime)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Minute)
+	defer cancel()
+	if err := run(ctx, *clusters, *nodes, *perLoc, *requests); err != nil {
+		log.Fatal(err)
+	}
+}
+
+func run(ctx context.Context, clusters, nodes, perLoc, requests int) error {
+	env, err := framework.Start(ctx, framework.Options{Clusters: clusters})
+	if err != nil {
+		return err
+	}
+	defer env.Stop()
+	server, err := env.StartMeshServer(ctx, framework.MeshServerOptions{})
+	if err != nil {
+		return err
+	}
+	start := time.Now()
+	for i := 0; i < clusters; i++ {
+		if err := createNodes(ctx, env, i, nodes, perLoc); err != nil {
+			return err
+		}
+	}
+	log.Printf("created %d x %d nodes in %s", clusters, nodes, time.Since(start).Round(time.Second))
+
+	const ns = "bench"
+	if _, err := env.Client(framework.HostCluster, framework.UserAdmin).CoreV1().Namespaces().Create(ctx,
+		&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil {
+		return err
+	}
+	var mesh strings.Builder
+	fmt.Fprintf(&mesh, "apiVersion: mesh.kilo.squat.ai/v1alpha1\nkind: ClusterMesh\nmetadata: {name: bench, namespace: %s}\nspec:\n  clusters:\n", ns)
+	for i := 0; i < clusters; i++ {
+		fmt.Fprintf(&mesh, "  - name: c%d\n    podCIDRs: [\"10.%d.0.0/11\"]\n    wireguardCIDR: 10.%d.0.0/16\n    nodeCIDRs: [\"172.%d.0.0/16\"]\n    granularity: Location\n",
+			i, i*32, 200+i, 16+i)
+		if i == framework.HostCluster {
+			mesh.WriteString("    local: true\n")
+			continue
+		}
+		secret := fmt.Sprintf("c%d-kubeconfig", i)
+		if _, err := env.CreateKubeconfigSecret(ctx, ns, secret, i, framework.UserAdmin); err != nil {
+			return err
+		}
+		fmt.Fprintf(&mesh, "    kubeconfigSecretRef: {name: %s}\n", secret)
+	}
+	if _, stderr, err := env.KubectlWithInput(ctx, strings.NewReader(mesh.String()), framework.HostCluster, framework.UserAdmin, "apply", "-f", "-"); err != nil {
+		return fmt.Errorf("creating the mesh: %w: %s", err, stderr)
+	}
+
+	cfg := env.RESTConfig(framework.HostCluster, framework.UserAdmin)
+	client, err := rest.HTTPClientFor(cfg)
+	if err != nil {
+		return err
+	}
+	base := cfg.Host + "/apis/mesh.kilo.squat.ai/v1alpha1/namespaces/" + ns + "/clustermeshes/bench/"
+	want := fmt.Sprintf(`"kiloReadyNodes":%d`, nodes)
+	if err := framework.Eventually(ctx, time.Second, 5*time.Minute, func(context.Context) error {
+		body, _, err := get(client, base+"plan")
+		if err != nil {
+			return err
+		}
+		if strings.Count(body, want) != clusters {
+			return fmt.Errorf("the caches do not hold every node yet")
+		}
+		return nil
+	}); err != nil {
+		return err
+	}
+	log.Printf("every node in the plan %s after the mesh was created", time.Since(start).Round(time.Second))
+
+	fmt.Printf("# %d clusters x %d nodes (%d per location), %d GETs each, through kube-apiserver's aggregation layer\n", clusters, nodes, perLoc, requests)
+	fmt.Printf("%-26s %10s %10s %10s %12s\n", "view", "p50", "p99", "max", "bytes")
+	for _, view := range []string{"plan", "peers", "peers?cluster=c0", "peers?cluster=c0&format=wireguard", "peers?format=dot"} {
+		var lat []time.Duration
+		size := 0
+		for r := 0; r < requests; r++ {
+			body, d, err := get(client, base+view)
+			if err != nil {
+				return fmt.Errorf("%s: %w", view, err)
+			}
+			lat = append(lat, d)
+			size = len(body)
+		}
+		slices.Sort(lat)
+		fmt.Printf("%-26s %10s %10s %10s %12d\n", view, pct(lat, 50), pct(lat, 99), lat[len(lat)-1].Round(time.Microsecond*100), size)
+	}
+	if rss, err := rssMiB(server.Pid()); err == nil {
+		fmt.Printf("# kilo-mesh-apiserver resident memory after the run: %d MiB\n", rss)
+	}
+	return nil
+}
+
+func get(c *http.Client, url string) (string, time.Duration, error) {
+	start := time.Now()
+	resp, err := c.Get(url)
+	if err != nil {
+		return "", 0, err
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	d := time.Since(start)
+	if err != nil {
+		return "", 0, err
+	}
+	if resp.StatusCode != http.StatusOK {
+		return "", 0, fmt.Errorf("%s: %s", resp.Status, body)
+	}
+	return string(body), d, nil
+}
+
+func pct(sorted []time.Duration, p int) time.Duration {
+	i := (len(sorted)*p+99)/100 - 1
+	return sorted[max(i, 0)].Round(100 * time.Microsecond)
+}
+
+// createNodes writes n Kilo nodes on cluster i with many workers: the
+// framework's helper writes one at a time.
+func createNodes(ctx context.Context, env *framework.Env, i, n, perLoc int) error {
+	cfg := rest.CopyConfig(env.RESTConfig(i, framework.UserAdmin))
+	cfg.QPS, cfg.Burst = 2000, 4000
+	client, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		return err
+	}
+	jobs := make(chan int)
+	errs := make(chan error, 16)
+	var wg sync.WaitGroup
+	for w := 0; w < 16; w++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for j := range jobs {
+				if err := createNode(ctx, client, i, j, perLoc); err != nil {
+					errs <- err
+					return
+				}
+			}
+		}()
+	}
+	var firstErr error
+	for j := 0; j < n && firstErr == nil; j++ {
+		select {
+		case jobs <- j:
+		case firstErr = <-errs:
+		}
+	}
+	close(jobs)
+	wg.Wait()
+	if firstErr == nil && len(errs) > 0 {
+		firstErr = <-errs
+	}
+	return firstErr
+}
+
+func createNode(ctx context.Context, client kubernetes.Interface, cluster, j, perLoc int) error {
+	_, key, err := framework.NewWireGuardKey()
+	if err != nil {
+		return err
+	}
+	k := framework.KiloNode{
+		Name:       fmt.Sprintf("c%d-n%05d", cluster, j),
+		Location:   fmt.Sprintf("loc-%03d", j/perLoc),
+		Leader:     j%perLoc == 0,
+		Key:        key,
+		Endpoint:   fmt.Sprintf("198.18.%d.%d:51820", j/256, j%256),
+		InternalIP: fmt.Sprintf("172.%d.%d.%d/16", 16+cluster, j/256, j%256),
+		PodCIDR:    fmt.Sprintf("10.%d.%d.0/24", cluster*32+j/256, j%256),
+		// kg refreshes last-seen every 30 s; a timestamp ahead keeps the
+		// nodes Ready for the whole run without that write traffic.
+		LastSeen: time.Now().Add(time.Hour),
+	}
+	node, err := k.Build()
+	if err != nil {
+		return err
+	}
+	status := node.Status
+	node.Status = corev1.NodeStatus{}
+	created, err := client.CoreV1().Nodes().Create(ctx, node, metav1.CreateOptions{})
+	if err != nil {
+		return fmt.Errorf("creating %s: %w", k.Name, err)
+	}
+	created.Status = status
+	if _, err := client.CoreV1().Nodes().UpdateStatus(ctx, created, metav1.UpdateOptions{}); err != nil {
+		return fmt.Errorf("status of %s: %w", k.Name, err)
+	}
+	return nil
+}
+
+func rssMiB(pid int) (int, error) {
+	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		return 0, err
+	}
+	for _, line := range strings.Split(string(data), "\n") {
+		if strings.HasPrefix(line, "VmRSS:") {
+			var kb int
+			if _, err := fmt.Sscanf(strings.TrimPrefix(line, "VmRSS:"), "%d", &kb); err != nil {
+				return 0, err
+			}
+			return kb / 1024, nil
+		}
+	}
+	return 0, fmt.Errorf("no VmRSS for pid %d", pid)
+}
