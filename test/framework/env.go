@@ -272,7 +272,11 @@ func (e *Env) log(format string, args ...any) {
 }
 
 func (e *Env) logFailureInfo(t testing.TB) {
-	t.Logf("environment dir %s (set %s=1 to keep it)", e.Dir, KeepEnv)
+	if e.opts.KeepDir || os.Getenv(KeepEnv) != "" {
+		t.Logf("environment dir %s (kept)", e.Dir)
+	} else {
+		t.Logf("environment dir %s (set %s=1 to keep it)", e.Dir, KeepEnv)
+	}
 	e.mu.Lock()
 	servers := slices.Clone(e.meshServers)
 	e.mu.Unlock()
