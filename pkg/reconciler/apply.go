@@ -80,8 +80,8 @@ func applyTarget(ctx context.Context, w targetWork) targetResult {
 		sem <- struct{}{}
 		go func() {
 			defer func() { <-sem; wg.Done() }()
-			err := applyPeer(ctx, w.client, want, have)
-			w.count("apply", err)
+			n, err := applyPeer(ctx, w.client, want, have)
+			w.count("apply", n, err)
 			record(func(r *targetResult) {
 				switch {
 				case err == nil:
@@ -111,7 +111,7 @@ func applyTarget(ctx context.Context, w targetWork) targetResult {
 		go func() {
 			defer func() { <-sem; wg.Done() }()
 			err := deletePeer(ctx, w.client, name, have.UID)
-			w.count("delete", err)
+			w.count("delete", 1, err)
 			record(func(r *targetResult) {
 				if err != nil {
 					r.errors = append(r.errors, fmt.Sprintf("deleting Peer %s: %v", name, err))
@@ -129,10 +129,10 @@ func (w targetWork) owns(p *kilov1alpha1.Peer) bool {
 	return planner.IsManagedBy(p, w.mesh.Namespace, w.mesh.Name, w.mesh.UID)
 }
 
-// count feeds one write into the metrics.
-func (w targetWork) count(op string, err error) {
+// count feeds writes into the metrics.
+func (w targetWork) count(op string, writes int, err error) {
 	mesh := w.mesh.Namespace + "/" + w.mesh.Name
-	peerWrites.WithLabelValues(mesh, w.cluster, op).Inc()
+	peerWrites.WithLabelValues(mesh, w.cluster, op).Add(float64(writes))
 	if err != nil {
 		applyErrors.WithLabelValues(mesh, w.cluster).Inc()
 	}
@@ -151,16 +151,45 @@ func nameTaken(cluster, name string) meshEvent {
 // recreated by someone else meanwhile is not taken over. A new Peer is
 // applied without force: should someone have created it meanwhile with
 // other values, the apply fails with a conflict instead of overwriting it.
-func applyPeer(ctx context.Context, client clusters.PeerClient, want *kilov1alpha1.Peer, have *kilov1alpha1.Peer) error {
-	force := false
+//
+// An apply configuration cannot say "absent": a keepalive or endpoint that
+// someone else set on a Peer that must have none survives the apply. The
+// apply returns the whole live object; such fields are then removed from it
+// with an update, at the resourceVersion the apply left.
+func applyPeer(ctx context.Context, client clusters.PeerClient, want *kilov1alpha1.Peer, have *kilov1alpha1.Peer) (writes int, err error) {
+	opts := metav1.ApplyOptions{FieldManager: FieldManager}
 	if have != nil {
 		// The plan's Peers share storage between targets: copy before setting.
 		want = want.DeepCopy()
 		want.UID = have.UID
-		force = true
+		opts.Force = true
 	}
-	_, err := client.Apply(ctx, want, metav1.ApplyOptions{FieldManager: FieldManager, Force: force})
-	return err
+	live, err := client.Apply(ctx, want, opts)
+	if err != nil {
+		return 1, err
+	}
+	fixed, ok := withoutStrays(want, live)
+	if !ok {
+		return 1, nil
+	}
+	_, err = client.Update(ctx, fixed, metav1.UpdateOptions{FieldManager: FieldManager})
+	return 2, err
+}
+
+// withoutStrays returns live without the optional fields want leaves out,
+// when live holds any.
+func withoutStrays(want, live *kilov1alpha1.Peer) (*kilov1alpha1.Peer, bool) {
+	fixed := live.DeepCopy()
+	stray := false
+	if want.Spec.PersistentKeepalive == 0 && live.Spec.PersistentKeepalive != 0 {
+		fixed.Spec.PersistentKeepalive = 0
+		stray = true
+	}
+	if want.Spec.Endpoint == nil && live.Spec.Endpoint != nil {
+		fixed.Spec.Endpoint = nil
+		stray = true
+	}
+	return fixed, stray
 }
 
 // deletePeer deletes a managed Peer, only if it is still the object the

@@ -136,7 +136,7 @@ func (r *Reconciler) removePeers(ctx context.Context, mesh *meshv1alpha1.Cluster
 		go func() {
 			defer func() { <-sem; wg.Done() }()
 			err := deletePeer(ctx, client, name, cached[name].UID)
-			w.count("delete", err)
+			w.count("delete", 1, err)
 			if err != nil {
 				mu.Lock()
 				errs = append(errs, fmt.Sprintf("deleting Peer %s: %v", name, err))

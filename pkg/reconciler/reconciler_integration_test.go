@@ -106,7 +106,7 @@ func TestReconcileLifecycle(t *testing.T) {
 	t.Run("an edited or deleted Peer is restored", func(t *testing.T) {
 		name := planner.PeerName(h.ns, mesh.Name, clusterName(0), "location:a")
 		res := h.env.Dynamic(1, framework.UserAdmin).Resource(kilov1alpha1.PeerResource)
-		if _, err := res.Patch(h.ctx, name, types.MergePatchType, []byte(`{"spec":{"allowedIPs":["10.99.0.0/24"]}}`), metav1.PatchOptions{}); err != nil {
+		if _, err := res.Patch(h.ctx, name, types.MergePatchType, []byte(`{"spec":{"allowedIPs":["10.99.0.0/24"],"persistentKeepalive":7}}`), metav1.PatchOptions{}); err != nil {
 			t.Fatal(err)
 		}
 		eventually(t, converge, "the edit undone", func() error { return h.matchesPlan(t, mesh, 2) })
