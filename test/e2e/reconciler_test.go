@@ -1,0 +1,975 @@
+//go:build e2e
+
+package e2e
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"maps"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/kubernetes"
+	"sigs.k8s.io/yaml"
+
+	kilov1alpha1 "github.com/kilo-mesh/kilo-mesh-apiserver/pkg/apis/kilo/v1alpha1"
+	meshv1alpha1 "github.com/kilo-mesh/kilo-mesh-apiserver/pkg/apis/mesh/v1alpha1"
+	"github.com/kilo-mesh/kilo-mesh-apiserver/pkg/planner"
+	"github.com/kilo-mesh/kilo-mesh-apiserver/pkg/reconciler"
+	"github.com/kilo-mesh/kilo-mesh-apiserver/test/framework"
+)
+
+// The reconciler end to end: the real server binary behind the aggregation
+// layer of cluster 0, three real kube-apiservers as member clusters (cluster
+// 0 local, 1 and 2 through kubeconfig Secrets), Nodes as kg leaves them. The
+// subtests of TestReconciler build on each other, in the order of a mesh's
+// life.
+
+const (
+	rcClusters = 3
+	// rcConverge bounds how long any change may take to show on every
+	// cluster; the benchmark measures the real figure.
+	rcConverge = 30 * time.Second
+	// rcDeletionTimeout is the server's --mesh-deletion-timeout here.
+	rcDeletionTimeout = 30 * time.Second
+)
+
+// rcEnv is the reconciler's environment: its own three clusters and server.
+type rcEnv struct {
+	env    *framework.Env
+	server *framework.MeshServer
+	ns     string
+	// keys holds every Kilo node's public key, by cluster and node name.
+	keys [rcClusters]map[string]string
+}
+
+func startReconcilerEnv(t *testing.T) *rcEnv {
+	t.Helper()
+	env := framework.StartT(t, framework.Options{Clusters: rcClusters})
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel)
+	// kg checks in every 30 s; nodes silent for 60 s drop out of the mesh.
+	go env.KeepKiloNodesFresh(ctx, 15*time.Second)
+
+	rc := &rcEnv{env: env}
+	rc.server = env.StartMeshServerT(t, framework.MeshServerOptions{
+		// On the shared etcd, so that a second replica can join it.
+		ExternalEtcd: true,
+		ExtraArgs:    rcServerArgs(),
+	})
+	ns, err := env.NewNamespace(ctx, "mesh")
+	if err != nil {
+		t.Fatal(err)
+	}
+	rc.ns = ns
+	for i := 1; i < rcClusters; i++ {
+		if _, err := env.CreateKubeconfigSecret(ctx, ns, fmt.Sprintf("cluster-%d-kubeconfig", i), i, framework.UserAdmin); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for i := range rcClusters {
+		rc.keys[i] = map[string]string{}
+		for _, k := range rcNodes(i) {
+			n, err := env.CreateKiloNode(ctx, i, k)
+			if err != nil {
+				t.Fatal(err)
+			}
+			rc.keys[i][n.Name] = n.Annotations[framework.AnnotationKey]
+		}
+	}
+	return rc
+}
+
+func rcServerArgs() []string {
+	return []string{
+		"--mesh-deletion-timeout=" + rcDeletionTimeout.String(),
+		"--leader-elect-lease-duration=6s", "--leader-elect-renew-deadline=4s", "--leader-elect-retry-period=1s",
+		"-v=2",
+	}
+}
+
+// rcNodes are the Kilo nodes of cluster i: location a with two nodes (a1
+// leads: the first by name with a public endpoint), location b with one,
+// and one node kg does not count (no pod CIDR).
+func rcNodes(i int) []framework.KiloNode {
+	node := func(name, location string, host, wgHost int) framework.KiloNode {
+		k := framework.KiloNode{
+			Name:       fmt.Sprintf("c%d-%s", i, name),
+			Location:   location,
+			Endpoint:   fmt.Sprintf("203.0.113.%d:51820", 10*i+host),
+			InternalIP: fmt.Sprintf("192.168.%d.%d/24", i, host),
+			PodCIDR:    fmt.Sprintf("10.%d.%d.0/24", 10+i, host),
+		}
+		if wgHost > 0 {
+			k.WireGuardIP = fmt.Sprintf("10.%d.0.%d/16", 40+i, wgHost)
+		}
+		return k
+	}
+	nopod := node("nopod", "b", 9, 0)
+	nopod.PodCIDR = ""
+	return []framework.KiloNode{node("a1", "a", 1, 1), node("a2", "a", 2, 0), node("b1", "b", 3, 2), nopod}
+}
+
+func clusterName(i int) string { return fmt.Sprintf("cluster-%d", i) }
+
+func (rc *rcEnv) dyn(i int) dynamic.Interface { return rc.env.Dynamic(i, framework.UserAdmin) }
+
+func (rc *rcEnv) kube(i int) kubernetes.Interface { return rc.env.Client(i, framework.UserAdmin) }
+
+func (rc *rcEnv) createMesh(t *testing.T, name string) *meshv1alpha1.ClusterMesh {
+	t.Helper()
+	b, err := yaml.YAMLToJSON([]byte(manifest(t, "reconciler-mesh.yaml", name)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var obj map[string]any
+	if err := json.Unmarshal(b, &obj); err != nil {
+		t.Fatal(err)
+	}
+	u, err := rc.meshes().Create(context.Background(), toUnstructured(obj), metav1.CreateOptions{})
+	if err != nil {
+		t.Fatalf("creating ClusterMesh %s: %v", name, err)
+	}
+	mesh := &meshv1alpha1.ClusterMesh{}
+	fromUnstructured(t, u.Object, mesh)
+	return mesh
+}
+
+func (rc *rcEnv) meshes() dynamic.ResourceInterface {
+	return rc.dyn(framework.HostCluster).Resource(framework.ClusterMeshGVR).Namespace(rc.ns)
+}
+
+// mesh reads a mesh through the aggregation layer; nil if it is gone.
+func (rc *rcEnv) mesh(t *testing.T, name string) *meshv1alpha1.ClusterMesh {
+	t.Helper()
+	u, err := rc.meshes().Get(context.Background(), name, metav1.GetOptions{})
+	if apierrors.IsNotFound(err) {
+		return nil
+	}
+	if err != nil {
+		t.Fatalf("reading ClusterMesh %s: %v", name, err)
+	}
+	mesh := &meshv1alpha1.ClusterMesh{}
+	fromUnstructured(t, u.Object, mesh)
+	return mesh
+}
+
+// peers lists the Peers of cluster i, by name; with a mesh UID only those
+// the mesh manages.
+func (rc *rcEnv) peers(t *testing.T, i int, meshUID types.UID) (map[string]*kilov1alpha1.Peer, error) {
+	t.Helper()
+	opts := metav1.ListOptions{}
+	if meshUID != "" {
+		opts.LabelSelector = planner.LabelMeshUID + "=" + string(meshUID)
+	}
+	list, err := rc.dyn(i).Resource(kilov1alpha1.PeerResource).List(context.Background(), opts)
+	if err != nil {
+		return nil, fmt.Errorf("listing Peers of cluster %d: %w", i, err)
+	}
+	out := map[string]*kilov1alpha1.Peer{}
+	for _, u := range list.Items {
+		p := &kilov1alpha1.Peer{}
+		fromUnstructured(t, u.Object, p)
+		out[p.Name] = p
+	}
+	return out, nil
+}
+
+// view is the peers view of one cluster: the Peers the plan puts there.
+func (rc *rcEnv) view(t *testing.T, mesh string, i int) ([]kilov1alpha1.Peer, error) {
+	t.Helper()
+	raw, err := rc.kube(framework.HostCluster).Discovery().RESTClient().Get().
+		AbsPath("/apis", framework.MeshGroup, framework.MeshVersion, "namespaces", rc.ns, "clustermeshes", mesh, "peers").
+		Param("cluster", clusterName(i)).DoRaw(context.Background())
+	if err != nil {
+		return nil, fmt.Errorf("peers view of %s: %w", clusterName(i), err)
+	}
+	// The view renders what kubectl apply takes: a v1 List in YAML.
+	var list kilov1alpha1.PeerList
+	if err := yaml.Unmarshal(raw, &list); err != nil {
+		return nil, fmt.Errorf("peers view of %s: %w", clusterName(i), err)
+	}
+	return list.Items, nil
+}
+
+// matchesView checks that cluster i holds exactly the managed Peers the
+// view shows, with the view's labels and spec.
+func (rc *rcEnv) matchesView(t *testing.T, mesh *meshv1alpha1.ClusterMesh, i int) error {
+	t.Helper()
+	want, err := rc.view(t, mesh.Name, i)
+	if err != nil {
+		return err
+	}
+	have, err := rc.peers(t, i, mesh.UID)
+	if err != nil {
+		return err
+	}
+	var problems []string
+	for _, w := range want {
+		h := have[w.Name]
+		if h == nil {
+			problems = append(problems, "missing "+w.Name)
+			continue
+		}
+		if !equalSpec(h.Spec, w.Spec) {
+			problems = append(problems, fmt.Sprintf("%s: spec %+v, want %+v", w.Name, h.Spec, w.Spec))
+		}
+		for k, v := range w.Labels {
+			if h.Labels[k] != v {
+				problems = append(problems, fmt.Sprintf("%s: label %s=%q, want %q", w.Name, k, h.Labels[k], v))
+			}
+		}
+	}
+	for name := range have {
+		if !slices.ContainsFunc(want, func(p kilov1alpha1.Peer) bool { return p.Name == name }) {
+			problems = append(problems, "unexpected "+name)
+		}
+	}
+	if len(want) == 0 {
+		problems = append(problems, "the view shows no Peers")
+	}
+	if len(problems) > 0 {
+		return fmt.Errorf("cluster %d: %s", i, strings.Join(problems, "; "))
+	}
+	return nil
+}
+
+func equalSpec(a, b kilov1alpha1.PeerSpec) bool {
+	return slices.Equal(a.AllowedIPs, b.AllowedIPs) && a.PublicKey == b.PublicKey &&
+		a.PersistentKeepalive == b.PersistentKeepalive && a.PresharedKey == b.PresharedKey &&
+		(a.Endpoint == nil) == (b.Endpoint == nil) && (a.Endpoint == nil || *a.Endpoint == *b.Endpoint)
+}
+
+// peerOf fetches the Peer representing group of source cluster src on
+// cluster i.
+func (rc *rcEnv) peerOf(t *testing.T, mesh *meshv1alpha1.ClusterMesh, i, src int, group string) (*kilov1alpha1.Peer, error) {
+	t.Helper()
+	name := planner.PeerName(rc.ns, mesh.Name, clusterName(src), group)
+	u, err := rc.dyn(i).Resource(kilov1alpha1.PeerResource).Get(context.Background(), name, metav1.GetOptions{})
+	if err != nil {
+		return nil, err
+	}
+	p := &kilov1alpha1.Peer{}
+	fromUnstructured(t, u.Object, p)
+	return p, nil
+}
+
+func (rc *rcEnv) allMatchView(t *testing.T, mesh *meshv1alpha1.ClusterMesh, clusters ...int) error {
+	if len(clusters) == 0 {
+		clusters = []int{0, 1, 2}
+	}
+	var errs []error
+	for _, i := range clusters {
+		errs = append(errs, rc.matchesView(t, mesh, i))
+	}
+	return errors.Join(errs...)
+}
+
+// eventually polls f until it succeeds or timeout passes, and returns how
+// long it took.
+func eventually(t *testing.T, timeout time.Duration, what string, f func() error) time.Duration {
+	t.Helper()
+	start := time.Now()
+	var err error
+	for {
+		if err = f(); err == nil {
+			return time.Since(start)
+		}
+		if time.Since(start) > timeout {
+			t.Fatalf("%s: not within %s: %v", what, timeout, err)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+}
+
+func wantCondition(mesh *meshv1alpha1.ClusterMesh, typ string, status metav1.ConditionStatus, reason string) error {
+	if mesh == nil {
+		return errors.New("the mesh is gone")
+	}
+	c := meta.FindStatusCondition(mesh.Status.Conditions, typ)
+	switch {
+	case c == nil:
+		return fmt.Errorf("no %s condition yet (%+v)", typ, mesh.Status.Conditions)
+	case c.Status != status || reason != "" && c.Reason != reason:
+		return fmt.Errorf("%s is %s/%s (%s), want %s/%s", typ, c.Status, c.Reason, c.Message, status, reason)
+	case c.ObservedGeneration != mesh.Generation:
+		return fmt.Errorf("%s describes generation %d, the mesh is at %d", typ, c.ObservedGeneration, mesh.Generation)
+	}
+	return nil
+}
+
+// events returns the messages of the mesh's events with reason.
+func (rc *rcEnv) events(t *testing.T, mesh, reason string) []string {
+	t.Helper()
+	list, err := rc.kube(framework.HostCluster).CoreV1().Events(rc.ns).List(context.Background(), metav1.ListOptions{
+		FieldSelector: "involvedObject.name=" + mesh + ",reason=" + reason,
+	})
+	if err != nil {
+		t.Fatalf("listing events: %v", err)
+	}
+	var out []string
+	for _, e := range list.Items {
+		if e.InvolvedObject.APIVersion == meshv1alpha1.SchemeGroupVersion.String() && e.InvolvedObject.Kind == "ClusterMesh" {
+			out = append(out, e.Message)
+		}
+	}
+	return out
+}
+
+func (rc *rcEnv) createForeignPeer(t *testing.T, i int, name, cidr string) *kilov1alpha1.Peer {
+	t.Helper()
+	_, key, err := framework.NewWireGuardKey()
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := &kilov1alpha1.Peer{
+		TypeMeta:   metav1.TypeMeta{APIVersion: kilov1alpha1.SchemeGroupVersion.String(), Kind: kilov1alpha1.PeerKind},
+		ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{"owner": "someone-else"}},
+		Spec:       kilov1alpha1.PeerSpec{AllowedIPs: []string{cidr}, PublicKey: key},
+	}
+	obj, err := runtime.DefaultUnstructuredConverter.ToUnstructured(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	u, err := rc.dyn(i).Resource(kilov1alpha1.PeerResource).Create(context.Background(), toUnstructured(obj), metav1.CreateOptions{})
+	if err != nil {
+		t.Fatalf("creating foreign Peer %s on cluster %d: %v", name, i, err)
+	}
+	out := &kilov1alpha1.Peer{}
+	fromUnstructured(t, u.Object, out)
+	return out
+}
+
+// unchanged checks that Peers are exactly as they were (same object, same
+// version).
+func (rc *rcEnv) unchanged(t *testing.T, i int, want map[string]*kilov1alpha1.Peer) error {
+	t.Helper()
+	have, err := rc.peers(t, i, "")
+	if err != nil {
+		return err
+	}
+	for name, w := range want {
+		h := have[name]
+		switch {
+		case h == nil:
+			return fmt.Errorf("cluster %d: Peer %s was deleted", i, name)
+		case h.UID != w.UID || h.ResourceVersion != w.ResourceVersion:
+			return fmt.Errorf("cluster %d: Peer %s was replaced or changed (uid %s->%s, resourceVersion %s->%s)",
+				i, name, w.UID, h.UID, w.ResourceVersion, h.ResourceVersion)
+		}
+	}
+	return nil
+}
+
+// writes sums the write requests kube-apiserver i (or the mesh server)
+// served for a resource, from apiserver_request_total.
+func writes(metrics []byte, group, resource string) float64 {
+	var sum float64
+	s := bufio.NewScanner(strings.NewReader(string(metrics)))
+	s.Buffer(make([]byte, 1<<20), 1<<20)
+	for s.Scan() {
+		line := s.Text()
+		if !strings.HasPrefix(line, "apiserver_request_total{") ||
+			!strings.Contains(line, `group="`+group+`"`) || !strings.Contains(line, `resource="`+resource+`"`) {
+			continue
+		}
+		write := false
+		for _, v := range []string{"POST", "PUT", "PATCH", "APPLY", "DELETE", "DELETECOLLECTION"} {
+			write = write || strings.Contains(line, `verb="`+v+`"`)
+		}
+		if !write {
+			continue
+		}
+		f := strings.Fields(line)
+		if v, err := strconv.ParseFloat(f[len(f)-1], 64); err == nil {
+			sum += v
+		}
+	}
+	return sum
+}
+
+func (rc *rcEnv) clusterMetrics(t *testing.T, i int) []byte {
+	t.Helper()
+	raw, err := rc.kube(i).Discovery().RESTClient().Get().AbsPath("/metrics").DoRaw(context.Background())
+	if err != nil {
+		t.Fatalf("metrics of cluster %d: %v", i, err)
+	}
+	return raw
+}
+
+func serverMetrics(t *testing.T, m *framework.MeshServer) []byte {
+	t.Helper()
+	client, err := kubernetes.NewForConfig(m.DirectRESTConfig(framework.UserAdmin))
+	if err != nil {
+		t.Fatal(err)
+	}
+	raw, err := client.Discovery().RESTClient().Get().AbsPath("/metrics").DoRaw(context.Background())
+	if err != nil {
+		t.Fatalf("metrics of the mesh server: %v", err)
+	}
+	return raw
+}
+
+// metricSum sums the samples of a metric (any labels) in a scrape.
+func metricSum(metrics []byte, name string) float64 {
+	var sum float64
+	for _, line := range strings.Split(string(metrics), "\n") {
+		if strings.HasPrefix(line, name+"{") || strings.HasPrefix(line, name+" ") {
+			f := strings.Fields(line)
+			if v, err := strconv.ParseFloat(f[len(f)-1], 64); err == nil {
+				sum += v
+			}
+		}
+	}
+	return sum
+}
+
+func toUnstructured(obj map[string]any) *unstructured.Unstructured {
+	return &unstructured.Unstructured{Object: obj}
+}
+
+func fromUnstructured(t *testing.T, obj map[string]any, into any) {
+	t.Helper()
+	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(obj, into); err != nil {
+		t.Fatalf("converting %T: %v", into, err)
+	}
+}
+
+func TestReconciler(t *testing.T) {
+	rc := startReconcilerEnv(t)
+	ctx := context.Background()
+	const name = "mesh"
+
+	// Peers someone else owns: one unrelated Peer per cluster, and one on
+	// cluster 0 holding the name the mesh wants for cluster-1's location b.
+	foreign := map[int]map[string]*kilov1alpha1.Peer{}
+	for i := range rcClusters {
+		p := rc.createForeignPeer(t, i, "foreign", fmt.Sprintf("10.%d.0.0/24", 200+i))
+		foreign[i] = map[string]*kilov1alpha1.Peer{p.Name: p}
+	}
+	takenName := planner.PeerName(rc.ns, name, clusterName(1), "location:b")
+	taken := rc.createForeignPeer(t, 0, takenName, "10.210.0.0/24")
+	foreign[0][taken.Name] = taken
+
+	mesh := rc.createMesh(t, name)
+
+	t.Run("Peers appear on every cluster and match the peers view", func(t *testing.T) {
+		took := eventually(t, rcConverge, "Peers as the view shows", func() error { return rc.allMatchView(t, mesh) })
+		t.Logf("Peers on %d clusters match the view %s after the mesh was created", rcClusters, took.Round(time.Millisecond))
+		for i := range rcClusters {
+			have, err := rc.peers(t, i, mesh.UID)
+			if err != nil {
+				t.Fatal(err)
+			}
+			want := 4 // two groups of each of the two other clusters
+			if i == 0 {
+				want = 3 // cluster-1's location b: its name is taken
+			}
+			if len(have) != want {
+				t.Errorf("cluster %d holds %d managed Peers, want %d: %v", i, len(have), want, slices.Sorted(maps.Keys(have)))
+			}
+		}
+		p, err := rc.peerOf(t, mesh, 2, 1, "location:a")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if p.Spec.PublicKey != rc.keys[1]["c1-a1"] || p.Spec.Endpoint == nil || p.Spec.Endpoint.DNSOrIP.IP != "203.0.113.11" {
+			t.Errorf("cluster-1's location a on cluster 2 = %+v, want leader c1-a1's key and endpoint", p.Spec)
+		}
+		if !slices.Contains(p.Spec.AllowedIPs, "10.11.2.0/24") {
+			t.Errorf("location a's Peer lacks member c1-a2's pod CIDR: %v", p.Spec.AllowedIPs)
+		}
+	})
+
+	t.Run("status reports conditions and per-cluster figures", func(t *testing.T) {
+		eventually(t, rcConverge, "Ready", func() error {
+			return wantCondition(rc.mesh(t, name), meshv1alpha1.ConditionReady, metav1.ConditionTrue, reconciler.ReasonReady)
+		})
+		m := rc.mesh(t, name)
+		for _, typ := range []string{meshv1alpha1.ConditionClustersReachable, meshv1alpha1.ConditionPeersApplied, meshv1alpha1.ConditionNetworksValid} {
+			if err := wantCondition(m, typ, metav1.ConditionTrue, ""); err != nil {
+				t.Error(err)
+			}
+		}
+		if m.Status.ObservedGeneration != m.Generation {
+			t.Errorf("observedGeneration %d, generation %d", m.Status.ObservedGeneration, m.Generation)
+		}
+		if !slices.Contains(m.Finalizers, reconciler.Finalizer) {
+			t.Errorf("finalizers %v lack %s", m.Finalizers, reconciler.Finalizer)
+		}
+		if len(m.Status.Clusters) != rcClusters {
+			t.Fatalf("status.clusters = %+v", m.Status.Clusters)
+		}
+		for i, cs := range m.Status.Clusters {
+			want := meshv1alpha1.ClusterStatus{
+				Name: clusterName(i), Reachable: true, Granularity: meshv1alpha1.GranularityLocation,
+				Nodes: 4, ReadyNodes: 3, Locations: 2, PeersDesired: 4, PeersApplied: 4, SkippedNodes: 1,
+				SkippedByReason: []meshv1alpha1.ReasonCount{{Reason: planner.ReasonNoPodCIDR, Count: 1}},
+			}
+			if i == 0 {
+				want.PeersDesired, want.PeersApplied = 3, 3
+			}
+			got, _ := json.Marshal(cs)
+			exp, _ := json.Marshal(want)
+			if string(got) != string(exp) {
+				t.Errorf("status.clusters[%d] =\n%s\nwant\n%s", i, got, exp)
+			}
+		}
+	})
+
+	t.Run("events name skipped nodes and conflicts", func(t *testing.T) {
+		eventually(t, rcConverge, "events", func() error {
+			skipped := rc.events(t, name, reconciler.EventNodesSkipped)
+			if !slices.ContainsFunc(skipped, func(m string) bool { return strings.Contains(m, "(NoPodCIDR): c1-nopod") }) {
+				return fmt.Errorf("no NodesSkipped event for c1-nopod: %q", skipped)
+			}
+			conflicts := rc.events(t, name, planner.ConflictNameTaken)
+			if !slices.ContainsFunc(conflicts, func(m string) bool { return strings.Contains(m, takenName) }) {
+				return fmt.Errorf("no %s event naming %s: %q", planner.ConflictNameTaken, takenName, conflicts)
+			}
+			return nil
+		})
+	})
+
+	t.Run("foreign Peers are never touched, even with the name the mesh wants", func(t *testing.T) {
+		for i := range rcClusters {
+			if err := rc.unchanged(t, i, foreign[i]); err != nil {
+				t.Error(err)
+			}
+		}
+	})
+
+	t.Run("a node's key change moves to its Peers", func(t *testing.T) {
+		_, key, err := framework.NewWireGuardKey()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := rc.env.AnnotateNode(ctx, 1, "c1-a1", map[string]string{framework.AnnotationKey: key}); err != nil {
+			t.Fatal(err)
+		}
+		rc.keys[1]["c1-a1"] = key
+		took := eventually(t, rcConverge, "new key on clusters 0 and 2", func() error {
+			for _, i := range []int{0, 2} {
+				p, err := rc.peerOf(t, mesh, i, 1, "location:a")
+				if err != nil {
+					return err
+				}
+				if p.Spec.PublicKey != key {
+					return fmt.Errorf("cluster %d: key %s", i, p.Spec.PublicKey)
+				}
+			}
+			return nil
+		})
+		t.Logf("key change on both clusters after %s", took.Round(time.Millisecond))
+	})
+
+	t.Run("a node's endpoint change moves to its Peers", func(t *testing.T) {
+		if err := rc.env.AnnotateNode(ctx, 2, "c2-b1", map[string]string{framework.AnnotationEndpoint: "198.51.100.23:51821"}); err != nil {
+			t.Fatal(err)
+		}
+		eventually(t, rcConverge, "new endpoint on clusters 0 and 1", func() error {
+			for _, i := range []int{0, 1} {
+				p, err := rc.peerOf(t, mesh, i, 2, "location:b")
+				if err != nil {
+					return err
+				}
+				if e := p.Spec.Endpoint; e == nil || e.DNSOrIP.IP != "198.51.100.23" || e.Port != 51821 {
+					return fmt.Errorf("cluster %d: endpoint %+v", i, e)
+				}
+			}
+			return nil
+		})
+	})
+
+	t.Run("a leader change moves key and endpoint", func(t *testing.T) {
+		if err := rc.env.AnnotateNode(ctx, 0, "c0-a2", map[string]string{framework.AnnotationLeader: "true"}); err != nil {
+			t.Fatal(err)
+		}
+		eventually(t, rcConverge, "location a of cluster 0 led by c0-a2", func() error {
+			for _, i := range []int{1, 2} {
+				p, err := rc.peerOf(t, mesh, i, 0, "location:a")
+				if err != nil {
+					return err
+				}
+				if p.Spec.PublicKey != rc.keys[0]["c0-a2"] || p.Spec.Endpoint == nil || p.Spec.Endpoint.DNSOrIP.IP != "203.0.113.2" {
+					return fmt.Errorf("cluster %d: %+v", i, p.Spec)
+				}
+				if p.Annotations[planner.AnnotationSourceLeader] != "c0-a2" {
+					return fmt.Errorf("cluster %d: source-leader %q", i, p.Annotations[planner.AnnotationSourceLeader])
+				}
+			}
+			return nil
+		})
+	})
+
+	t.Run("a node added or deleted changes its group's Peer", func(t *testing.T) {
+		k := framework.KiloNode{Name: "c2-a3", Location: "a", Endpoint: "203.0.113.24:51820", InternalIP: "192.168.2.4/24", PodCIDR: "10.12.4.0/24"}
+		if _, err := rc.env.CreateKiloNode(ctx, 2, k); err != nil {
+			t.Fatal(err)
+		}
+		has := func(want bool) func() error {
+			return func() error {
+				for _, i := range []int{0, 1} {
+					p, err := rc.peerOf(t, mesh, i, 2, "location:a")
+					if err != nil {
+						return err
+					}
+					if slices.Contains(p.Spec.AllowedIPs, k.PodCIDR) != want {
+						return fmt.Errorf("cluster %d: allowedIPs %v", i, p.Spec.AllowedIPs)
+					}
+				}
+				return nil
+			}
+		}
+		eventually(t, rcConverge, "the new node's pod CIDR advertised", has(true))
+		if err := rc.kube(2).CoreV1().Nodes().Delete(ctx, k.Name, metav1.DeleteOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		eventually(t, rcConverge, "the deleted node's pod CIDR withdrawn", has(false))
+		if err := rc.allMatchView(t, mesh); err != nil {
+			t.Error(err)
+		}
+	})
+
+	t.Run("a deleted managed Peer returns", func(t *testing.T) {
+		p, err := rc.peerOf(t, mesh, 2, 0, "location:b")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := rc.dyn(2).Resource(kilov1alpha1.PeerResource).Delete(ctx, p.Name, metav1.DeleteOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		took := eventually(t, rcConverge, "the Peer recreated", func() error {
+			q, err := rc.peerOf(t, mesh, 2, 0, "location:b")
+			if err != nil {
+				return err
+			}
+			if q.UID == p.UID {
+				return errors.New("not deleted yet")
+			}
+			return nil
+		})
+		t.Logf("deleted Peer back after %s", took.Round(time.Millisecond))
+		if err := rc.matchesView(t, mesh, 2); err != nil {
+			t.Error(err)
+		}
+	})
+
+	t.Run("an edited managed Peer is restored", func(t *testing.T) {
+		p, err := rc.peerOf(t, mesh, 1, 2, "location:a")
+		if err != nil {
+			t.Fatal(err)
+		}
+		patch := []byte(`{"spec":{"allowedIPs":["10.250.0.0/24"],"persistentKeepalive":7}}`)
+		if _, err := rc.dyn(1).Resource(kilov1alpha1.PeerResource).Patch(ctx, p.Name, types.MergePatchType, patch, metav1.PatchOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		eventually(t, rcConverge, "the Peer restored", func() error { return rc.matchesView(t, mesh, 1) })
+	})
+
+	t.Run("steady state writes nothing", func(t *testing.T) {
+		eventually(t, rcConverge, "Ready", func() error {
+			return wantCondition(rc.mesh(t, name), meshv1alpha1.ConditionReady, metav1.ConditionTrue, reconciler.ReasonReady)
+		})
+		// Let the last writes' echoes settle.
+		time.Sleep(3 * time.Second)
+		count := func() (peers, meshes, leases float64) {
+			for i := range rcClusters {
+				peers += writes(rc.clusterMetrics(t, i), kilov1alpha1.GroupName, "peers")
+			}
+			meshes = writes(serverMetrics(t, rc.server), meshv1alpha1.GroupName, "clustermeshes")
+			leases = writes(rc.clusterMetrics(t, framework.HostCluster), "coordination.k8s.io", "leases")
+			return
+		}
+		p0, m0, l0 := count()
+		// Long enough for every node to check in (kg's 30 s, here 15 s).
+		const window = 35 * time.Second
+		time.Sleep(window)
+		p1, m1, l1 := count()
+		t.Logf("in %s: %v Peer writes, %v ClusterMesh writes, %v Lease writes (leader election)", window, p1-p0, m1-m0, l1-l0)
+		if p1 != p0 || m1 != m0 {
+			t.Errorf("steady state wrote: %v Peer writes, %v ClusterMesh writes in %s", p1-p0, m1-m0, window)
+		}
+	})
+
+	t.Run("an unreachable member keeps every Peer and the status says why", func(t *testing.T) {
+		before := map[int]map[string]*kilov1alpha1.Peer{}
+		for _, i := range []int{0, 1} {
+			all, err := rc.peers(t, i, "")
+			if err != nil {
+				t.Fatal(err)
+			}
+			before[i] = all
+		}
+		if err := rc.env.StopCluster(2); err != nil {
+			t.Fatal(err)
+		}
+		eventually(t, 2*rcConverge, "ClustersReachable False", func() error {
+			m := rc.mesh(t, name)
+			if err := wantCondition(m, meshv1alpha1.ConditionClustersReachable, metav1.ConditionFalse, reconciler.ReasonUnreachable); err != nil {
+				return err
+			}
+			if cs := m.Status.Clusters[2]; cs.Reachable || cs.LastError == "" {
+				return fmt.Errorf("cluster-2 status %+v", cs)
+			}
+			return nil
+		})
+		m := rc.mesh(t, name)
+		t.Logf("ClustersReachable: %s", meta.FindStatusCondition(m.Status.Conditions, meshv1alpha1.ConditionClustersReachable).Message)
+		if err := wantCondition(m, meshv1alpha1.ConditionReady, metav1.ConditionFalse, reconciler.ReasonNotReady); err != nil {
+			t.Error(err)
+		}
+		// A change between reachable clusters is still applied meanwhile.
+		if err := rc.env.AnnotateNode(ctx, 0, "c0-b1", map[string]string{framework.AnnotationEndpoint: "198.51.100.3:51820"}); err != nil {
+			t.Fatal(err)
+		}
+		eventually(t, rcConverge, "cluster-0's change on cluster 1", func() error {
+			p, err := rc.peerOf(t, mesh, 1, 0, "location:b")
+			if err != nil {
+				return err
+			}
+			if e := p.Spec.Endpoint; e == nil || e.DNSOrIP.IP != "198.51.100.3" {
+				return fmt.Errorf("endpoint %+v", e)
+			}
+			return nil
+		})
+		// Well past the time cluster-2's nodes would have gone stale.
+		time.Sleep(10 * time.Second)
+		for _, i := range []int{0, 1} {
+			for pname, p := range before[i] {
+				if p.Labels[planner.LabelSourceCluster] != clusterName(2) && !strings.HasPrefix(pname, "foreign") && pname != takenName {
+					delete(before[i], pname) // representing reachable clusters: may change
+				}
+			}
+			if err := rc.unchanged(t, i, before[i]); err != nil {
+				t.Errorf("while cluster 2 is down: %v", err)
+			}
+		}
+	})
+
+	t.Run("a member that comes back converges", func(t *testing.T) {
+		if err := rc.env.StartCluster(ctx, 2); err != nil {
+			t.Fatal(err)
+		}
+		if err := rc.env.TouchKiloNodes(ctx, 2); err != nil {
+			t.Fatal(err)
+		}
+		took := eventually(t, 3*rcConverge, "Ready again", func() error {
+			if err := wantCondition(rc.mesh(t, name), meshv1alpha1.ConditionReady, metav1.ConditionTrue, reconciler.ReasonReady); err != nil {
+				return err
+			}
+			return rc.allMatchView(t, mesh)
+		})
+		t.Logf("converged %s after the restart", took.Round(time.Millisecond))
+	})
+
+	t.Run("two replicas have one writer", func(t *testing.T) {
+		second := rc.env.StartMeshServerT(t, framework.MeshServerOptions{
+			ExternalEtcd: true, SkipRegistration: true,
+			ExtraArgs: append(rcServerArgs(), "--etcd-prefix="+rc.server.EtcdPrefix),
+		})
+		holder := func() string {
+			l, err := rc.kube(framework.HostCluster).CoordinationV1().Leases(reconciler.DefaultLeaseNamespace).
+				Get(ctx, reconciler.DefaultLeaseName, metav1.GetOptions{})
+			if err != nil || l.Spec.HolderIdentity == nil {
+				return ""
+			}
+			return *l.Spec.HolderIdentity
+		}
+		first := holder()
+		if first == "" {
+			t.Fatal("no Lease holder")
+		}
+		restore := func(i, src int, group string) {
+			t.Helper()
+			p, err := rc.peerOf(t, mesh, i, src, group)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := rc.dyn(i).Resource(kilov1alpha1.PeerResource).Delete(ctx, p.Name, metav1.DeleteOptions{}); err != nil {
+				t.Fatal(err)
+			}
+			eventually(t, rcConverge, "the deleted Peer back", func() error {
+				q, err := rc.peerOf(t, mesh, i, src, group)
+				if err == nil && q.UID == p.UID {
+					return errors.New("not replaced yet")
+				}
+				return err
+			})
+		}
+		const written = "kilo_mesh_peer_writes_total"
+		restore(0, 2, "location:a")
+		if w := metricSum(serverMetrics(t, second), written); w != 0 {
+			t.Errorf("the standby replica wrote %v Peers", w)
+		}
+		if w := metricSum(serverMetrics(t, rc.server), written); w == 0 {
+			t.Error("the leader reports no Peer writes")
+		}
+		if h := holder(); h != first {
+			t.Errorf("the Lease moved from %s to %s without a failure", first, h)
+		}
+		if !rc.server.LogContains("Started leading") || second.LogContains("Started leading") {
+			t.Errorf("the logs do not show the first server leading alone")
+		}
+
+		// The leader stops: the standby takes over, and writes.
+		if err := rc.server.Stop(); err != nil {
+			t.Fatal(err)
+		}
+		took := eventually(t, rcConverge, "the standby leading", func() error {
+			if h := holder(); h == first || h == "" {
+				return fmt.Errorf("holder %q", h)
+			}
+			return nil
+		})
+		t.Logf("standby took over %s after the leader stopped", took.Round(time.Millisecond))
+		restore(1, 0, "location:b")
+		if w := metricSum(serverMetrics(t, second), written); w == 0 {
+			t.Error("the new leader reports no Peer writes")
+		}
+		if err := second.Stop(); err != nil {
+			t.Fatal(err)
+		}
+		startCtx, cancel := context.WithTimeout(ctx, 2*time.Minute)
+		defer cancel()
+		if err := rc.server.Start(startCtx); err != nil {
+			t.Fatalf("restarting the first server: %v", err)
+		}
+		eventually(t, rcConverge, "Peers as the view shows", func() error { return rc.allMatchView(t, mesh) })
+	})
+
+	t.Run("deleting the mesh removes its Peers and nothing else", func(t *testing.T) {
+		if err := rc.meshes().Delete(ctx, name, metav1.DeleteOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		took := eventually(t, rcConverge, "the mesh and its Peers gone", func() error {
+			if rc.mesh(t, name) != nil {
+				return errors.New("the mesh is still there")
+			}
+			for i := range rcClusters {
+				have, err := rc.peers(t, i, mesh.UID)
+				if err != nil {
+					return err
+				}
+				if len(have) > 0 {
+					return fmt.Errorf("cluster %d still holds %v", i, slices.Sorted(maps.Keys(have)))
+				}
+			}
+			return nil
+		})
+		t.Logf("mesh and Peers gone %s after the delete", took.Round(time.Millisecond))
+		for i := range rcClusters {
+			if err := rc.unchanged(t, i, foreign[i]); err != nil {
+				t.Error(err)
+			}
+		}
+	})
+
+	t.Run("deleting a mesh with an unreachable member waits, then releases it with a warning", func(t *testing.T) {
+		const name2 = "mesh-two"
+		mesh2 := rc.createMesh(t, name2)
+		eventually(t, rcConverge, "Peers as the view shows", func() error { return rc.allMatchView(t, mesh2) })
+		eventually(t, rcConverge, "status with applied Peers", func() error {
+			return wantCondition(rc.mesh(t, name2), meshv1alpha1.ConditionPeersApplied, metav1.ConditionTrue, "")
+		})
+		left, err := rc.peers(t, 2, mesh2.UID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := rc.env.StopCluster(2); err != nil {
+			t.Fatal(err)
+		}
+		eventually(t, 2*rcConverge, "cluster 2 unreachable", func() error {
+			return wantCondition(rc.mesh(t, name2), meshv1alpha1.ConditionClustersReachable, metav1.ConditionFalse, "")
+		})
+		deleted := time.Now()
+		if err := rc.meshes().Delete(ctx, name2, metav1.DeleteOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		eventually(t, rcConverge, "the deletion waiting for cluster-2", func() error {
+			m := rc.mesh(t, name2)
+			if err := wantCondition(m, meshv1alpha1.ConditionReady, metav1.ConditionFalse, reconciler.ReasonRemovalBlocked); err != nil {
+				return err
+			}
+			if c := meta.FindStatusCondition(m.Status.Conditions, meshv1alpha1.ConditionReady); !strings.Contains(c.Message, clusterName(2)) {
+				return fmt.Errorf("Ready does not name cluster-2: %s", c.Message)
+			}
+			for _, i := range []int{0, 1} {
+				have, err := rc.peers(t, i, mesh2.UID)
+				if err != nil {
+					return err
+				}
+				if len(have) > 0 {
+					return fmt.Errorf("cluster %d still holds %d Peers", i, len(have))
+				}
+			}
+			return nil
+		})
+		eventually(t, rcDeletionTimeout+rcConverge, "the mesh released", func() error {
+			if rc.mesh(t, name2) != nil {
+				return errors.New("still there")
+			}
+			return nil
+		})
+		if waited := time.Since(deleted); waited < rcDeletionTimeout-2*time.Second {
+			t.Errorf("released after %s, before --mesh-deletion-timeout=%s", waited, rcDeletionTimeout)
+		}
+		msgs := rc.events(t, name2, reconciler.EventPeersLeftBehind)
+		if len(msgs) != 1 {
+			t.Fatalf("PeersLeftBehind events: %q", msgs)
+		}
+		for pname := range left {
+			if !strings.Contains(msgs[0], pname) {
+				t.Errorf("the warning does not name %s: %s", pname, msgs[0])
+			}
+		}
+		if !strings.Contains(msgs[0], clusterName(2)) {
+			t.Errorf("the warning does not name cluster-2: %s", msgs[0])
+		}
+
+		// The Peers are indeed still on cluster 2, and removed by hand.
+		if err := rc.env.StartCluster(ctx, 2); err != nil {
+			t.Fatal(err)
+		}
+		have, err := rc.peers(t, 2, mesh2.UID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(have) != len(left) {
+			t.Errorf("cluster 2 holds %d of the mesh's Peers, want the %d left behind", len(have), len(left))
+		}
+		if err := rc.dyn(2).Resource(kilov1alpha1.PeerResource).DeleteCollection(ctx, metav1.DeleteOptions{},
+			metav1.ListOptions{LabelSelector: planner.LabelMeshUID + "=" + string(mesh2.UID)}); err != nil {
+			t.Fatal(err)
+		}
+		for i := range rcClusters {
+			if err := rc.unchanged(t, i, foreign[i]); err != nil {
+				t.Error(err)
+			}
+		}
+	})
+
+	t.Run("metrics", func(t *testing.T) {
+		m := serverMetrics(t, rc.server)
+		for _, name := range []string{
+			"kilo_mesh_reconcile_duration_seconds_count", "kilo_mesh_queue_depth",
+		} {
+			if !strings.Contains(string(m), name) {
+				t.Errorf("/metrics lacks %s", name)
+			}
+		}
+	})
+}
