@@ -17,8 +17,10 @@ build:
 tools:
 	bash hack/build-tools.sh
 
+# Built, then run, so that Ctrl-C reaches the demo itself and it exits cleanly.
 run: tools
-	$(GO) run ./hack/localenv
+	$(GO) build -o $(BIN_DIR)/localenv ./hack/localenv
+	exec $(BIN_DIR)/localenv
 
 test: verify test-unit test-integration test-e2e
 

@@ -53,6 +53,9 @@ spec:
 type viewsEnv struct {
 	env *framework.Env
 	ns  string
+	// north is the kubeconfig of cluster 2 for the least-privileged
+	// identity of artifacts/member.
+	north []byte
 	// fresh are the nodes kept Ready (last-seen refreshed), per cluster.
 	fresh [3][]string
 }
@@ -60,9 +63,14 @@ type viewsEnv struct {
 func startViewsEnv(t *testing.T) *viewsEnv {
 	t.Helper()
 	env := framework.StartT(t, framework.Options{Clusters: 3, Users: []framework.User{{Name: "mesh-editor", Groups: []string{"kilo-mesh:editors"}}}})
-	env.StartMeshServerT(t, framework.MeshServerOptions{ExtraArgs: []string{"--allowed-cidrs=10.0.0.0/8,192.168.0.0/16,fd00::/8"}})
+	server := env.StartMeshServerT(t, framework.MeshServerOptions{ExtraArgs: []string{"--allowed-cidrs=10.0.0.0/8,192.168.0.0/16,fd00::/8"}})
 	ctx := context.Background()
 	v := &viewsEnv{env: env, ns: framework.NamespaceTenantA}
+	t.Cleanup(func() {
+		if strings.Contains(server.Logs(), "is forbidden") {
+			t.Errorf("the server met Forbidden errors with the shipped RBAC (artifacts/deploy, artifacts/member)")
+		}
+	})
 	nodes := []struct {
 		cluster int
 		node    framework.KiloNode
@@ -101,10 +109,24 @@ func startViewsEnv(t *testing.T) *viewsEnv {
 			}
 		}
 	}()
-	for name, cluster := range map[string]int{"west-kubeconfig": 1, "north-kubeconfig": 2} {
-		if _, err := env.CreateKubeconfigSecret(ctx, v.ns, name, cluster, framework.UserAdmin); err != nil {
-			t.Fatal(err)
-		}
+	if _, err := env.CreateKubeconfigSecret(ctx, v.ns, "west-kubeconfig", 1, framework.UserAdmin); err != nil {
+		t.Fatal(err)
+	}
+	// north is reached as the shipped member-cluster identity: the views
+	// (and the reconciler) must work with exactly those permissions.
+	if _, stderr, err := env.Kubectl(ctx, 2, framework.UserAdmin, "apply", "-k", "../../artifacts/member"); err != nil {
+		t.Fatalf("applying artifacts/member: %v\n%s", err, stderr)
+	}
+	token, err := env.ServiceAccountToken(ctx, 2, "kilo-mesh-member", "kilo-mesh-member", time.Hour)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if v.north, err = env.KubeconfigFor(2, "kilo-mesh-member", token); err != nil {
+		t.Fatal(err)
+	}
+	north := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "north-kubeconfig", Namespace: v.ns}, Data: map[string][]byte{"kubeconfig": v.north}}
+	if _, err := env.Client(framework.HostCluster, framework.UserAdmin).CoreV1().Secrets(v.ns).Create(ctx, north, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
 	}
 	v.kubectlIn(t, framework.UserTenantA, viewsMesh, "create", "-f", "-")
 	return v
@@ -338,7 +360,7 @@ func TestViews(t *testing.T) {
 	})
 
 	t.Run("refused kubeconfigs say which rule", func(t *testing.T) {
-		good := v.env.KubeconfigBytes(2, framework.UserAdmin)
+		good := v.north
 		for rule, mutate := range map[string]func(map[string]any){
 			"ExecPlugin": func(u map[string]any) {
 				u["exec"] = map[string]any{"apiVersion": "client.authentication.k8s.io/v1", "command": "/bin/sh"}
