@@ -1,0 +1,14 @@
+#!/usr/bin/env bash
+# The reconciler through the real binary on real kube-apiservers: 3 clusters
+# x 2,000 Kilo nodes by default, one Peer per node (full granularity). Prints
+# the time until every Peer exists, the latency of single node changes
+# (p50/p99 over 100), writes per minute in steady state and server memory.
+# Usage: hack/bench-reconciler.sh [-clusters N] [-nodes N] [-granularity Full|Location]
+#                                 [-nodes-per-location N] [-changes N] [-steady 60s]
+set -o errexit -o nounset -o pipefail
+ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+cd "$ROOT"
+bash hack/build-tools.sh >/dev/null
+echo "# $(go version), $(nproc) CPUs ($(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //')), load average $(cut -d' ' -f1-3 /proc/loadavg)"
+echo "# go run ./hack/benchreconciler $*"
+go run ./hack/benchreconciler "$@"

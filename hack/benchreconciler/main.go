@@ -1,0 +1,475 @@
+// Command benchreconciler measures the reconciler of the real server binary
+// on real kube-apiservers holding thousands of Kilo-annotated Nodes: the
+// time until every Peer of a new mesh exists, the time a single node change
+// takes to reach every other cluster, the writes in steady state, and the
+// server's memory. hack/bench-reconciler.sh runs it; the figures go to
+// docs/performance.md.
+package main
+
+import (
+	"bufio"
+	"context"
+	"flag"
+	"fmt"
+	"log"
+	"os"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	"sigs.k8s.io/yaml"
+
+	kilov1alpha1 "github.com/kilo-mesh/kilo-mesh-apiserver/pkg/apis/kilo/v1alpha1"
+	meshv1alpha1 "github.com/kilo-mesh/kilo-mesh-apiserver/pkg/apis/mesh/v1alpha1"
+	"github.com/kilo-mesh/kilo-mesh-apiserver/pkg/planner"
+	"github.com/kilo-mesh/kilo-mesh-apiserver/test/framework"
+)
+
+const (
+	namespace = "bench"
+	meshName  = "bench"
+)
+
+type config struct {
+	clusters, nodes, perLoc, changes int
+	granularity                      string
+	steady                           time.Duration
+}
+
+func main() {
+	var c config
+	flag.IntVar(&c.clusters, "clusters", 3, "member clusters (cluster 0 is local)")
+	flag.IntVar(&c.nodes, "nodes", 2000, "Kilo nodes per cluster")
+	flag.StringVar(&c.granularity, "granularity", "Full", "Full (one Peer per node) or Location")
+	flag.IntVar(&c.perLoc, "nodes-per-location", 100, "nodes per Kilo location with -granularity=Location")
+	flag.IntVar(&c.changes, "changes", 100, "single node changes timed one after the other")
+	flag.DurationVar(&c.steady, "steady", time.Minute, "how long writes are counted in steady state")
+	flag.Parse()
+	log.SetFlags(log.Ltime)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Hour)
+	defer cancel()
+	if err := run(ctx, c); err != nil {
+		log.Fatal(err)
+	}
+}
+
+// bench holds the environment of a run.
+type bench struct {
+	config
+	env    *framework.Env
+	server *framework.MeshServer
+	kube   []kubernetes.Interface
+	peers  []dynamic.ResourceInterface
+	uid    types.UID
+}
+
+func run(ctx context.Context, c config) error {
+	if c.granularity != string(meshv1alpha1.GranularityFull) && c.granularity != string(meshv1alpha1.GranularityLocation) {
+		return fmt.Errorf("-granularity must be Full or Location")
+	}
+	env, err := framework.Start(ctx, framework.Options{Clusters: c.clusters})
+	if err != nil {
+		return err
+	}
+	defer env.Stop()
+	server, err := env.StartMeshServer(ctx, framework.MeshServerOptions{})
+	if err != nil {
+		return err
+	}
+	b := &bench{config: c, env: env, server: server}
+	for i := range c.clusters {
+		cfg := rest.CopyConfig(env.RESTConfig(i, framework.UserAdmin))
+		cfg.QPS, cfg.Burst = 2000, 4000
+		b.kube = append(b.kube, kubernetes.NewForConfigOrDie(cfg))
+		b.peers = append(b.peers, dynamic.NewForConfigOrDie(cfg).Resource(kilov1alpha1.PeerResource))
+	}
+
+	start := time.Now()
+	var wg sync.WaitGroup
+	errs := make([]error, c.clusters)
+	for i := range c.clusters {
+		wg.Go(func() { errs[i] = b.createNodes(ctx, i) })
+	}
+	wg.Wait()
+	for _, err := range errs {
+		if err != nil {
+			return err
+		}
+	}
+	log.Printf("created %d x %d nodes in %s", c.clusters, c.nodes, time.Since(start).Round(time.Second))
+
+	created, ready, err := b.createMesh(ctx)
+	if err != nil {
+		return err
+	}
+	p50, p99, worst, err := b.singleChanges(ctx)
+	if err != nil {
+		return err
+	}
+	perMinute, err := b.steadyWrites(ctx)
+	if err != nil {
+		return err
+	}
+	rss, hwm := memory(server.Pid())
+	metrics, err := b.serverMetrics(ctx)
+	if err != nil {
+		return err
+	}
+	passes := metricValue(metrics, "kilo_mesh_reconcile_duration_seconds_count")
+	passTime := metricValue(metrics, "kilo_mesh_reconcile_duration_seconds_sum")
+
+	peersPerCluster := (c.clusters - 1) * b.groups()
+	fmt.Printf("\n%d clusters x %d nodes, %s granularity: %d Peers per cluster, %d in all\n",
+		c.clusters, c.nodes, c.granularity, peersPerCluster, peersPerCluster*c.clusters)
+	fmt.Printf("| figure | value | goal |\n|---|---|---|\n")
+	fmt.Printf("| mesh created -> every Peer exists on every cluster | %s | |\n", created.Round(10*time.Millisecond))
+	fmt.Printf("| mesh created -> status Ready | %s | |\n", ready.Round(10*time.Millisecond))
+	fmt.Printf("| single node change -> its Peers updated everywhere, p50 (%d changes) | %s | |\n", c.changes, p50.Round(time.Millisecond))
+	fmt.Printf("| single node change -> its Peers updated everywhere, p99 | %s | < 1 s |\n", p99.Round(time.Millisecond))
+	fmt.Printf("| single node change, slowest | %s | |\n", worst.Round(time.Millisecond))
+	fmt.Printf("| Peer writes per minute in steady state | %.1f | 0 |\n", perMinute.peers)
+	fmt.Printf("| ClusterMesh writes per minute in steady state | %.1f | 0 |\n", perMinute.meshes)
+	fmt.Printf("| Lease writes per minute (leader election renewals) | %.1f | |\n", perMinute.leases)
+	fmt.Printf("| server resident memory at the end (peak) | %d MiB (%d MiB) | < 300 MiB |\n", rss>>20, hwm>>20)
+	if passes > 0 {
+		fmt.Printf("| reconcile passes, mean duration | %.0f, %s | |\n", passes, time.Duration(passTime/passes*float64(time.Second)).Round(time.Millisecond))
+	}
+	return nil
+}
+
+// groups is the number of Peers each cluster exports.
+func (b *bench) groups() int {
+	if b.granularity == string(meshv1alpha1.GranularityFull) {
+		return b.nodes
+	}
+	return (b.nodes + b.perLoc - 1) / b.perLoc
+}
+
+func nodeName(cluster, j int) string { return fmt.Sprintf("c%d-n%05d", cluster, j) }
+
+func clusterName(i int) string { return fmt.Sprintf("c%d", i) }
+
+// createNodes creates the Kilo nodes of cluster i, 16 at a time.
+func (b *bench) createNodes(ctx context.Context, i int) error {
+	jobs := make(chan int)
+	errs := make(chan error, 16)
+	var wg sync.WaitGroup
+	for range 16 {
+		wg.Go(func() {
+			for j := range jobs {
+				if err := b.createNode(ctx, i, j); err != nil {
+					errs <- err
+					return
+				}
+			}
+		})
+	}
+	var firstErr error
+	for j := 0; j < b.nodes && firstErr == nil; j++ {
+		select {
+		case jobs <- j:
+		case firstErr = <-errs:
+		}
+	}
+	close(jobs)
+	wg.Wait()
+	if firstErr == nil && len(errs) > 0 {
+		firstErr = <-errs
+	}
+	return firstErr
+}
+
+func (b *bench) createNode(ctx context.Context, cluster, j int) error {
+	k := framework.KiloNode{
+		Name:        nodeName(cluster, j),
+		Location:    fmt.Sprintf("loc-%03d", j/b.perLoc),
+		Leader:      j%b.perLoc == 0,
+		Endpoint:    fmt.Sprintf("198.18.%d.%d:51820", cluster*8+j/256, j%256),
+		InternalIP:  fmt.Sprintf("172.%d.%d.%d/16", 16+cluster, j/256, j%256),
+		PodCIDR:     fmt.Sprintf("10.%d.%d.0/24", (cluster+1)*8+j/256, j%256),
+		Granularity: strings.ToLower(b.granularity),
+		// kg refreshes last-seen every 30 s; a timestamp ahead keeps the
+		// nodes Ready for the whole run without that write traffic.
+		LastSeen: time.Now().Add(24 * time.Hour),
+	}
+	node, err := k.Build()
+	if err != nil {
+		return err
+	}
+	nodes := b.kube[cluster].CoreV1().Nodes()
+	status := node.Status
+	node.Status = corev1.NodeStatus{}
+	created, err := nodes.Create(ctx, node, metav1.CreateOptions{})
+	if err != nil {
+		return fmt.Errorf("creating node %s: %w", k.Name, err)
+	}
+	created.Status = status
+	_, err = nodes.UpdateStatus(ctx, created, metav1.UpdateOptions{})
+	return err
+}
+
+// createMesh creates the mesh and returns how long until every Peer exists
+// on every cluster, and until the status says Ready.
+func (b *bench) createMesh(ctx context.Context) (created, ready time.Duration, err error) {
+	host := b.kube[framework.HostCluster]
+	if _, err := host.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: namespace}}, metav1.CreateOptions{}); err != nil {
+		return 0, 0, err
+	}
+	var m strings.Builder
+	fmt.Fprintf(&m, "apiVersion: mesh.kilo.squat.ai/v1alpha1\nkind: ClusterMesh\nmetadata: {name: %s, namespace: %s}\nspec:\n  clusters:\n", meshName, namespace)
+	for i := range b.clusters {
+		fmt.Fprintf(&m, "  - name: %s\n    podCIDRs: [\"10.%d.0.0/13\"]\n    wireguardCIDR: 10.%d.0.0/16\n    granularity: %s\n",
+			clusterName(i), (i+1)*8, 100+i, b.granularity)
+		if i == framework.HostCluster {
+			m.WriteString("    local: true\n")
+			continue
+		}
+		secret := clusterName(i) + "-kubeconfig"
+		if _, err := b.env.CreateKubeconfigSecret(ctx, namespace, secret, i, framework.UserAdmin); err != nil {
+			return 0, 0, err
+		}
+		fmt.Fprintf(&m, "    kubeconfigSecretRef: {name: %s}\n", secret)
+	}
+	obj := &unstructured.Unstructured{}
+	if err := yaml.Unmarshal([]byte(m.String()), &obj.Object); err != nil {
+		return 0, 0, err
+	}
+	meshes := dynamic.NewForConfigOrDie(b.env.RESTConfig(framework.HostCluster, framework.UserAdmin)).
+		Resource(framework.ClusterMeshGVR).Namespace(namespace)
+	start := time.Now()
+	u, err := meshes.Create(ctx, obj, metav1.CreateOptions{})
+	if err != nil {
+		return 0, 0, fmt.Errorf("creating the mesh: %w", err)
+	}
+	b.uid = u.GetUID()
+	want := (b.clusters - 1) * b.groups()
+	for {
+		all := true
+		for i := range b.clusters {
+			list, err := b.peers[i].List(ctx, metav1.ListOptions{LabelSelector: planner.LabelMeshUID + "=" + string(b.uid)})
+			if err != nil {
+				return 0, 0, err
+			}
+			if len(list.Items) < want {
+				all = false
+				break
+			}
+		}
+		if all {
+			created = time.Since(start)
+			break
+		}
+		if time.Since(start) > 30*time.Minute {
+			return 0, 0, fmt.Errorf("the Peers did not all appear within 30 minutes")
+		}
+		time.Sleep(250 * time.Millisecond)
+	}
+	log.Printf("every Peer exists after %s", created.Round(time.Millisecond))
+	for {
+		u, err := meshes.Get(ctx, meshName, metav1.GetOptions{})
+		if err != nil {
+			return 0, 0, err
+		}
+		conds, _, _ := unstructured.NestedSlice(u.Object, "status", "conditions")
+		if slices.ContainsFunc(conds, func(c any) bool {
+			m, _ := c.(map[string]any)
+			return m["type"] == meshv1alpha1.ConditionReady && m["status"] == "True"
+		}) {
+			return created, time.Since(start), nil
+		}
+		if time.Since(start) > 30*time.Minute {
+			return 0, 0, fmt.Errorf("the mesh did not become Ready within 30 minutes")
+		}
+		time.Sleep(250 * time.Millisecond)
+	}
+}
+
+// singleChanges moves one node's endpoint at a time and times until the
+// Peer carrying it shows the new endpoint on every other cluster, seen
+// through watches started before the change.
+func (b *bench) singleChanges(ctx context.Context) (p50, p99, worst time.Duration, err error) {
+	var took []time.Duration
+	for n := range b.changes {
+		cluster := 1 + n%(b.clusters-1) // remote sources, through tenant kubeconfigs
+		if b.clusters == 1 {
+			cluster = 0
+		}
+		j := (n * 97) % b.nodes
+		group := "node:" + nodeName(cluster, j)
+		if b.granularity == string(meshv1alpha1.GranularityLocation) {
+			j -= j % b.perLoc // the leader carries the location's endpoint
+			group = fmt.Sprintf("location:loc-%03d", j/b.perLoc)
+		}
+		peer := planner.PeerName(namespace, meshName, clusterName(cluster), group)
+		endpoint := fmt.Sprintf("198.19.%d.%d", n/256, n%256)
+
+		var watches []watch.Interface
+		for i := range b.clusters {
+			if i == cluster {
+				continue
+			}
+			w, err := b.peers[i].Watch(ctx, metav1.ListOptions{FieldSelector: "metadata.name=" + peer})
+			if err != nil {
+				return 0, 0, 0, err
+			}
+			watches = append(watches, w)
+		}
+		patch := fmt.Sprintf(`{"metadata":{"annotations":{%q:"%s:51820"}}}`, framework.AnnotationEndpoint, endpoint)
+		start := time.Now()
+		if _, err := b.kube[cluster].CoreV1().Nodes().Patch(ctx, nodeName(cluster, j), types.MergePatchType, []byte(patch), metav1.PatchOptions{}); err != nil {
+			return 0, 0, 0, err
+		}
+		for _, w := range watches {
+			if err := waitEndpoint(ctx, w, endpoint); err != nil {
+				return 0, 0, 0, fmt.Errorf("change %d (Peer %s): %w", n, peer, err)
+			}
+			w.Stop()
+		}
+		took = append(took, time.Since(start))
+	}
+	slices.Sort(took)
+	pct := func(p float64) time.Duration { return took[min(len(took)-1, int(p*float64(len(took))))] }
+	log.Printf("%d single changes: p50 %s, p99 %s", len(took), pct(0.5), pct(0.99))
+	return pct(0.5), pct(0.99), took[len(took)-1], nil
+}
+
+func waitEndpoint(ctx context.Context, w watch.Interface, ip string) error {
+	timeout := time.After(time.Minute)
+	for {
+		select {
+		case ev, ok := <-w.ResultChan():
+			if !ok {
+				return fmt.Errorf("watch closed")
+			}
+			u, ok := ev.Object.(*unstructured.Unstructured)
+			if !ok {
+				continue
+			}
+			if got, _, _ := unstructured.NestedString(u.Object, "spec", "endpoint", "dnsOrIP", "ip"); got == ip {
+				return nil
+			}
+		case <-timeout:
+			return fmt.Errorf("no Peer with endpoint %s within a minute", ip)
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+}
+
+type writeRates struct{ peers, meshes, leases float64 }
+
+// steadyWrites counts the write requests the clusters and the server serve
+// while nothing changes.
+func (b *bench) steadyWrites(ctx context.Context) (writeRates, error) {
+	time.Sleep(5 * time.Second) // the last change's echoes
+	count := func() (writeRates, error) {
+		var r writeRates
+		for i := range b.clusters {
+			m, err := b.kube[i].Discovery().RESTClient().Get().AbsPath("/metrics").DoRaw(ctx)
+			if err != nil {
+				return r, err
+			}
+			r.peers += writes(m, kilov1alpha1.GroupName, "peers")
+			if i == framework.HostCluster {
+				r.leases = writes(m, "coordination.k8s.io", "leases")
+			}
+		}
+		m, err := b.serverMetrics(ctx)
+		if err != nil {
+			return r, err
+		}
+		r.meshes = writes(m, meshv1alpha1.GroupName, "clustermeshes")
+		return r, nil
+	}
+	before, err := count()
+	if err != nil {
+		return writeRates{}, err
+	}
+	time.Sleep(b.steady)
+	after, err := count()
+	if err != nil {
+		return writeRates{}, err
+	}
+	per := b.steady.Minutes()
+	return writeRates{
+		peers:  (after.peers - before.peers) / per,
+		meshes: (after.meshes - before.meshes) / per,
+		leases: (after.leases - before.leases) / per,
+	}, nil
+}
+
+func (b *bench) serverMetrics(ctx context.Context) ([]byte, error) {
+	client, err := kubernetes.NewForConfig(b.server.DirectRESTConfig(framework.UserAdmin))
+	if err != nil {
+		return nil, err
+	}
+	return client.Discovery().RESTClient().Get().AbsPath("/metrics").DoRaw(ctx)
+}
+
+// writes sums the write requests of apiserver_request_total for a resource.
+func writes(metrics []byte, group, resource string) float64 {
+	var sum float64
+	for _, line := range strings.Split(string(metrics), "\n") {
+		if !strings.HasPrefix(line, "apiserver_request_total{") ||
+			!strings.Contains(line, `group="`+group+`"`) || !strings.Contains(line, `resource="`+resource+`"`) {
+			continue
+		}
+		for _, v := range []string{"POST", "PUT", "PATCH", "APPLY", "DELETE", "DELETECOLLECTION"} {
+			if strings.Contains(line, `verb="`+v+`"`) {
+				sum += lastField(line)
+			}
+		}
+	}
+	return sum
+}
+
+// metricValue sums the samples of one metric.
+func metricValue(metrics []byte, name string) float64 {
+	var sum float64
+	for _, line := range strings.Split(string(metrics), "\n") {
+		if strings.HasPrefix(line, name+" ") || strings.HasPrefix(line, name+"{") {
+			sum += lastField(line)
+		}
+	}
+	return sum
+}
+
+func lastField(line string) float64 {
+	f := strings.Fields(line)
+	v, _ := strconv.ParseFloat(f[len(f)-1], 64)
+	return v
+}
+
+// memory reads the resident set of a process and its peak, in bytes.
+func memory(pid int) (rss, peak uint64) {
+	f, err := os.Open(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		return 0, 0
+	}
+	defer f.Close()
+	s := bufio.NewScanner(f)
+	for s.Scan() {
+		fields := strings.Fields(s.Text())
+		if len(fields) < 2 {
+			continue
+		}
+		kb, _ := strconv.ParseUint(fields[1], 10, 64)
+		switch fields[0] {
+		case "VmRSS:":
+			rss = kb << 10
+		case "VmHWM:":
+			peak = kb << 10
+		}
+	}
+	return rss, peak
+}
