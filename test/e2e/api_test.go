@@ -220,6 +220,22 @@ spec:
 	}
 }
 
+// TestUnknownFieldsAreRejected: the published schema is what the server
+// enforces, so a typo in a manifest is an error, not silently dropped.
+func TestUnknownFieldsAreRejected(t *testing.T) {
+	ns := namespace(t, "strict")
+	typo := strings.Replace(manifest(t, "valid.yaml", "typo"), "    wireguardCIDR: 10.5.0.0/16", "    wireguardCIDR: 10.5.0.0/16\n    persistentKeepAlive: 25", 1)
+	for _, args := range [][]string{
+		{"create", "--validate=strict", "-f", "-"},
+		{"apply", "--server-side", "--validate=strict", "-f", "-"},
+	} {
+		_, stderr, err := kubectlIn(t, admin, typo, append([]string{"-n", ns}, args...)...)
+		if err == nil || !strings.Contains(stderr, "persistentKeepAlive") {
+			t.Errorf("kubectl %v accepted an unknown field: %v %s", args, err, stderr)
+		}
+	}
+}
+
 func TestDryRunStoresNothing(t *testing.T) {
 	ns := namespace(t, "dryrun")
 	out, stderr, err := kubectlIn(t, admin, manifest(t, "valid.yaml", "dry"), "-n", ns, "create", "--dry-run=server", "-o", "jsonpath={.spec.clusters[1].wireguardPort}", "-f", "-")
