@@ -37,6 +37,9 @@ type ExtraConfig struct {
 	Local *restclient.Config
 	// AllowInsecureSkipTLSVerify lets tenant kubeconfigs skip TLS verification.
 	AllowInsecureSkipTLSVerify bool
+	// MemberQPS and MemberBurst bound the requests to each member cluster.
+	MemberQPS   float32
+	MemberBurst int
 	// Reconciler configures the controller that writes Peers.
 	Reconciler *reconciler.Options
 }
@@ -79,7 +82,12 @@ func (c CompletedConfig) New() (*Server, error) {
 	if local == nil {
 		return nil, fmt.Errorf("no client of the local cluster: set --kubeconfig or run in a pod")
 	}
-	members, err := clusters.NewManager(clusters.Config{Local: local, AllowInsecureSkipTLSVerify: c.ExtraConfig.AllowInsecureSkipTLSVerify})
+	members, err := clusters.NewManager(clusters.Config{
+		Local:                      local,
+		AllowInsecureSkipTLSVerify: c.ExtraConfig.AllowInsecureSkipTLSVerify,
+		QPS:                        c.ExtraConfig.MemberQPS,
+		Burst:                      c.ExtraConfig.MemberBurst,
+	})
 	if err != nil {
 		return nil, fmt.Errorf("building the member-cluster caches: %w", err)
 	}

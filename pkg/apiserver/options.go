@@ -44,6 +44,9 @@ type Options struct {
 	AllowedCIDRs []string
 	// AllowInsecureKubeconfigs accepts tenant kubeconfigs that skip TLS verification.
 	AllowInsecureKubeconfigs bool
+	// MemberQPS and MemberBurst bound the requests to each member cluster.
+	MemberQPS   float32
+	MemberBurst int
 	// Reconciler configures the controller that writes Peers.
 	Reconciler *reconciler.Options
 
@@ -62,6 +65,8 @@ func NewOptions() *Options {
 		EmbeddedEtcdClientURL: "http://127.0.0.1:2379",
 		EmbeddedEtcdPeerURL:   "http://127.0.0.1:2380",
 		Reconciler:            reconciler.NewOptions(),
+		MemberQPS:             50,
+		MemberBurst:           100,
 	}
 	// Objects are always stored as v1alpha1, whatever a client sent.
 	o.RecommendedOptions.Etcd.StorageConfig.EncodeVersioner = runtime.NewMultiGroupVersioner(
@@ -82,6 +87,9 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 		"Networks that meshes may claim, e.g. 10.0.0.0/8,fd00::/8. Every CIDR of every mesh must lie inside one. Empty allows any.")
 	fs.BoolVar(&o.AllowInsecureKubeconfigs, "allow-insecure-kubeconfigs", o.AllowInsecureKubeconfigs,
 		"Accept member-cluster kubeconfigs with insecure-skip-tls-verify. Off by default: tenants' kubeconfigs are untrusted.")
+	fs.Float32Var(&o.MemberQPS, "member-cluster-qps", o.MemberQPS,
+		"Requests per second to each member cluster (watches and Peer writes); it sets how fast a new mesh's Peers appear.")
+	fs.IntVar(&o.MemberBurst, "member-cluster-burst", o.MemberBurst, "Burst of requests to each member cluster.")
 	o.Reconciler.AddFlags(fs)
 }
 
@@ -119,6 +127,9 @@ func parseCIDRs(in []string) ([]netip.Prefix, error) {
 func (o *Options) Validate() error {
 	errs := o.RecommendedOptions.Validate()
 	errs = append(errs, o.Reconciler.Validate()...)
+	if o.MemberQPS <= 0 || o.MemberBurst < 1 {
+		errs = append(errs, fmt.Errorf("--member-cluster-qps and --member-cluster-burst must be positive"))
+	}
 	if o.embeddedEtcd && o.DataDir == "" {
 		errs = append(errs, fmt.Errorf("--data-dir is required with the embedded etcd"))
 	}
@@ -148,6 +159,8 @@ func (o *Options) Config() (*Config, error) {
 		Admission:                  o.admission,
 		Local:                      c.ClientConfig,
 		AllowInsecureSkipTLSVerify: o.AllowInsecureKubeconfigs,
+		MemberQPS:                  o.MemberQPS,
+		MemberBurst:                o.MemberBurst,
 		Reconciler:                 o.Reconciler,
 	}}, nil
 }

@@ -46,6 +46,12 @@ type Config struct {
 	ProbeTimeout time.Duration
 	// Clock gives the Since times (default: the real clock).
 	Clock clock.PassiveClock
+	// QPS and Burst bound the requests to each member cluster, informers and
+	// Peer writes together (defaults 20 and 40). Creating a mesh writes one
+	// Peer per group of every other cluster, so this sets how fast a large
+	// mesh first converges.
+	QPS   float32
+	Burst int
 }
 
 // ClusterState is what the caches hold for one member cluster of a mesh.
@@ -164,12 +170,18 @@ func NewManager(cfg Config) (*Manager, error) {
 	if cfg.Clock == nil {
 		cfg.Clock = clock.RealClock{}
 	}
+	if cfg.QPS <= 0 {
+		cfg.QPS, cfg.Burst = clientQPS, clientBurst
+	}
+	if cfg.Burst < int(cfg.QPS) {
+		cfg.Burst = int(cfg.QPS)
+	}
 	local := rest.CopyConfig(cfg.Local)
 	// An overall timeout would cut the Secret and Node watches; requests
 	// that must end carry their own deadline.
 	local.Timeout = 0
 	if local.QPS == 0 {
-		local.QPS, local.Burst = clientQPS, clientBurst
+		local.QPS, local.Burst = cfg.QPS, cfg.Burst
 	}
 	if local.UserAgent == "" {
 		local.UserAgent = userAgent
@@ -503,6 +515,7 @@ func (m *Manager) kubeconfigLocked(b *binding) (*rest.Config, clusterID, *Error)
 		}
 		return nil, "", newError(pe.Reason, field, pe.Message)
 	}
+	cfg.QPS, cfg.Burst = m.cfg.QPS, m.cfg.Burst
 	return cfg, m.hasher.id(cfg), nil
 }
 
