@@ -11,7 +11,7 @@ import (
 // diff compares the desired Peers of a target with the managed Peers it
 // holds, both sorted by name, in one merge pass. Kept Peers are neither
 // updated nor deleted; Peers the mesh does not manage are never touched.
-func diff(tp *meshv1alpha1.TargetPlan, desired []kilov1alpha1.Peer, kept map[string]bool, managed []*kilov1alpha1.Peer) {
+func diff(tp *meshv1alpha1.TargetPlan, desired []*kilov1alpha1.Peer, kept map[string]bool, managed []*kilov1alpha1.Peer) {
 	// Size for the usual cases: a first plan, and a steady state.
 	if len(managed) == 0 {
 		tp.Create = make([]string, 0, len(desired))
@@ -41,7 +41,7 @@ func diff(tp *meshv1alpha1.TargetPlan, desired []kilov1alpha1.Peer, kept map[str
 			}
 			j++
 		default:
-			switch d := &desired[i]; {
+			switch d := desired[i]; {
 			case kept[d.Name]:
 			default:
 				if fields := changedFields(d, managed[j]); len(fields) > 0 {

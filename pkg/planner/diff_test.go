@@ -283,9 +283,9 @@ func TestDiff(t *testing.T) {
 						have = e
 					}
 				}
-				for i := range p.DesiredPeers[tc.target] {
-					if p.DesiredPeers[tc.target][i].Name == k.Name {
-						want = &p.DesiredPeers[tc.target][i]
+				for _, d := range p.DesiredPeers[tc.target] {
+					if d.Name == k.Name {
+						want = d
 					}
 				}
 				if have == nil || want == nil || len(changedFields(want, have)) > 0 {

@@ -96,8 +96,8 @@ func withPeers(in Input, plan *Plan) Input {
 	out.Clusters = make(map[string]ClusterSnapshot, len(in.Clusters))
 	for name, snap := range in.Clusters {
 		snap.Peers = nil
-		for i := range plan.DesiredPeers[name] {
-			p := plan.DesiredPeers[name][i].DeepCopy()
+		for _, d := range plan.DesiredPeers[name] {
+			p := d.DeepCopy()
 			p.ResourceVersion = "1"
 			snap.Peers = append(snap.Peers, p)
 		}
@@ -122,9 +122,9 @@ func node(t testing.TB, in Input, cluster, name string) *corev1.Node {
 func peerOf(t testing.TB, p *Plan, target, source, group string) *kilov1alpha1.Peer {
 	t.Helper()
 	name := PeerName(testNamespace, testMesh, source, group)
-	for i := range p.DesiredPeers[target] {
-		if p.DesiredPeers[target][i].Name == name {
-			return &p.DesiredPeers[target][i]
+	for _, d := range p.DesiredPeers[target] {
+		if d.Name == name {
+			return d
 		}
 	}
 	return nil

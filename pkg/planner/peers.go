@@ -50,7 +50,10 @@ type export struct {
 
 	ready           bool
 	reason, message string
-	peer            kilov1alpha1.Peer
+	// peer is the template: the Peer every target gets unless a
+	// target-specific check removes something. It is shared by those
+	// targets' lists, so it is never modified once built.
+	peer *kilov1alpha1.Peer
 
 	// keyClusters are the clusters with a node holding this key, when
 	// there are several (the source is one of them).

@@ -23,9 +23,10 @@ type planner struct {
 	// overlap[a][b] is true when the declared networks of a and b overlap.
 	overlap [][]bool
 	// order holds every ready export, sorted by Peer name; templates
-	// holds their Peers, in the same order.
+	// holds their Peers, in the same order. Templates are shared by every
+	// target's DesiredPeers and never modified.
 	order     []*export
-	templates []kilov1alpha1.Peer
+	templates []*kilov1alpha1.Peer
 	// readyExports counts the ready exports of each source.
 	readyExports []int
 	// overlapsOthers[t] is true when t's declared networks overlap another's.
@@ -65,7 +66,7 @@ func Compute(in Input) (*Plan, error) {
 			ObjectMeta:  metav1.ObjectMeta{Namespace: in.MeshNamespace, Name: in.MeshName},
 			GeneratedAt: metav1.NewTime(in.Now.UTC()),
 		},
-		DesiredPeers: make(map[string][]kilov1alpha1.Peer, len(pl.sources)),
+		DesiredPeers: make(map[string][]*kilov1alpha1.Peer, len(pl.sources)),
 	}
 	for _, s := range pl.sources {
 		plan.View.Clusters = append(plan.View.Clusters, s.view)
@@ -208,10 +209,10 @@ func (pl *planner) indexExports() {
 		pl.readyExports[e.src]++
 	}
 	slices.SortFunc(pl.order, func(a, b *export) int { return strings.Compare(a.name, b.name) })
-	// The templates move into one array, in order, so that a target's Peers
-	// can be copied from it in runs.
-	pl.templates = make([]kilov1alpha1.Peer, len(pl.order))
+	// The templates in order, so that a target's Peers can be copied from
+	// them in runs.
+	pl.templates = make([]*kilov1alpha1.Peer, len(pl.order))
 	for i, e := range pl.order {
-		pl.templates[i], e.peer = e.peer, kilov1alpha1.Peer{}
+		pl.templates[i] = e.peer
 	}
 }

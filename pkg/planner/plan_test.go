@@ -363,6 +363,17 @@ func TestRoamingPeerHasNoEndpoint(t *testing.T) {
 	}
 }
 
+// TestTargetsShareTemplates: a group's Peer is built once and listed as it
+// is on every target that gets it unchanged; that sharing is why
+// DesiredPeers is read-only.
+func TestTargetsShareTemplates(t *testing.T) {
+	p := mustCompute(t, testInput(t))
+	eu, us := peerOf(t, p, "eu", "home", "location:home"), peerOf(t, p, "us", "home", "location:home")
+	if eu == nil || eu != us {
+		t.Errorf("the Peer of home on eu (%p) and on us (%p) are not one shared template", eu, us)
+	}
+}
+
 // TestExtraNetworks: serviceCIDR and additionalCIDRs sit in exactly one Peer
 // of their cluster on every target, and move when that group stops being ready.
 func TestExtraNetworks(t *testing.T) {
@@ -646,8 +657,7 @@ func checkPlanInvariants(t testing.TB, in Input, p *Plan) {
 		var all []netip.Prefix
 		var owner []int
 		names := map[string]bool{}
-		for i := range peers {
-			peer := &peers[i]
+		for i, peer := range peers {
 			if errs := peer.Validate(); len(errs) > 0 {
 				t.Errorf("%s: Peer %s breaks Kilo's rules: %v", target, peer.Name, errs)
 			}

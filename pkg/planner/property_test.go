@@ -264,8 +264,8 @@ func TestPropertyApplyingAPlanConverges(t *testing.T) {
 						peers = append(peers, e)
 					}
 				}
-				for i := range p1.DesiredPeers[name] {
-					peers = append(peers, p1.DesiredPeers[name][i].DeepCopy())
+				for _, d := range p1.DesiredPeers[name] {
+					peers = append(peers, d.DeepCopy())
 				}
 				snap.Peers = peers
 			}

@@ -27,8 +27,7 @@ func RenderWireGuard(p *Plan, cluster string) []byte {
 			kept[k.Name] = k.Reason
 		}
 	}
-	for i := range p.DesiredPeers[cluster] {
-		peer := &p.DesiredPeers[cluster][i]
+	for _, peer := range p.DesiredPeers[cluster] {
 		fmt.Fprintf(&b, "\n# %s/%s, leader %s (Peer %s)", oneLine(peer.Labels[LabelSourceCluster]),
 			oneLine(peer.Annotations[AnnotationSourceGroup]), oneLine(peer.Annotations[AnnotationSourceLeader]), peer.Name)
 		if r, ok := kept[peer.Name]; ok {

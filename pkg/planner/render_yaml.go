@@ -18,15 +18,17 @@ import (
 // the Peer CRD's list type.
 func RenderPeerListYAML(p *Plan, cluster string) ([]byte, error) {
 	list := &metav1.List{TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "List"}}
-	for i := range p.DesiredPeers[cluster] {
+	for _, desired := range p.DesiredPeers[cluster] {
+		// Only the fields kubectl apply should send; the maps and lists
+		// stay shared with the plan, which the encoder only reads.
 		peer := &kilov1alpha1.Peer{
 			TypeMeta: peerTypeMeta,
 			ObjectMeta: metav1.ObjectMeta{
-				Name:        p.DesiredPeers[cluster][i].Name,
-				Labels:      p.DesiredPeers[cluster][i].Labels,
-				Annotations: p.DesiredPeers[cluster][i].Annotations,
+				Name:        desired.Name,
+				Labels:      desired.Labels,
+				Annotations: desired.Annotations,
 			},
-			Spec: p.DesiredPeers[cluster][i].Spec,
+			Spec: desired.Spec,
 		}
 		list.Items = append(list.Items, runtime.RawExtension{Object: peer})
 	}

@@ -401,8 +401,18 @@ func (pl *planner) finalize(s *source) {
 		}
 	}
 	strs := allowed.strings()
+	ready := 0
+	for ei := range s.exports {
+		if s.exports[ei].ready {
+			ready++
+		}
+	}
+	// One array holds the templates of the cluster.
+	templates := make([]kilov1alpha1.Peer, 0, ready)
 	for ei := range s.exports {
 		if e := &s.exports[ei]; e.ready {
+			templates = append(templates, kilov1alpha1.Peer{})
+			e.peer = &templates[len(templates)-1]
 			// Capped, so that appending to one Peer's list cannot reach the next's.
 			pl.buildTemplate(s, e, strs[:len(e.final):len(e.final)])
 			strs = strs[len(e.final):]
@@ -440,11 +450,11 @@ func (pl *planner) chooseExtrasHolder(s *source) int {
 	return best
 }
 
-// buildTemplate renders an export as the Peer every target gets unless a
-// target-specific check removes something.
+// buildTemplate renders an export, into e.peer, as the Peer every target
+// gets unless a target-specific check removes something.
 func (pl *planner) buildTemplate(s *source, e *export, allowed []string) {
 	g := &s.groups[e.group]
-	e.peer = kilov1alpha1.Peer{
+	*e.peer = kilov1alpha1.Peer{
 		TypeMeta: peerTypeMeta,
 		ObjectMeta: metaFor(e.name, s.labels, map[string]string{
 			AnnotationSourceGroup:  g.name,

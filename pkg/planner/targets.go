@@ -79,7 +79,7 @@ type frozenOwner struct {
 
 // planTarget computes the Peers one cluster must hold and, when it is
 // reachable, how they differ from the Peers it holds.
-func (pl *planner) planTarget(t *source) (meshv1alpha1.TargetPlan, []kilov1alpha1.Peer) {
+func (pl *planner) planTarget(t *source) (meshv1alpha1.TargetPlan, []*kilov1alpha1.Peer) {
 	tp := meshv1alpha1.TargetPlan{Cluster: t.name, DiffState: meshv1alpha1.DiffStateUnknown}
 	var x existingPeers
 	if t.reachable {
@@ -99,7 +99,7 @@ func (pl *planner) planTarget(t *source) (meshv1alpha1.TargetPlan, []kilov1alpha
 		}
 	}
 
-	var desired []kilov1alpha1.Peer
+	var desired []*kilov1alpha1.Peer
 	keptNames := map[string]bool{}
 	if len(kept) == 0 && len(x.foreign) == 0 && !pl.keyClashes && !pl.overlapsOthers[t.idx] {
 		desired = pl.allBut(t)
@@ -116,9 +116,10 @@ func (pl *planner) planTarget(t *source) (meshv1alpha1.TargetPlan, []kilov1alpha
 
 // allBut is every export's Peer except those of t: on a target with no
 // kept or foreign Peers, no key clash and no overlapping declarations, that
-// is the whole plan, and it is copied in runs rather than Peer by Peer.
-func (pl *planner) allBut(t *source) []kilov1alpha1.Peer {
-	desired := make([]kilov1alpha1.Peer, 0, len(pl.templates)-pl.readyExports[t.idx])
+// is the whole plan. The templates themselves are listed, not copies, in
+// runs rather than Peer by Peer.
+func (pl *planner) allBut(t *source) []*kilov1alpha1.Peer {
+	desired := make([]*kilov1alpha1.Peer, 0, len(pl.templates)-pl.readyExports[t.idx])
 	start := 0
 	for i, e := range pl.order {
 		if e.src == t.idx {
@@ -132,7 +133,7 @@ func (pl *planner) allBut(t *source) []kilov1alpha1.Peer {
 // checked plans target t export by export: withholding those whose name
 // or key collides, keeping or trimming the kept Peers, and filtering the
 // addresses that overlap the target's networks or a frozen address.
-func (pl *planner) checked(t *source, x *existingPeers, kept []keptPeer, tp *meshv1alpha1.TargetPlan, keptNames map[string]bool) []kilov1alpha1.Peer {
+func (pl *planner) checked(t *source, x *existingPeers, kept []keptPeer, tp *meshv1alpha1.TargetPlan, keptNames map[string]bool) []*kilov1alpha1.Peer {
 	candidates := make([]int, 0, len(pl.order))
 	for i, e := range pl.order {
 		if e.src == t.idx {
@@ -148,10 +149,10 @@ func (pl *planner) checked(t *source, x *existingPeers, kept []keptPeer, tp *mes
 		candidates = append(candidates, i)
 	}
 
-	desired := make([]kilov1alpha1.Peer, 0, len(candidates)+len(kept))
+	desired := make([]*kilov1alpha1.Peer, 0, len(candidates)+len(kept))
 	for _, k := range kept {
 		if p, ok := pl.keep(t, k, tp, keptNames); ok {
-			desired = append(desired, p)
+			desired = append(desired, &p)
 		}
 	}
 	frozen, owners := pl.frozen(desired, x.foreign)
@@ -163,13 +164,13 @@ func (pl *planner) checked(t *source, x *existingPeers, kept []keptPeer, tp *mes
 		}
 		// An export left with no address is not planned, and its old Peer
 		// goes: what it claimed is observably someone else's now.
-		if p, ok := pl.forTarget(t, e, &pl.templates[i], frozen, owners); ok {
+		if p, ok := pl.forTarget(t, e, pl.templates[i], frozen, owners); ok {
 			desired = append(desired, p)
 		}
 	}
 	// Exports come in name order; kept Peers were added in front of them.
 	if len(kept) > 0 {
-		slices.SortFunc(desired, func(a, b kilov1alpha1.Peer) int { return strings.Compare(a.Name, b.Name) })
+		slices.SortFunc(desired, func(a, b *kilov1alpha1.Peer) int { return strings.Compare(a.Name, b.Name) })
 	}
 	return desired
 }
@@ -242,7 +243,7 @@ func (pl *planner) withheld(t *source, e *export, x *existingPeers) (reason, lea
 // frozen indexes the addresses of the kept Peers and of the Peers this mesh
 // does not manage: the plan may not claim any of them on this target. Only
 // Peers kg accepts count; kg ignores the others.
-func (pl *planner) frozen(kept []kilov1alpha1.Peer, foreign []*kilov1alpha1.Peer) (*prefixIndex, []frozenOwner) {
+func (pl *planner) frozen(kept, foreign []*kilov1alpha1.Peer) (*prefixIndex, []frozenOwner) {
 	var prefixes []netip.Prefix
 	var ownerOf []int
 	var owners []frozenOwner
@@ -259,8 +260,8 @@ func (pl *planner) frozen(kept []kilov1alpha1.Peer, foreign []*kilov1alpha1.Peer
 			}
 		}
 	}
-	for i := range kept {
-		add(&kept[i], true)
+	for _, k := range kept {
+		add(k, true)
 	}
 	for _, f := range foreign {
 		add(f, false)
@@ -294,10 +295,11 @@ func (pl *planner) keep(t *source, k keptPeer, tp *meshv1alpha1.TargetPlan, kept
 	return p, true
 }
 
-// forTarget is the export's Peer on target t: the template, unless some of
-// its addresses overlap the target's own networks or a frozen address. It
-// reports false when no address is left.
-func (pl *planner) forTarget(t *source, e *export, template *kilov1alpha1.Peer, frozen *prefixIndex, owners []frozenOwner) (kilov1alpha1.Peer, bool) {
+// forTarget is the export's Peer on target t: the template itself, unless
+// some of its addresses overlap the target's own networks or a frozen
+// address; then a copy of it with fewer addresses. It reports false when
+// no address is left.
+func (pl *planner) forTarget(t *source, e *export, template *kilov1alpha1.Peer, frozen *prefixIndex, owners []frozenOwner) (*kilov1alpha1.Peer, bool) {
 	checkTarget := pl.overlap[e.src][t.idx]
 	s := pl.sources[e.src]
 	var keep []string
@@ -334,15 +336,15 @@ func (pl *planner) forTarget(t *source, e *export, template *kilov1alpha1.Peer, 
 		}
 	}
 	if !dropping {
-		return *template, true
+		return template, true
 	}
 	if len(keep) == 0 {
 		pl.issues.conflict(ConflictEmptyPeer, s.name, t.name, "Peers with no address left for the target; not planned", e.name)
-		return kilov1alpha1.Peer{}, false
+		return nil, false
 	}
-	p := *template
+	p := *template // shares the template's labels and annotations, read-only
 	p.Spec.AllowedIPs = keep
-	return p, true
+	return &p, true
 }
 
 // keptCopy is an existing Peer reduced to what the planner manages, so that

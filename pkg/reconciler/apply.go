@@ -27,7 +27,7 @@ type targetWork struct {
 	mesh    *meshv1alpha1.ClusterMesh
 	cluster string
 	target  *meshv1alpha1.TargetPlan
-	desired []kilov1alpha1.Peer
+	desired []*kilov1alpha1.Peer // the plan's: read-only
 	// cached is what the member-cluster cache holds now, by name; it is
 	// read after planning, so it is at least as recent as the plan.
 	cached map[string]*kilov1alpha1.Peer
@@ -65,8 +65,7 @@ func applyTarget(ctx context.Context, w targetWork) targetResult {
 		defer mu.Unlock()
 		f(&res)
 	}
-	for i := range w.desired {
-		want := &w.desired[i]
+	for _, want := range w.desired {
 		if !write[want.Name] {
 			res.applied++ // unchanged or kept: as planned
 			continue

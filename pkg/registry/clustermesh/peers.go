@@ -11,6 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apiserver/pkg/registry/rest"
 
+	kilov1alpha1 "github.com/kilo-mesh/kilo-mesh-apiserver/pkg/apis/kilo/v1alpha1"
 	meshv1alpha1 "github.com/kilo-mesh/kilo-mesh-apiserver/pkg/apis/mesh/v1alpha1"
 	"github.com/kilo-mesh/kilo-mesh-apiserver/pkg/planner"
 )
@@ -99,7 +100,21 @@ func allPeers(mesh *meshv1alpha1.ClusterMesh, p *planner.Plan) *meshv1alpha1.Clu
 	out := &meshv1alpha1.ClusterMeshPeers{}
 	out.Name, out.Namespace = mesh.Name, mesh.Namespace
 	for _, c := range mesh.Spec.Clusters {
-		out.Targets = append(out.Targets, meshv1alpha1.TargetPeers{Cluster: c.Name, Peers: p.DesiredPeers[c.Name]})
+		out.Targets = append(out.Targets, meshv1alpha1.TargetPeers{Cluster: c.Name, Peers: peerValues(p.DesiredPeers[c.Name])})
+	}
+	return out
+}
+
+// peerValues copies the plan's Peers into the view's list of values. The
+// copies are shallow: their labels, annotations and lists stay the plan's,
+// which is shared and read-only, and the encoder only reads them.
+func peerValues(peers []*kilov1alpha1.Peer) []kilov1alpha1.Peer {
+	if peers == nil {
+		return nil
+	}
+	out := make([]kilov1alpha1.Peer, len(peers))
+	for i, p := range peers {
+		out[i] = *p
 	}
 	return out
 }
