@@ -103,6 +103,29 @@ func TestReconcileLifecycle(t *testing.T) {
 		eventually(t, converge, "Peers as planned", func() error { return h.matchesPlan(t, mesh, 2) })
 	})
 
+	t.Run("a node going silent drops out without any event", func(t *testing.T) {
+		// Location c's only node last checked in 50 s ago: Kilo drops it in
+		// 10 s, and nothing but the clock says so.
+		k := framework.KiloNode{Name: "c1-c1", Location: "c", Endpoint: "203.0.113.19:51820", InternalIP: "192.168.1.19/24",
+			PodCIDR: "10.11.9.0/24", LastSeen: time.Now().Add(-50 * time.Second)}
+		if _, err := h.env.CreateKiloNode(h.ctx, 1, k); err != nil {
+			t.Fatal(err)
+		}
+		name := planner.PeerName(h.ns, mesh.Name, clusterName(1), "location:c")
+		eventually(t, converge, "location c's Peer created", func() error {
+			if h.peers(t, 0, uid)[name] == nil {
+				return errors.New("not yet")
+			}
+			return nil
+		})
+		eventually(t, converge, "location c's Peer pruned once its node expired", func() error {
+			if h.peers(t, 0, uid)[name] != nil {
+				return errors.New("still there")
+			}
+			return nil
+		})
+	})
+
 	t.Run("an edited or deleted Peer is restored", func(t *testing.T) {
 		name := planner.PeerName(h.ns, mesh.Name, clusterName(0), "location:a")
 		res := h.env.Dynamic(1, framework.UserAdmin).Resource(kilov1alpha1.PeerResource)

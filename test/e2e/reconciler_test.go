@@ -851,6 +851,30 @@ func TestReconciler(t *testing.T) {
 		eventually(t, rcConverge, "Peers as the view shows", func() error { return rc.allMatchView(t, mesh) })
 	})
 
+	t.Run("metrics and readyz", func(t *testing.T) {
+		// The restarted server leads again once the standby let go.
+		eventually(t, rcConverge, "the restarted server reconciling", func() error {
+			m := serverMetrics(t, rc.server)
+			for _, name := range []string{
+				"kilo_mesh_reconcile_duration_seconds_count", "kilo_mesh_queue_depth",
+				"kilo_mesh_peers_managed", "kilo_mesh_cluster_reachable",
+			} {
+				if !strings.Contains(string(m), name) {
+					return fmt.Errorf("/metrics lacks %s", name)
+				}
+			}
+			return nil
+		})
+		client, err := kubernetes.NewForConfig(rc.server.DirectRESTConfig(framework.UserAdmin))
+		if err != nil {
+			t.Fatal(err)
+		}
+		raw, err := client.Discovery().RESTClient().Get().AbsPath("/readyz").Param("verbose", "true").DoRaw(ctx)
+		if err != nil || !strings.Contains(string(raw), "[+]reconciler-caches ok") {
+			t.Errorf("/readyz?verbose: %v\n%s", err, raw)
+		}
+	})
+
 	t.Run("deleting the mesh removes its Peers and nothing else", func(t *testing.T) {
 		if err := rc.meshes().Delete(ctx, name, metav1.DeleteOptions{}); err != nil {
 			t.Fatal(err)
@@ -962,14 +986,4 @@ func TestReconciler(t *testing.T) {
 		}
 	})
 
-	t.Run("metrics", func(t *testing.T) {
-		m := serverMetrics(t, rc.server)
-		for _, name := range []string{
-			"kilo_mesh_reconcile_duration_seconds_count", "kilo_mesh_queue_depth",
-		} {
-			if !strings.Contains(string(m), name) {
-				t.Errorf("/metrics lacks %s", name)
-			}
-		}
-	})
 }
