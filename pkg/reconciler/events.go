@@ -22,7 +22,6 @@ const (
 	EventApplyFailed     = "ApplyFailed"
 	EventPeersLeftBehind = "PeersLeftBehind"
 	EventPeersRemoved    = "PeersRemoved"
-	EventDeletionBlocked = "DeletionWaiting"
 	maxEventExamples     = 5
 	eventComponent       = "kilo-mesh-apiserver"
 )

@@ -25,7 +25,6 @@ const (
 	ReasonTargetsUnreachable = "TargetsUnreachable"
 	ReasonValid              = "Valid"
 	ReasonNetworkConflicts   = "NetworkConflicts"
-	ReasonRemovingPeers      = "RemovingPeers"
 	ReasonRemovalBlocked     = "WaitingForUnreachableClusters"
 	ReasonRemovalFailed      = "PeerRemovalFailed"
 )
