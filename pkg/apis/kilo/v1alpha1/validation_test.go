@@ -1,6 +1,8 @@
 package v1alpha1
 
 import (
+	"encoding/base64"
+	"net"
 	"strings"
 	"testing"
 )
@@ -55,5 +57,40 @@ func TestValidatePeerSpec(t *testing.T) {
 				t.Fatalf("want error at %s, got %s (%v)", tt.wantErr, got, errs)
 			}
 		})
+	}
+}
+
+// The fast paths must give the verdicts of the net and base64 functions
+// they stand in front of: those are kg's rules.
+func FuzzFastPathsAgree(f *testing.F) {
+	for _, s := range []string{
+		"10.0.0.0/8", "10.0.0.1/32", "10.0.0.0/08", "10.0.0.0/33", "10.0.0.0/-1", "10.0.0.0/+8", "10.0.0.0/",
+		"10.0.0.0/8/8", "10.0.0.1", "::/0", "fd00::/128", "fd00::/129", "::ffff:10.0.0.1/120", "fe80::1%eth0/64",
+		"fe80::1%eth0", "010.0.0.1/8", " 10.0.0.0/8", "", "/", "203.0.113.7", "2001:db8::1", "<nil>",
+		testKey, "AAAA", "not a key", "+/" + testKey[2:], testKey + "AAAA", strings.Repeat("A", 48), strings.Repeat("A", 52),
+	} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		_, _, err := net.ParseCIDR(s)
+		if got, want := isCIDR(s), err == nil; got != want {
+			t.Errorf("isCIDR(%q) = %v, net.ParseCIDR says %v", s, got, want)
+		}
+		if got, want := isIP(s), net.ParseIP(s) != nil; got != want {
+			t.Errorf("isIP(%q) = %v, net.ParseIP says %v", s, got, want)
+		}
+		b, wantErr := base64.StdEncoding.DecodeString(s)
+		n, err := decodedLen(s)
+		if (err == nil) != (wantErr == nil) || (err != nil && err.Error() != wantErr.Error()) || (err == nil && n != len(b)) {
+			t.Errorf("decodedLen(%q) = %d, %v; DecodeString gives %d bytes, %v", s, n, err, len(b), wantErr)
+		}
+	})
+}
+
+// A valid Peer costs no allocation to validate.
+func TestValidateAllocatesNothing(t *testing.T) {
+	p := &Peer{Spec: validSpec()}
+	if n := testing.AllocsPerRun(100, func() { _ = p.Validate() }); n != 0 {
+		t.Errorf("Validate of a valid Peer allocates %v times", n)
 	}
 }
