@@ -53,9 +53,9 @@ func (pl *planner) claimAt(r *claimRef) *claim {
 	return &s.exports[r.export].claims[r.pos]
 }
 
-// claimKey is what the sweep sorts: the address as integers and the index
-// of its claimRef, which sort several times faster than netip values and
-// whole refs. Refs are made in owner order, so the index breaks ties by owner.
+// claimKey is what the sweep sorts when a claim does not fit a v4Key: the
+// address as integers and the index of its claimRef. Refs are made in owner
+// order, so the index breaks ties by owner.
 type claimKey struct {
 	hi, lo uint64
 	v6     bool
@@ -78,6 +78,46 @@ func compareClaimKeys(a, b claimKey) int {
 		return cmp.Compare(a.bits, b.bits)
 	}
 	return cmp.Compare(a.ref, b.ref)
+}
+
+// An IPv4 claim sorts as one integer: the address, the prefix length and
+// the index of its claimRef, from the highest bits down. That orders
+// exactly as compareClaimKeys does, and a slice of integers sorts several
+// times faster than one of structs with a comparison function.
+const (
+	v4KeyRefBits = 26 // room for 67 million claims
+	v4KeyRefMask = 1<<v4KeyRefBits - 1
+)
+
+// sweepOrder returns the indexes of refs ordered for the sweep: by address,
+// IPv4 first, then prefix length, then index.
+func sweepOrder(refs []claimRef) []int32 {
+	var v4 []uint64
+	var v6 []claimKey // and IPv4 too, in the unlikely case of too many refs
+	packed := len(refs) <= v4KeyRefMask+1
+	if packed {
+		v4 = make([]uint64, 0, len(refs))
+	}
+	for i := range refs {
+		a := refs[i].prefix.Addr()
+		if packed && a.Is4() {
+			b := a.As4()
+			v4 = append(v4, uint64(binary.BigEndian.Uint32(b[:]))<<32|uint64(refs[i].prefix.Bits())<<v4KeyRefBits|uint64(i))
+			continue
+		}
+		b := a.As16()
+		v6 = append(v6, claimKey{hi: binary.BigEndian.Uint64(b[:8]), lo: binary.BigEndian.Uint64(b[8:]), v6: a.Is6(), bits: uint8(refs[i].prefix.Bits()), ref: int32(i)})
+	}
+	slices.Sort(v4)
+	slices.SortFunc(v6, compareClaimKeys)
+	order := make([]int32, 0, len(refs))
+	for _, k := range v4 {
+		order = append(order, int32(k&v4KeyRefMask))
+	}
+	for _, k := range v6 {
+		order = append(order, k.ref)
+	}
+	return order
 }
 
 // sweepClaims enforces that one address belongs to one Peer: every address
@@ -107,16 +147,8 @@ func (pl *planner) sweepClaims() {
 			refs = append(refs, claimRef{c.prefix, int32(si), -1, int32(ci)})
 		}
 	}
-	keys := make([]claimKey, len(refs))
-	for i := range refs {
-		a := refs[i].prefix.Addr()
-		b := a.As16()
-		keys[i] = claimKey{hi: binary.BigEndian.Uint64(b[:8]), lo: binary.BigEndian.Uint64(b[8:]), v6: a.Is6(), bits: uint8(refs[i].prefix.Bits()), ref: int32(i)}
-	}
-	slices.SortFunc(keys, compareClaimKeys)
 	var stack []int32
-	for _, key := range keys {
-		k := key.ref
+	for _, k := range sweepOrder(refs) {
 		c := &refs[k]
 		for len(stack) > 0 && !refs[stack[len(stack)-1]].prefix.Contains(c.prefix.Addr()) {
 			stack = stack[:len(stack)-1]
