@@ -162,26 +162,40 @@ func (pl *planner) indexExports() {
 		export   *export
 		exports  []*export // all ready exports with the key, once there are several
 	}
-	keys := map[string]keyUse{}
+	nodes := 0
+	for _, s := range pl.sources {
+		nodes += len(s.nodes)
+	}
+	// The map holds indexes into uses, so that it stays small and an entry
+	// is updated in place.
+	index := make(map[string]int32, nodes)
+	uses := make([]keyUse, 0, nodes)
+	use := func(key string, cluster int) (i int32, seen bool) {
+		if i, ok := index[key]; ok {
+			return i, true
+		}
+		index[key] = int32(len(uses))
+		uses = append(uses, keyUse{cluster: cluster})
+		return int32(len(uses) - 1), false
+	}
 	for _, s := range pl.sources {
 		for i := range s.nodes {
 			k := s.nodes[i].key
 			if k == "" {
 				continue
 			}
-			u, seen := keys[k]
+			ui, seen := use(k, s.idx)
+			u := &uses[ui]
 			switch {
 			case !seen:
-				keys[k] = keyUse{cluster: s.idx}
 			case len(u.clusters) == 0 && u.cluster != s.idx:
 				u.clusters = []int{u.cluster, s.idx}
-				keys[k] = u
 			case len(u.clusters) > 0 && u.clusters[len(u.clusters)-1] != s.idx:
 				u.clusters = append(u.clusters, s.idx)
-				keys[k] = u
 			}
 		}
 	}
+	var useOf []int32 // of each export in pl.order, before sorting
 	for _, s := range pl.sources {
 		for ei := range s.exports {
 			e := &s.exports[ei]
@@ -189,7 +203,11 @@ func (pl *planner) indexExports() {
 				continue
 			}
 			pl.order = append(pl.order, e)
-			u := keys[e.key] // an export's key is its leader's
+			// An export's key is its leader's; a leader without one has no
+			// entry yet and gets one with no cluster.
+			ui, _ := use(e.key, -1)
+			useOf = append(useOf, ui)
+			u := &uses[ui]
 			switch {
 			case u.export == nil:
 				u.export = e
@@ -198,12 +216,11 @@ func (pl *planner) indexExports() {
 			default:
 				u.exports = append(u.exports, e)
 			}
-			keys[e.key] = u
 		}
 	}
 	pl.readyExports = make([]int, len(pl.sources))
-	for _, e := range pl.order {
-		u := keys[e.key]
+	for i, e := range pl.order {
+		u := &uses[useOf[i]]
 		e.keyClusters, e.keyShared = u.clusters, u.exports
 		pl.keyClashes = pl.keyClashes || u.clusters != nil || u.exports != nil
 		pl.readyExports[e.src]++
