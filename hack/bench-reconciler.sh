@@ -5,6 +5,7 @@
 # (p50/p99 over 100), writes per minute in steady state and server memory.
 # Usage: hack/bench-reconciler.sh [-clusters N] [-nodes N] [-granularity Full|Location]
 #                                 [-nodes-per-location N] [-changes N] [-steady 60s]
+#                                 [-server-arg --member-cluster-qps=200 ...]
 set -o errexit -o nounset -o pipefail
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 cd "$ROOT"

@@ -44,6 +44,7 @@ type config struct {
 	clusters, nodes, perLoc, changes int
 	granularity                      string
 	steady                           time.Duration
+	serverArgs                       []string
 }
 
 func main() {
@@ -54,6 +55,10 @@ func main() {
 	flag.IntVar(&c.perLoc, "nodes-per-location", 100, "nodes per Kilo location with -granularity=Location")
 	flag.IntVar(&c.changes, "changes", 100, "single node changes timed one after the other")
 	flag.DurationVar(&c.steady, "steady", time.Minute, "how long writes are counted in steady state")
+	flag.Func("server-arg", "a flag for kilo-mesh-apiserver, e.g. --member-cluster-qps=200 (repeatable)", func(s string) error {
+		c.serverArgs = append(c.serverArgs, s)
+		return nil
+	})
 	flag.Parse()
 	log.SetFlags(log.Ltime)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Hour)
@@ -82,7 +87,7 @@ func run(ctx context.Context, c config) error {
 		return err
 	}
 	defer env.Stop()
-	server, err := env.StartMeshServer(ctx, framework.MeshServerOptions{})
+	server, err := env.StartMeshServer(ctx, framework.MeshServerOptions{ExtraArgs: c.serverArgs})
 	if err != nil {
 		return err
 	}
@@ -129,8 +134,8 @@ func run(ctx context.Context, c config) error {
 	passTime := metricValue(metrics, "kilo_mesh_reconcile_duration_seconds_sum")
 
 	peersPerCluster := (c.clusters - 1) * b.groups()
-	fmt.Printf("\n%d clusters x %d nodes, %s granularity: %d Peers per cluster, %d in all\n",
-		c.clusters, c.nodes, c.granularity, peersPerCluster, peersPerCluster*c.clusters)
+	fmt.Printf("\n%d clusters x %d nodes, %s granularity: %d Peers per cluster, %d in all; server flags %q\n",
+		c.clusters, c.nodes, c.granularity, peersPerCluster, peersPerCluster*c.clusters, c.serverArgs)
 	fmt.Printf("| figure | value | goal |\n|---|---|---|\n")
 	fmt.Printf("| mesh created -> every Peer exists on every cluster | %s | |\n", created.Round(10*time.Millisecond))
 	fmt.Printf("| mesh created -> status Ready | %s | |\n", ready.Round(10*time.Millisecond))

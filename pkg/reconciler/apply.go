@@ -2,8 +2,11 @@ package reconciler
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"slices"
 	"sync"
+	"sync/atomic"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -60,10 +63,21 @@ func applyTarget(ctx context.Context, w targetWork) targetResult {
 	var mu sync.Mutex
 	sem := make(chan struct{}, writeParallelism)
 	var wg sync.WaitGroup
+	// A cluster that stops answering mid-pass would make every remaining
+	// write wait for its timeout: the first failure without an answer from
+	// the API server stops the pass on that cluster.
+	var unreachable atomic.Bool
+	skipped := 0
 	record := func(f func(*targetResult)) {
 		mu.Lock()
 		defer mu.Unlock()
 		f(&res)
+	}
+	failed := func(err error) {
+		var status apierrors.APIStatus
+		if !errors.As(err, &status) {
+			unreachable.Store(true)
+		}
 	}
 	for _, want := range w.desired {
 		if !write[want.Name] {
@@ -75,12 +89,19 @@ func applyTarget(ctx context.Context, w targetWork) targetResult {
 			record(func(r *targetResult) { r.events = append(r.events, nameTaken(w.cluster, want.Name)) })
 			continue
 		}
+		if unreachable.Load() {
+			skipped++
+			continue
+		}
 		wg.Add(1)
 		sem <- struct{}{}
 		go func() {
 			defer func() { <-sem; wg.Done() }()
 			n, err := applyPeer(ctx, w.client, want, have)
 			w.count("apply", n, err)
+			if err != nil {
+				failed(err)
+			}
 			record(func(r *targetResult) {
 				switch {
 				case err == nil:
@@ -105,12 +126,19 @@ func applyTarget(ctx context.Context, w targetWork) targetResult {
 		if have == nil || !w.owns(have) {
 			continue // gone already, or no longer ours: nothing to delete
 		}
+		if unreachable.Load() {
+			skipped++
+			continue
+		}
 		wg.Add(1)
 		sem <- struct{}{}
 		go func() {
 			defer func() { <-sem; wg.Done() }()
 			err := deletePeer(ctx, w.client, name, have.UID)
 			w.count("delete", 1, err)
+			if err != nil {
+				failed(err)
+			}
 			record(func(r *targetResult) {
 				if err != nil {
 					r.errors = append(r.errors, fmt.Sprintf("deleting Peer %s: %v", name, err))
@@ -121,6 +149,11 @@ func applyTarget(ctx context.Context, w targetWork) targetResult {
 		}()
 	}
 	wg.Wait()
+	// Goroutines finish in any order; the status and events need a stable one.
+	slices.Sort(res.errors)
+	if skipped > 0 {
+		res.errors = append(res.errors, fmt.Sprintf("%d more writes not attempted: the cluster stopped answering", skipped))
+	}
 	return res
 }
 

@@ -3,7 +3,9 @@ package reconciler
 import (
 	"context"
 	"fmt"
+	"maps"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -47,9 +49,6 @@ func (r *Reconciler) sync(ctx context.Context, key types.NamespacedName) (syncRe
 
 	now := time.Now()
 	plan, planErr := r.planner.Plan(mesh)
-	if planErr != nil {
-		klog.ErrorS(planErr, "Planning failed", "mesh", key)
-	}
 	var states map[string]clusters.ClusterState
 	results := map[string]targetResult{}
 	if plan != nil {
@@ -58,22 +57,27 @@ func (r *Reconciler) sync(ctx context.Context, key types.NamespacedName) (syncRe
 	}
 
 	outcomes := make(map[string]targetOutcome, len(results))
-	var events []meshEvent
+	// Facts that persist (conflicts, skipped nodes) are announced when they
+	// change; what this pass did is announced every time.
+	var facts, actions []meshEvent
 	var writeErrs []string
-	for cluster, res := range results {
+	for _, cluster := range slices.Sorted(maps.Keys(results)) {
+		res := results[cluster]
 		outcomes[cluster] = res.targetOutcome
-		events = append(events, res.events...)
-		for _, e := range res.errors {
-			writeErrs = append(writeErrs, cluster+": "+e)
+		facts = append(facts, res.events...)
+		if len(res.errors) > 0 {
+			msg := fmt.Sprintf("cluster %s: %d failed: %s", cluster, len(res.errors), summarize(res.errors, 3))
+			writeErrs = append(writeErrs, msg)
+			actions = append(actions, meshEvent{Type: corev1.EventTypeWarning, Reason: EventApplyFailed, Message: msg})
 		}
 		if res.created+res.updated+res.deleted > 0 {
-			events = append(events, meshEvent{Type: corev1.EventTypeNormal, Reason: EventPeersChanged,
+			actions = append(actions, meshEvent{Type: corev1.EventTypeNormal, Reason: EventPeersChanged,
 				Message: fmt.Sprintf("cluster %s: created %d, updated %d, deleted %d Peers", cluster, res.created, res.updated, res.deleted)})
 			klog.InfoS("Peers written", "mesh", key, "cluster", cluster, "created", res.created, "updated", res.updated, "deleted", res.deleted)
 		}
 	}
 	if plan != nil {
-		events = append(events, planEvents(plan)...)
+		facts = append(facts, planEvents(plan)...)
 	}
 	r.report(mesh, plan, outcomes)
 
@@ -83,18 +87,14 @@ func (r *Reconciler) sync(ctx context.Context, key types.NamespacedName) (syncRe
 			return syncResult{}, err
 		}
 	}
-	// Write failures are announced every time: each is a new attempt.
-	slices.Sort(writeErrs)
-	for _, e := range writeErrs {
-		r.recorder.Event(mesh, corev1.EventTypeWarning, EventApplyFailed, e)
-	}
-	emit(r.recorder, mesh, r.events.fresh(key, events))
+	emit(r.recorder, mesh, actions)
+	emit(r.recorder, mesh, r.events.fresh(key, facts))
 
 	switch {
 	case planErr != nil:
 		return syncResult{}, planErr
 	case len(writeErrs) > 0:
-		return syncResult{}, fmt.Errorf("writing Peers of %s: %s", key, summarize(writeErrs, 3))
+		return syncResult{}, fmt.Errorf("writing Peers of %s: %s", key, strings.Join(writeErrs, "; "))
 	}
 	return syncResult{requeueAfter: nextExpiry(states, now)}, nil
 }
