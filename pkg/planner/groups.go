@@ -38,26 +38,52 @@ func groupName(n *nodeInfo, g meshv1alpha1.Granularity) string {
 // formGroups groups the Kilo-Ready nodes (already sorted by name) as kg
 // does and returns the groups sorted by name, each with its leader.
 func formGroups(nodes []nodeInfo, g meshv1alpha1.Granularity) []group {
-	var groups []group
-	byName := map[string]int{}
-	groupOf := make([]int, len(nodes))
 	ready := 0
+	for i := range nodes {
+		if nodes[i].kiloReady {
+			ready++
+		}
+	}
+	var groups []group
+	if g != meshv1alpha1.GranularityLocation {
+		groups = make([]group, 0, ready) // one per node
+	}
+	// A node's own group ("node:<name>") is unique, since node names are;
+	// only location groups need looking up, by location. The names of the
+	// nodes' own groups are built in one buffer.
+	byLocation := map[string]int{}
+	var nodeGroupNames batch
+	var nodeGroups []int // the groups whose names are in nodeGroupNames
+	groupOf := make([]int, len(nodes))
 	for i := range nodes {
 		n := &nodes[i]
 		if !n.kiloReady {
 			groupOf[i] = -1
 			continue
 		}
-		ready++
-		name := groupName(n, g)
-		gi, ok := byName[name]
-		if !ok {
+		var gi int
+		if g == meshv1alpha1.GranularityLocation && n.internalIP.IsValid() {
+			var ok bool
+			if gi, ok = byLocation[n.location]; !ok {
+				gi = len(groups)
+				byLocation[n.location] = gi
+				groups = append(groups, group{name: groupName(n, g)})
+			}
+		} else {
+			if nodeGroups == nil {
+				nodeGroupNames.grow(ready, len(groupPrefixNode)+len(n.name))
+				nodeGroups = make([]int, 0, ready)
+			}
 			gi = len(groups)
-			byName[name] = gi
-			groups = append(groups, group{name: name})
+			groups = append(groups, group{})
+			nodeGroupNames.add(groupPrefixNode, n.name)
+			nodeGroups = append(nodeGroups, gi)
 		}
 		groupOf[i] = gi
 		groups[gi].leader++ // counts members until the leader is known
+	}
+	for k, name := range nodeGroupNames.strings() {
+		groups[nodeGroups[k]].name = name
 	}
 	// One backing array for all member lists: under full granularity there
 	// are as many groups as nodes.
