@@ -32,6 +32,12 @@ func (b *batch) addBytes(appendTo func([]byte) []byte) int {
 	return len(b.ends) - 1
 }
 
+// end ends the string appended to buf directly and returns its index.
+func (b *batch) end() int {
+	b.ends = append(b.ends, len(b.buf))
+	return len(b.ends) - 1
+}
+
 // strings materialises the strings, in the order they were added.
 func (b *batch) strings() []string {
 	all := string(b.buf)

@@ -6,6 +6,7 @@ import (
 	"net"
 	"net/netip"
 	"strconv"
+	"strings"
 
 	"k8s.io/apimachinery/pkg/util/validation"
 
@@ -26,27 +27,40 @@ func (e Endpoint) IsZero() bool { return !e.Addr.IsValid() && e.DNS == "" }
 
 // String is host:port, with IPv6 in brackets, as wg-quick and Kilo write it.
 func (e Endpoint) String() string {
-	if e.IsZero() {
-		return ""
-	}
-	host := e.DNS
-	if host == "" {
-		host = e.Addr.String()
-	}
-	return net.JoinHostPort(host, strconv.Itoa(int(e.Port)))
+	return string(e.appendTo(nil))
 }
 
-// peerEndpoint is e in the Peer API's shape: the DNS name in dns, the IP in
-// ip, never both (kg prefers dns when both are set).
-func (e Endpoint) peerEndpoint() *kilov1alpha1.PeerEndpoint {
+// appendTo appends String's result to b, as net.JoinHostPort writes it: a
+// host holding a colon (any IPv6 address) goes in brackets.
+func (e Endpoint) appendTo(b []byte) []byte {
+	switch {
+	case e.IsZero():
+		return b
+	case e.DNS != "" && strings.IndexByte(e.DNS, ':') < 0:
+		b = append(b, e.DNS...)
+	case e.DNS != "":
+		b = append(append(append(b, '['), e.DNS...), ']')
+	case e.Addr.Is4(): // the only addresses written without a colon
+		b = e.Addr.AppendTo(b)
+	default:
+		b = append(e.Addr.AppendTo(append(b, '[')), ']')
+	}
+	return strconv.AppendUint(append(b, ':'), uint64(e.Port), 10)
+}
+
+// peerEndpoint fills pe with e in the Peer API's shape, the DNS name in dns,
+// the IP in ip, never both (kg prefers dns when both are set), and returns
+// it; nil when e is zero. hostPort is e.String(): the IP is taken from it.
+func (e Endpoint) peerEndpoint(pe *kilov1alpha1.PeerEndpoint, hostPort string) *kilov1alpha1.PeerEndpoint {
 	if e.IsZero() {
 		return nil
 	}
-	pe := &kilov1alpha1.PeerEndpoint{Port: int32(e.Port)}
+	*pe = kilov1alpha1.PeerEndpoint{Port: int32(e.Port)}
 	if e.DNS != "" {
 		pe.DNSOrIP.DNS = e.DNS
 	} else {
-		pe.DNSOrIP.IP = e.Addr.String()
+		host := hostPort[:strings.LastIndexByte(hostPort, ':')]
+		pe.DNSOrIP.IP = strings.TrimSuffix(strings.TrimPrefix(host, "["), "]")
 	}
 	return pe
 }

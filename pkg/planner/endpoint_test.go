@@ -1,6 +1,9 @@
 package planner
 
 import (
+	"net"
+	"net/netip"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -94,21 +97,28 @@ func TestEndpointIsPublic(t *testing.T) {
 }
 
 func TestPeerEndpointSetsExactlyOne(t *testing.T) {
-	for _, s := range []string{"wg.example.com:51820", "203.0.113.1:51820", "[2001:db8::1]:51820"} {
+	for _, s := range []string{"wg.example.com:51820", "203.0.113.1:51820", "[2001:db8::1]:51820", "[::ffff:203.0.113.1]:51820", "[fd00::1]:1"} {
 		e, err := ParseEndpoint(s)
 		if err != nil {
 			t.Fatal(err)
 		}
-		pe := e.peerEndpoint()
+		var buf kilov1alpha1.PeerEndpoint
+		pe := e.peerEndpoint(&buf, e.String())
 		if (pe.DNSOrIP.DNS == "") == (pe.DNSOrIP.IP == "") {
 			t.Errorf("%s: dns=%q ip=%q; want exactly one", s, pe.DNSOrIP.DNS, pe.DNSOrIP.IP)
+		}
+		if e.DNS == "" && pe.DNSOrIP.IP != e.Addr.String() {
+			t.Errorf("%s: ip=%q, want %q", s, pe.DNSOrIP.IP, e.Addr.String())
+		}
+		if int(pe.Port) != int(e.Port) {
+			t.Errorf("%s: port %d", s, pe.Port)
 		}
 		p := kilov1alpha1.Peer{Spec: kilov1alpha1.PeerSpec{AllowedIPs: []string{"10.0.0.0/24"}, PublicKey: "t8kWCuEeKmb6bV/Tpx0byyzoFe1KK6F3LpnDV/yBe+A=", Endpoint: pe}}
 		if errs := p.Validate(); len(errs) > 0 {
 			t.Errorf("%s: %v", s, errs)
 		}
 	}
-	if (Endpoint{}).peerEndpoint() != nil {
+	if (Endpoint{}).peerEndpoint(&kilov1alpha1.PeerEndpoint{}, "") != nil {
 		t.Error("the zero endpoint must render as no endpoint (a roaming Peer)")
 	}
 }
@@ -130,9 +140,13 @@ func FuzzParseEndpoint(f *testing.F) {
 		if e.IsZero() || e.Port == 0 {
 			t.Fatalf("ParseEndpoint(%q) = %#v without error", s, e)
 		}
-		p := kilov1alpha1.Peer{Spec: kilov1alpha1.PeerSpec{AllowedIPs: []string{"10.0.0.0/24"}, PublicKey: "t8kWCuEeKmb6bV/Tpx0byyzoFe1KK6F3LpnDV/yBe+A=", Endpoint: e.peerEndpoint()}}
+		var pe kilov1alpha1.PeerEndpoint
+		p := kilov1alpha1.Peer{Spec: kilov1alpha1.PeerSpec{AllowedIPs: []string{"10.0.0.0/24"}, PublicKey: "t8kWCuEeKmb6bV/Tpx0byyzoFe1KK6F3LpnDV/yBe+A=", Endpoint: e.peerEndpoint(&pe, e.String())}}
 		if errs := p.Validate(); len(errs) > 0 {
 			t.Fatalf("ParseEndpoint(%q) gives a Peer Kilo rejects: %v", s, errs)
+		}
+		if e.DNS == "" && pe.DNSOrIP.IP != e.Addr.String() {
+			t.Fatalf("ParseEndpoint(%q): Peer IP %q, want %q", s, pe.DNSOrIP.IP, e.Addr.String())
 		}
 		again, err := ParseEndpoint(e.String())
 		if err != nil || again != e {
@@ -142,4 +156,28 @@ func FuzzParseEndpoint(f *testing.F) {
 			t.Fatalf("ParseEndpoint(%q) keeps a mapped or zoned address %v", s, e.Addr)
 		}
 	})
+}
+
+// Endpoint strings are written without net.JoinHostPort now; they must
+// read exactly as it writes them.
+func TestEndpointStringIsJoinHostPort(t *testing.T) {
+	for _, e := range []Endpoint{
+		{Addr: netip.MustParseAddr("203.0.113.1"), Port: 51820},
+		{Addr: netip.MustParseAddr("2001:db8::1"), Port: 1},
+		{Addr: netip.MustParseAddr("::ffff:203.0.113.1"), Port: 65535},
+		{Addr: netip.MustParseAddr("fe80::1%eth0"), Port: 51820},
+		{DNS: "wg.example.com", Port: 51820},
+		{DNS: "odd:name", Port: 7},
+	} {
+		host := e.DNS
+		if host == "" {
+			host = e.Addr.String()
+		}
+		if got, want := e.String(), net.JoinHostPort(host, strconv.Itoa(int(e.Port))); got != want {
+			t.Errorf("String() = %q, want %q", got, want)
+		}
+	}
+	if s := (Endpoint{}).String(); s != "" {
+		t.Errorf("the zero endpoint reads %q", s)
+	}
 }

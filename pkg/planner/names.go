@@ -1,10 +1,8 @@
 package planner
 
 import (
-	"bytes"
 	"crypto/sha256"
 	"encoding/base32"
-	"strings"
 
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/validation"
@@ -45,6 +43,12 @@ var lowerBase32 = base32.NewEncoding("abcdefghijklmnopqrstuvwxyz234567").WithPad
 // two meshes of the same name in different namespaces never collide.
 func PeerName(meshNamespace, meshName, sourceCluster, group string) string {
 	var stack [256]byte
+	return string(appendPeerName(stack[:0], meshNamespace, meshName, sourceCluster, group))
+}
+
+// appendPeerName appends PeerName's result to b.
+func appendPeerName(b []byte, meshNamespace, meshName, sourceCluster, group string) []byte {
+	var stack [256]byte
 	in := stack[:0]
 	for _, s := range []string{meshNamespace, meshName, sourceCluster, group} {
 		in = append(append(in, s...), 0)
@@ -53,24 +57,22 @@ func PeerName(meshNamespace, meshName, sourceCluster, group string) string {
 	var sum [16]byte // 10 bytes of digest encode to exactly 16 characters
 	lowerBase32.Encode(sum[:], digest[:10])
 
-	readable := appendSanitized(stack[:0], meshName, sourceCluster, group)
-	if max := validation.DNS1123SubdomainMaxLength - peerNameHashLen - 1; len(readable) > max {
-		readable = bytes.TrimRight(readable[:max], "-")
+	start := len(b)
+	b = appendSanitized(b, meshName, sourceCluster, group)
+	if max := validation.DNS1123SubdomainMaxLength - peerNameHashLen - 1; len(b)-start > max {
+		b = trimDashes(b[:start+max], start)
 	}
-	var b strings.Builder
-	b.Grow(len(readable) + 1 + peerNameHashLen)
-	if len(readable) > 0 {
-		b.Write(readable)
-		b.WriteByte('-')
+	if len(b) > start {
+		b = append(b, '-')
 	}
-	b.Write(sum[:peerNameHashLen])
-	return b.String()
+	return append(b, sum[:peerNameHashLen]...)
 }
 
 // appendSanitized appends the parts, joined by dashes, mapped onto
 // [a-z0-9-] without leading, trailing or repeated dashes. Dots are mapped
 // too: a location name like "a..b" would otherwise make an invalid subdomain.
 func appendSanitized(b []byte, parts ...string) []byte {
+	start := len(b)
 	dash := true // suppresses a leading dash
 	for k, s := range parts {
 		if k > 0 && !dash {
@@ -94,7 +96,15 @@ func appendSanitized(b []byte, parts ...string) []byte {
 			}
 		}
 	}
-	return bytes.TrimRight(b, "-")
+	return trimDashes(b, start)
+}
+
+// trimDashes removes the dashes that end b, not reaching before start.
+func trimDashes(b []byte, start int) []byte {
+	for len(b) > start && b[len(b)-1] == '-' {
+		b = b[:len(b)-1]
+	}
+	return b
 }
 
 // ManagedLabels are the labels identifying a Peer of sourceCluster managed by

@@ -70,3 +70,30 @@ func TestIsManagedBy(t *testing.T) {
 		t.Error("unlabelled Peer claimed as managed")
 	}
 }
+
+// Peer names are what the mesh's existing Peers are found by: they must
+// never change. appendPeerName must append exactly PeerName's result,
+// whatever the buffer holds.
+func TestPeerNameStable(t *testing.T) {
+	x, long := strings.Repeat("x", 63), strings.Repeat("x", 63)
+	for _, tc := range []struct{ ns, mesh, cluster, group, want string }{
+		{"team-a", "prod", "eu", "location:fra", "prod-eu-location-fra-seot2x2cjd"},
+		{"team-a", "prod", "eu", "location:", "prod-eu-location-z4q2i6veb3"},
+		{"team-a", "prod", "eu", "location:Zürich Nord..1", "prod-eu-location-z-rich-nord-1-cjgx7hcoys"},
+		{"team-a", "prod", "us", "node:ip-10-0-0-1.ec2.internal", "prod-us-node-ip-10-0-0-1-ec2-internal-kbkuw5jgyp"},
+		{long, long, long, "node:" + strings.Repeat("n.", 120), x + "-" + x + "-node-" + strings.Repeat("n-", 55) + "qqyxrnmc77"},
+		{"", "", "", "", "347wdgaeve"},
+		{"-", "--", "-", "-", "2esnda5yrj"},
+		{long, long, long, "node:" + strings.Repeat("a", 200) + "1", x + "-" + x + "-node-" + strings.Repeat("a", 109) + "-svwpelgbay"},
+		{long, strings.Repeat("y", 179) + "-", "", "", strings.Repeat("y", 179) + "-rc7kezkwvq"},
+	} {
+		if got := PeerName(tc.ns, tc.mesh, tc.cluster, tc.group); got != tc.want {
+			t.Errorf("PeerName(%q, %q, %q, %q) = %q, want %q", tc.ns, tc.mesh, tc.cluster, tc.group, got, tc.want)
+		}
+		for _, prefix := range []string{"", "-", "abc-", "--"} {
+			if got := string(appendPeerName([]byte(prefix), tc.ns, tc.mesh, tc.cluster, tc.group)); got != prefix+tc.want {
+				t.Errorf("appendPeerName(%q, %q, %q, %q, %q) = %q, want %q", prefix, tc.ns, tc.mesh, tc.cluster, tc.group, got, prefix+tc.want)
+			}
+		}
+	}
+}

@@ -41,6 +41,8 @@ type export struct {
 
 	endpoint  Endpoint
 	keepalive int
+	// hostPort is endpoint.String(), set once the export is final.
+	hostPort string
 
 	// claims are the candidate addresses, in kg's order.
 	claims []claim

@@ -76,8 +76,22 @@ func (pl *planner) analyze(s *source, snap *ClusterSnapshot) {
 
 	pl.checkNodes(s)
 	s.exports = make([]export, len(s.groups))
+	var names batch // the exports' Peer names, in one buffer
+	names.grow(len(s.groups), len(pl.in.MeshName)+len(s.name)+len(groupPrefixNode)+20+peerNameHashLen+3)
+	// One array holds every export's candidate addresses: at most a node's
+	// pod CIDRs and internal IP, and a WireGuard IP per group.
+	size := len(s.groups)
+	for i := range s.nodes {
+		size += len(s.nodes[i].podCIDRs) + 1
+	}
+	claims := make([]claim, size)
 	for gi := range s.groups {
-		pl.prepareExport(s, gi)
+		claims = pl.prepareExport(s, gi, claims)
+		names.buf = appendPeerName(names.buf, pl.in.MeshNamespace, pl.in.MeshName, s.name, s.groups[gi].name)
+		names.end()
+	}
+	for gi, name := range names.strings() {
+		s.exports[gi].name = name
 	}
 	pl.addLocationIPs(s)
 	for _, p := range s.nets.extras() {
@@ -95,7 +109,7 @@ func (pl *planner) checkNodes(s *source) {
 		p    netip.Prefix
 		node int
 	}
-	var pods []podRef
+	pods := make([]podRef, 0, len(s.nodes))
 	for gi := range s.groups {
 		g := &s.groups[gi]
 		for _, i := range g.members {
@@ -158,11 +172,12 @@ func (pl *planner) checkNodes(s *source) {
 // prepareExport decides whether group gi can be exported and, if so, which
 // addresses its members contribute: the pod CIDRs and internal IP of every
 // member that passed containment, in name order, then the WireGuard IP.
-func (pl *planner) prepareExport(s *source, gi int) {
+// The claims take their room from the front of pool; the rest is returned.
+func (pl *planner) prepareExport(s *source, gi int, pool []claim) []claim {
 	g := &s.groups[gi]
 	leader := &s.nodes[g.leader]
 	e := &s.exports[gi]
-	*e = export{src: s.idx, group: gi, name: PeerName(pl.in.MeshNamespace, pl.in.MeshName, s.name, g.name), ready: true, key: leader.key}
+	*e = export{src: s.idx, group: gi, ready: true, key: leader.key} // analyze names it
 
 	switch {
 	case !s.nets.wireguard.IsValid():
@@ -207,7 +222,8 @@ func (pl *planner) prepareExport(s *source, gi int) {
 	for _, i := range g.members {
 		size += len(s.nodes[i].podCIDRs) + 1
 	}
-	e.claims = make([]claim, 0, size)
+	// Capped, so that appending to one export's claims cannot reach the next's.
+	e.claims, pool = pool[:0:size], pool[size:]
 	for _, i := range g.members {
 		n := &s.nodes[i]
 		if n.reason != "" {
@@ -226,6 +242,7 @@ func (pl *planner) prepareExport(s *source, gi int) {
 	if g.wireguardIP.IsValid() {
 		e.claims = append(e.claims, claim{prefix: hostPrefix(g.wireguardIP), kind: claimWireGuardIP, node: -1})
 	}
+	return pool
 }
 
 // addLocationIPs gives every group the allowed-location-ips of its members,
@@ -383,7 +400,7 @@ func (pl *planner) finalize(s *source) {
 	for ei := range s.exports {
 		n += len(s.exports[ei].final)
 	}
-	allowed.grow(n, len("255.255.255.255/32"))
+	allowed.grow(n+len(s.exports), len("255.255.255.255/32"))
 	for ei := range s.exports {
 		e := &s.exports[ei]
 		if !e.ready {
@@ -397,8 +414,12 @@ func (pl *planner) finalize(s *source) {
 			}
 		}
 		for _, c := range e.final {
-			allowed.addBytes(c.prefix.AppendTo)
+			allowed.buf = c.prefix.AppendTo(allowed.buf)
+			allowed.end()
 		}
+		// The endpoint comes last: one more string per export.
+		allowed.buf = e.endpoint.appendTo(allowed.buf)
+		allowed.end()
 	}
 	strs := allowed.strings()
 	ready := 0
@@ -407,15 +428,19 @@ func (pl *planner) finalize(s *source) {
 			ready++
 		}
 	}
-	// One array holds the templates of the cluster.
+	// One array holds the templates of the cluster, one their endpoints.
 	templates := make([]kilov1alpha1.Peer, 0, ready)
+	endpoints := make([]kilov1alpha1.PeerEndpoint, 0, ready)
 	for ei := range s.exports {
 		if e := &s.exports[ei]; e.ready {
 			templates = append(templates, kilov1alpha1.Peer{})
 			e.peer = &templates[len(templates)-1]
+			endpoints = append(endpoints, kilov1alpha1.PeerEndpoint{})
 			// Capped, so that appending to one Peer's list cannot reach the next's.
-			pl.buildTemplate(s, e, strs[:len(e.final):len(e.final)])
-			strs = strs[len(e.final):]
+			allowedIPs := strs[:len(e.final):len(e.final)]
+			e.hostPort = strs[len(e.final)]
+			strs = strs[len(e.final)+1:]
+			pl.buildTemplate(s, e, allowedIPs, &endpoints[len(endpoints)-1])
 		}
 	}
 	if len(s.extras) > 0 && s.extrasHolder < 0 {
@@ -451,8 +476,9 @@ func (pl *planner) chooseExtrasHolder(s *source) int {
 }
 
 // buildTemplate renders an export, into e.peer, as the Peer every target
-// gets unless a target-specific check removes something.
-func (pl *planner) buildTemplate(s *source, e *export, allowed []string) {
+// gets unless a target-specific check removes something. endpoint is where
+// to put the Peer's endpoint, if it has one.
+func (pl *planner) buildTemplate(s *source, e *export, allowed []string, endpoint *kilov1alpha1.PeerEndpoint) {
 	g := &s.groups[e.group]
 	*e.peer = kilov1alpha1.Peer{
 		TypeMeta: peerTypeMeta,
@@ -462,7 +488,7 @@ func (pl *planner) buildTemplate(s *source, e *export, allowed []string) {
 		}),
 		Spec: kilov1alpha1.PeerSpec{
 			AllowedIPs:          allowed,
-			Endpoint:            e.endpoint.peerEndpoint(),
+			Endpoint:            e.endpoint.peerEndpoint(endpoint, e.hostPort),
 			PersistentKeepalive: e.keepalive,
 			PublicKey:           e.key,
 		},
@@ -490,6 +516,8 @@ func (pl *planner) clusterView(s *source) meshv1alpha1.ClusterPlan {
 	}
 	v.Groups = make([]meshv1alpha1.GroupPlan, len(s.groups))
 	names := make([]string, 0, len(s.nodes)) // one backing array for all member lists
+	var wireguardIPs batch                   // one buffer for all WireGuard IPs
+	wireguardIPs.grow(len(s.groups), len("255.255.255.255"))
 	for gi := range s.groups {
 		g, e := &s.groups[gi], &s.exports[gi]
 		from := len(names)
@@ -500,17 +528,21 @@ func (pl *planner) clusterView(s *source) meshv1alpha1.ClusterPlan {
 		members := names[from:len(names):len(names)]
 		gp := meshv1alpha1.GroupPlan{Name: g.name, Leader: s.nodes[g.leader].name, Members: members, Ready: e.ready}
 		if g.wireguardIP.IsValid() {
-			gp.WireguardIP = g.wireguardIP.String()
+			wireguardIPs.buf = g.wireguardIP.AppendTo(wireguardIPs.buf)
 		}
+		wireguardIPs.end() // "" when there is none
 		if e.ready {
 			gp.PeerName = e.name
-			gp.Endpoint = e.endpoint.String()
+			gp.Endpoint = e.hostPort
 			gp.PersistentKeepalive = int32(e.keepalive)
 			v.Summary.ReadyGroups++
 		} else {
 			gp.Reason, gp.Message = e.reason, e.message
 		}
 		v.Groups[gi] = gp
+	}
+	for gi, ip := range wireguardIPs.strings() {
+		v.Groups[gi].WireguardIP = ip
 	}
 
 	skipped := map[string]int32{}
