@@ -35,6 +35,8 @@ type planner struct {
 	keyClashes bool
 	// anyKept is true when some source's Peers are kept as they are.
 	anyKept bool
+	// scratch is the buffer batches write into, reused by one after another.
+	scratch []byte
 }
 
 // Compute plans a mesh: for every member cluster, the decision on each of

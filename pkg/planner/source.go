@@ -76,8 +76,7 @@ func (pl *planner) analyze(s *source, snap *ClusterSnapshot) {
 
 	pl.checkNodes(s)
 	s.exports = make([]export, len(s.groups))
-	var names batch // the exports' Peer names, in one buffer
-	names.grow(len(s.groups), len(pl.in.MeshName)+len(s.name)+len(groupPrefixNode)+20+peerNameHashLen+3)
+	names := pl.batch(len(s.groups), len(pl.in.MeshName)+len(s.name)+len(groupPrefixNode)+20+peerNameHashLen+3)
 	// One array holds every export's candidate addresses: at most a node's
 	// pod CIDRs and internal IP, and a WireGuard IP per group.
 	size := len(s.groups)
@@ -90,8 +89,9 @@ func (pl *planner) analyze(s *source, snap *ClusterSnapshot) {
 		names.buf = appendPeerName(names.buf, pl.in.MeshNamespace, pl.in.MeshName, s.name, s.groups[gi].name)
 		names.end()
 	}
-	for gi, name := range names.strings() {
-		s.exports[gi].name = name
+	all := names.text()
+	for gi := range s.exports {
+		s.exports[gi].name = names.at(all, gi)
 	}
 	pl.addLocationIPs(s)
 	for _, p := range s.nets.extras() {
@@ -395,12 +395,11 @@ func (pl *planner) finalize(s *source) {
 		e.claims = nil
 	}
 	s.extrasHolder = pl.chooseExtrasHolder(s)
-	var allowed batch
 	n := len(s.extras)
 	for ei := range s.exports {
 		n += len(s.exports[ei].final)
 	}
-	allowed.grow(n+len(s.exports), len("255.255.255.255/32"))
+	allowed := pl.batch(n+len(s.exports), len("255.255.255.255/32"))
 	for ei := range s.exports {
 		e := &s.exports[ei]
 		if !e.ready {
@@ -516,8 +515,7 @@ func (pl *planner) clusterView(s *source) meshv1alpha1.ClusterPlan {
 	}
 	v.Groups = make([]meshv1alpha1.GroupPlan, len(s.groups))
 	names := make([]string, 0, len(s.nodes)) // one backing array for all member lists
-	var wireguardIPs batch                   // one buffer for all WireGuard IPs
-	wireguardIPs.grow(len(s.groups), len("255.255.255.255"))
+	wireguardIPs := pl.batch(len(s.groups), len("255.255.255.255"))
 	for gi := range s.groups {
 		g, e := &s.groups[gi], &s.exports[gi]
 		from := len(names)
@@ -530,7 +528,7 @@ func (pl *planner) clusterView(s *source) meshv1alpha1.ClusterPlan {
 		if g.wireguardIP.IsValid() {
 			wireguardIPs.buf = g.wireguardIP.AppendTo(wireguardIPs.buf)
 		}
-		wireguardIPs.end() // "" when there is none
+		wireguardIPs.end()
 		if e.ready {
 			gp.PeerName = e.name
 			gp.Endpoint = e.hostPort
@@ -541,13 +539,13 @@ func (pl *planner) clusterView(s *source) meshv1alpha1.ClusterPlan {
 		}
 		v.Groups[gi] = gp
 	}
-	for gi, ip := range wireguardIPs.strings() {
-		v.Groups[gi].WireguardIP = ip
+	ips := wireguardIPs.text()
+	for gi := range v.Groups {
+		v.Groups[gi].WireguardIP = wireguardIPs.at(ips, gi) // "" when there is none
 	}
 
 	skipped := map[string]int32{}
-	var messages batch
-	messages.grow(len(s.nodes), len("advertised through location:, led by ")+40)
+	messages := pl.batch(len(s.nodes), len("advertised through location:, led by ")+40)
 	messageOf := make([]int, len(s.nodes))
 	v.Nodes = make([]meshv1alpha1.NodeDecision, len(s.nodes))
 	for i := range s.nodes {
@@ -586,10 +584,10 @@ func (pl *planner) clusterView(s *source) meshv1alpha1.ClusterPlan {
 		}
 		v.Nodes[i] = d
 	}
-	texts := messages.strings()
+	texts := messages.text()
 	for i := range v.Nodes {
 		if v.Nodes[i].Included {
-			v.Nodes[i].Message = texts[messageOf[i]]
+			v.Nodes[i].Message = messages.at(texts, messageOf[i])
 		}
 	}
 	v.Summary.Nodes = int32(len(s.nodes))
