@@ -77,8 +77,17 @@ func (n *nodeInfo) skip(reason, format string, args ...any) {
 // Ready rule against now. Malformed annotations kg would silently ignore
 // become notes, so the plan says what kg ignores.
 func parseNode(node *corev1.Node, topologyLabel string, now time.Time) nodeInfo {
+	var n nodeInfo
+	parseNodeInto(&n, node, topologyLabel, now, nil)
+	return n
+}
+
+// parseNodeInto is parseNode writing into n, which must be zero. The pod
+// CIDR list takes its room from the front of pool when there is enough;
+// the rest of pool is returned.
+func parseNodeInto(n *nodeInfo, node *corev1.Node, topologyLabel string, now time.Time, pool []netip.Prefix) []netip.Prefix {
 	a := node.Annotations
-	n := nodeInfo{name: node.Name, node: node}
+	n.name, n.node = node.Name, node
 
 	n.key = a[AnnotationKey]
 	keyProblem := ""
@@ -94,7 +103,11 @@ func parseNode(node *corev1.Node, topologyLabel string, now time.Time) nodeInfo 
 	} else if p, err := netip.ParsePrefix(node.Spec.PodCIDR); err != nil {
 		podProblem = ReasonInvalidPodCIDR
 	} else {
-		n.podCIDRs = make([]netip.Prefix, 1, max(1, len(node.Spec.PodCIDRs)))
+		if size := max(1, len(node.Spec.PodCIDRs)); len(pool) >= size {
+			n.podCIDRs, pool = pool[:1:size], pool[size:] // capped: appends stay in n's room
+		} else {
+			n.podCIDRs = make([]netip.Prefix, 1, size)
+		}
 		n.podCIDRs[0] = canonical(p)
 	}
 	if podProblem == "" {
@@ -124,7 +137,7 @@ func parseNode(node *corev1.Node, topologyLabel string, now time.Time) nodeInfo 
 		n.kiloEndpoint = e
 	}
 
-	n.internalIP = parseInternalIP(&n, a)
+	n.internalIP = parseInternalIP(n, a)
 
 	if s, ok := a[AnnotationPersistentKeepalive]; ok {
 		// kg reads an unparsable value as 0; so does the plan, but says so.
@@ -177,7 +190,7 @@ func parseNode(node *corev1.Node, topologyLabel string, now time.Time) nodeInfo 
 	if forceErr != nil && forceErr != errEmptyEndpoint && n.kiloReady {
 		n.note(NoteMalformedEndpoint, "%s: %v; kg falls back to %s", AnnotationForceEndpoint, forceErr, AnnotationEndpoint)
 	}
-	return n
+	return pool
 }
 
 // parseInternalIP follows kg: force-internal-ip overrides internal-ip, and

@@ -55,6 +55,12 @@ func (pl *planner) analyze(s *source, snap *ClusterSnapshot) {
 		topologyLabel = meshv1alpha1.DefaultTopologyLabel
 	}
 	s.nodes = make([]nodeInfo, len(nodes))
+	// One array holds every node's pod CIDRs.
+	size := 0
+	for _, node := range nodes {
+		size += max(1, len(node.Spec.PodCIDRs))
+	}
+	podCIDRs := make([]netip.Prefix, size)
 	for i, node := range nodes {
 		if (i > 0 && nodes[i-1].Name == node.Name) || (i+1 < len(nodes) && nodes[i+1].Name == node.Name) {
 			// Which copy is right is unknowable, and picking one would make
@@ -64,7 +70,7 @@ func (pl *planner) analyze(s *source, snap *ClusterSnapshot) {
 			pl.issues.conflict(ConflictDuplicateNode, s.name, "", "node names that appear more than once in the snapshot; left out", node.Name)
 			continue
 		}
-		s.nodes[i] = parseNode(node, topologyLabel, pl.in.Now)
+		podCIDRs = parseNodeInto(&s.nodes[i], node, topologyLabel, pl.in.Now, podCIDRs)
 	}
 
 	s.gran = decideGranularity(s.name, s.entry.Granularity, s.nodes)
@@ -79,7 +85,7 @@ func (pl *planner) analyze(s *source, snap *ClusterSnapshot) {
 	names := pl.batch(len(s.groups), len(pl.in.MeshName)+len(s.name)+len(groupPrefixNode)+20+peerNameHashLen+3)
 	// One array holds every export's candidate addresses: at most a node's
 	// pod CIDRs and internal IP, and a WireGuard IP per group.
-	size := len(s.groups)
+	size = len(s.groups)
 	for i := range s.nodes {
 		size += len(s.nodes[i].podCIDRs) + 1
 	}
