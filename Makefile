@@ -46,8 +46,11 @@ verify:
 generate:
 	bash hack/update-codegen.sh
 
+# Figures for docs/performance.md; the last two start real kube-apiservers.
 bench:
 	bash hack/bench-planner.sh
+	bash hack/bench-views.sh
+	bash hack/bench-reconciler.sh
 
 # Needs a Docker engine; the machines this project is developed on have none.
 image:
