@@ -26,9 +26,9 @@ const (
 // claim is one address a group would put into its Peer.
 type claim struct {
 	prefix netip.Prefix
-	kind   claimKind
 	// node indexes the source's nodes, -1 for addresses of the group or cluster.
 	node    int32
+	kind    claimKind
 	dropped bool
 }
 
