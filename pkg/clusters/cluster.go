@@ -156,7 +156,7 @@ func (c *cluster) newInformer(resource string, example runtime.Object, transform
 			}
 		},
 		UpdateFunc: func(oldObj, newObj any) {
-			if !unchanged(oldObj, newObj) {
+			if !unchanged(oldObj, newObj, c.opts.clock.Now()) {
 				c.opts.onChange(c)
 			}
 		},

@@ -1,6 +1,8 @@
 package clusters
 
 import (
+	"time"
+
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -9,6 +11,7 @@ import (
 	"k8s.io/client-go/tools/cache"
 
 	kilov1alpha1 "github.com/kilo-mesh/kilo-mesh-apiserver/pkg/apis/kilo/v1alpha1"
+	"github.com/kilo-mesh/kilo-mesh-apiserver/pkg/planner"
 )
 
 // The caches hold thousands of Nodes per cluster; the transforms below keep
@@ -121,10 +124,13 @@ func slimMeta(m *metav1.ObjectMeta) metav1.ObjectMeta {
 	return out
 }
 
-// unchanged reports whether an update changed nothing the caches keep,
-// e.g. a kubelet status update of fields the transform dropped: such
-// updates are not worth waking the planner for.
-func unchanged(oldObj, newObj any) bool {
+// unchanged reports whether an update changed nothing the planner would
+// decide differently at now: a kubelet status update of fields the
+// transform dropped, or kg's routine check-in (a new last-seen on a node
+// Kilo still counts). kg checks in every 30 s on every node, so at a few
+// thousand nodes reporting check-ins would re-plan the mesh all the time;
+// a node going silent is caught by the reconciler's own timer instead.
+func unchanged(oldObj, newObj any, now time.Time) bool {
 	switch o := oldObj.(type) {
 	case *corev1.Node:
 		n, ok := newObj.(*corev1.Node)
@@ -133,6 +139,13 @@ func unchanged(oldObj, newObj any) bool {
 		}
 		a, b := *o, *n
 		a.ResourceVersion, b.ResourceVersion = "", ""
+		if a.Annotations[planner.AnnotationLastSeen] != b.Annotations[planner.AnnotationLastSeen] {
+			if !planner.CheckedIn(o, now) || !planner.CheckedIn(n, now) {
+				return false // the node comes back or goes silent
+			}
+			a.Annotations = withoutKey(a.Annotations, planner.AnnotationLastSeen)
+			b.Annotations = withoutKey(b.Annotations, planner.AnnotationLastSeen)
+		}
 		return equality.Semantic.DeepEqual(&a, &b)
 	case *kilov1alpha1.Peer:
 		n, ok := newObj.(*kilov1alpha1.Peer)
@@ -144,4 +157,14 @@ func unchanged(oldObj, newObj any) bool {
 		return equality.Semantic.DeepEqual(&a, &b)
 	}
 	return false
+}
+
+func withoutKey(m map[string]string, key string) map[string]string {
+	out := make(map[string]string, len(m))
+	for k, v := range m {
+		if k != key {
+			out[k] = v
+		}
+	}
+	return out
 }

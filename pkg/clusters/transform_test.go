@@ -1,6 +1,7 @@
 package clusters
 
 import (
+	"strconv"
 	"testing"
 	"time"
 
@@ -91,34 +92,56 @@ func TestUnchanged(t *testing.T) {
 	heartbeat.Status.Conditions[1].LastHeartbeatTime = metav1.NewTime(time.Unix(1700000100, 0))
 	heartbeat.Status.Images = nil
 	hb, _ := transformNode(heartbeat)
-	if !unchanged(base, hb) {
+	now := time.Now()
+	if !unchanged(base, hb, now) {
 		t.Error("a heartbeat-only update counts as a change")
 	}
 	annotated := fullNode()
 	annotated.ResourceVersion = "44"
-	annotated.Annotations["kilo.squat.ai/last-seen"] = "1700000100"
+	annotated.Annotations["kilo.squat.ai/endpoint"] = "203.0.113.99:51820"
 	an, _ := transformNode(annotated)
-	if unchanged(base, an) {
+	if unchanged(base, an, now) {
 		t.Error("an annotation change is not seen")
 	}
 	notReady := fullNode()
 	notReady.Status.Conditions[1].Status = corev1.ConditionFalse
 	nr, _ := transformNode(notReady)
-	if unchanged(base, nr) {
+	if unchanged(base, nr, now) {
 		t.Error("a readiness change is not seen")
+	}
+
+	// kg's check-ins: routine on a live node, news on a silent one.
+	checkIn := func(lastSeen time.Time) *corev1.Node {
+		n := base.(*corev1.Node).DeepCopy()
+		n.Annotations["kilo.squat.ai/last-seen"] = strconv.FormatInt(lastSeen.Unix(), 10)
+		return n
+	}
+	if !unchanged(checkIn(now.Add(-30*time.Second)), checkIn(now), now) {
+		t.Error("a routine check-in of a live node counts as a change")
+	}
+	if unchanged(checkIn(now.Add(-90*time.Second)), checkIn(now), now) {
+		t.Error("a silent node checking in again is not seen")
+	}
+	if unchanged(checkIn(now.Add(-30*time.Second)), checkIn(now.Add(-2*time.Minute)), now) {
+		t.Error("a last-seen moving into the past is not seen")
+	}
+	moved := checkIn(now)
+	moved.Annotations["kilo.squat.ai/endpoint"] = "203.0.113.98:51820"
+	if unchanged(checkIn(now.Add(-30*time.Second)), moved, now) {
+		t.Error("a check-in that also changes the endpoint is not seen")
 	}
 
 	p1 := &kilov1alpha1.Peer{ObjectMeta: metav1.ObjectMeta{Name: "p", ResourceVersion: "1"}, Spec: kilov1alpha1.PeerSpec{PublicKey: "k"}}
 	p2 := p1.DeepCopy()
 	p2.ResourceVersion = "2"
-	if !unchanged(p1, p2) {
+	if !unchanged(p1, p2, now) {
 		t.Error("a Peer that differs only in resourceVersion counts as a change")
 	}
 	p2.Spec.AllowedIPs = []string{"10.0.0.0/24"}
-	if unchanged(p1, p2) {
+	if unchanged(p1, p2, now) {
 		t.Error("a Peer spec change is not seen")
 	}
-	if unchanged(base, p1) {
+	if unchanged(base, p1, now) {
 		t.Error("objects of different kinds compare as unchanged")
 	}
 }
