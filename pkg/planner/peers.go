@@ -75,10 +75,6 @@ func (e *export) fail(reason, message string) {
 
 var peerTypeMeta = metav1.TypeMeta{APIVersion: kilov1alpha1.SchemeGroupVersion.String(), Kind: kilov1alpha1.PeerKind}
 
-func metaFor(name string, labels, annotations map[string]string) metav1.ObjectMeta {
-	return metav1.ObjectMeta{Name: name, Labels: labels, Annotations: annotations}
-}
-
 // rendezvous is the highest-random-weight score of a group for its cluster.
 func rendezvous(cluster, group string) uint64 {
 	h := fnv.New64a()

@@ -164,9 +164,10 @@ func (pl *planner) indexExports() {
 		export   *export
 		exports  []*export // all ready exports with the key, once there are several
 	}
-	nodes := 0
+	nodes, exports := 0, 0
 	for _, s := range pl.sources {
 		nodes += len(s.nodes)
+		exports += len(s.exports)
 	}
 	// The map holds indexes into uses, so that it stays small and an entry
 	// is updated in place.
@@ -180,13 +181,18 @@ func (pl *planner) indexExports() {
 		uses = append(uses, keyUse{cluster: cluster})
 		return int32(len(uses) - 1), false
 	}
+	// nodeUse[s][i] is the entry of node i of source s, -1 if it has no key.
+	nodeUse := make([][]int32, len(pl.sources))
 	for _, s := range pl.sources {
+		nodeUse[s.idx] = make([]int32, len(s.nodes))
 		for i := range s.nodes {
 			k := s.nodes[i].key
 			if k == "" {
+				nodeUse[s.idx][i] = -1
 				continue
 			}
 			ui, seen := use(k, s.idx)
+			nodeUse[s.idx][i] = ui
 			u := &uses[ui]
 			switch {
 			case !seen:
@@ -197,7 +203,8 @@ func (pl *planner) indexExports() {
 			}
 		}
 	}
-	var useOf []int32 // of each export in pl.order, before sorting
+	pl.order = make([]*export, 0, exports)
+	useOf := make([]int32, 0, exports) // of each export in pl.order, before sorting
 	for _, s := range pl.sources {
 		for ei := range s.exports {
 			e := &s.exports[ei]
@@ -207,7 +214,10 @@ func (pl *planner) indexExports() {
 			pl.order = append(pl.order, e)
 			// An export's key is its leader's; a leader without one has no
 			// entry yet and gets one with no cluster.
-			ui, _ := use(e.key, -1)
+			ui := nodeUse[s.idx][s.groups[e.group].leader]
+			if ui < 0 {
+				ui, _ = use(e.key, -1)
+			}
 			useOf = append(useOf, ui)
 			u := &uses[ui]
 			switch {

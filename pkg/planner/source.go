@@ -485,18 +485,19 @@ func (pl *planner) chooseExtrasHolder(s *source) int {
 // to put the Peer's endpoint, if it has one.
 func (pl *planner) buildTemplate(s *source, e *export, allowed []string, endpoint *kilov1alpha1.PeerEndpoint) {
 	g := &s.groups[e.group]
-	*e.peer = kilov1alpha1.Peer{
-		TypeMeta: peerTypeMeta,
-		ObjectMeta: metaFor(e.name, s.labels, map[string]string{
-			AnnotationSourceGroup:  g.name,
-			AnnotationSourceLeader: s.nodes[g.leader].name,
-		}),
-		Spec: kilov1alpha1.PeerSpec{
-			AllowedIPs:          allowed,
-			Endpoint:            e.endpoint.peerEndpoint(endpoint, e.hostPort),
-			PersistentKeepalive: e.keepalive,
-			PublicKey:           e.key,
-		},
+	// e.peer is zero, in the cluster's template array: filled in place.
+	p := e.peer
+	p.TypeMeta = peerTypeMeta
+	p.Name, p.Labels = e.name, s.labels
+	p.Annotations = map[string]string{
+		AnnotationSourceGroup:  g.name,
+		AnnotationSourceLeader: s.nodes[g.leader].name,
+	}
+	p.Spec = kilov1alpha1.PeerSpec{
+		AllowedIPs:          allowed,
+		Endpoint:            e.endpoint.peerEndpoint(endpoint, e.hostPort),
+		PersistentKeepalive: e.keepalive,
+		PublicKey:           e.key,
 	}
 	if errs := e.peer.Validate(); len(errs) > 0 {
 		e.fail(ConflictInvalidPeer, fmt.Sprintf("the Peer would break Kilo's rules: %v", errs.ToAggregate()))
@@ -529,8 +530,8 @@ func (pl *planner) clusterView(s *source) meshv1alpha1.ClusterPlan {
 			names = append(names, s.nodes[i].name)
 			groupOf[i] = int32(gi)
 		}
-		members := names[from:len(names):len(names)]
-		gp := meshv1alpha1.GroupPlan{Name: g.name, Leader: s.nodes[g.leader].name, Members: members, Ready: e.ready}
+		gp := &v.Groups[gi] // zero: filled in place
+		gp.Name, gp.Leader, gp.Members, gp.Ready = g.name, s.nodes[g.leader].name, names[from:len(names):len(names)], e.ready
 		if g.wireguardIP.IsValid() {
 			wireguardIPs.buf = g.wireguardIP.AppendTo(wireguardIPs.buf)
 		}
@@ -543,7 +544,6 @@ func (pl *planner) clusterView(s *source) meshv1alpha1.ClusterPlan {
 		} else {
 			gp.Reason, gp.Message = e.reason, e.message
 		}
-		v.Groups[gi] = gp
 	}
 	ips := wireguardIPs.text()
 	for gi := range v.Groups {
@@ -556,7 +556,8 @@ func (pl *planner) clusterView(s *source) meshv1alpha1.ClusterPlan {
 	v.Nodes = make([]meshv1alpha1.NodeDecision, len(s.nodes))
 	for i := range s.nodes {
 		n := &s.nodes[i]
-		d := meshv1alpha1.NodeDecision{Node: n.name, Notes: n.notes}
+		d := &v.Nodes[i] // zero: filled in place
+		d.Node, d.Notes = n.name, n.notes
 		var g *group
 		var e *export
 		if gi := groupOf[i]; gi >= 0 {
@@ -588,7 +589,6 @@ func (pl *planner) clusterView(s *source) meshv1alpha1.ClusterPlan {
 		if !d.Included {
 			skipped[d.Reason]++
 		}
-		v.Nodes[i] = d
 	}
 	texts := messages.text()
 	for i := range v.Nodes {
