@@ -103,7 +103,9 @@ func run(ctx context.Context, c config) error {
 	var wg sync.WaitGroup
 	errs := make([]error, c.clusters)
 	for i := range c.clusters {
-		wg.Go(func() { errs[i] = b.createNodes(ctx, i) })
+		wg.Go(func() {
+			errs[i] = b.env.CreateKiloNodes(ctx, i, b.nodes, func(j int) framework.KiloNode { return b.kiloNode(i, j) })
+		})
 	}
 	wg.Wait()
 	for _, err := range errs {
@@ -164,38 +166,9 @@ func nodeName(cluster, j int) string { return fmt.Sprintf("c%d-n%05d", cluster, 
 
 func clusterName(i int) string { return fmt.Sprintf("c%d", i) }
 
-// createNodes creates the Kilo nodes of cluster i, 16 at a time.
-func (b *bench) createNodes(ctx context.Context, i int) error {
-	jobs := make(chan int)
-	errs := make(chan error, 16)
-	var wg sync.WaitGroup
-	for range 16 {
-		wg.Go(func() {
-			for j := range jobs {
-				if err := b.createNode(ctx, i, j); err != nil {
-					errs <- err
-					return
-				}
-			}
-		})
-	}
-	var firstErr error
-	for j := 0; j < b.nodes && firstErr == nil; j++ {
-		select {
-		case jobs <- j:
-		case firstErr = <-errs:
-		}
-	}
-	close(jobs)
-	wg.Wait()
-	if firstErr == nil && len(errs) > 0 {
-		firstErr = <-errs
-	}
-	return firstErr
-}
-
-func (b *bench) createNode(ctx context.Context, cluster, j int) error {
-	k := framework.KiloNode{
+// kiloNode is node j of cluster i in the benchmark's layout.
+func (b *bench) kiloNode(cluster, j int) framework.KiloNode {
+	return framework.KiloNode{
 		Name:        nodeName(cluster, j),
 		Location:    fmt.Sprintf("loc-%03d", j/b.perLoc),
 		Leader:      j%b.perLoc == 0,
@@ -207,20 +180,6 @@ func (b *bench) createNode(ctx context.Context, cluster, j int) error {
 		// nodes Ready for the whole run without that write traffic.
 		LastSeen: time.Now().Add(24 * time.Hour),
 	}
-	node, err := k.Build()
-	if err != nil {
-		return err
-	}
-	nodes := b.kube[cluster].CoreV1().Nodes()
-	status := node.Status
-	node.Status = corev1.NodeStatus{}
-	created, err := nodes.Create(ctx, node, metav1.CreateOptions{})
-	if err != nil {
-		return fmt.Errorf("creating node %s: %w", k.Name, err)
-	}
-	created.Status = status
-	_, err = nodes.UpdateStatus(ctx, created, metav1.UpdateOptions{})
-	return err
 }
 
 // createMesh creates the mesh and returns how long until every Peer exists

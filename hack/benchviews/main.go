@@ -14,12 +14,10 @@ import (
 	"os"
 	"slices"
 	"strings"
-	"sync"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 
 	"github.com/kilo-mesh/kilo-mesh-apiserver/test/framework"
@@ -54,7 +52,7 @@ func run(ctx context.Context, clusters, nodes, perLoc, requests, cold int) error
 	}
 	start := time.Now()
 	for i := 0; i < clusters; i++ {
-		if err := createNodes(ctx, env, i, nodes, perLoc); err != nil {
+		if err := env.CreateKiloNodes(ctx, i, nodes, func(j int) framework.KiloNode { return kiloNode(i, j, perLoc) }); err != nil {
 			return err
 		}
 	}
@@ -170,55 +168,13 @@ func pct(sorted []time.Duration, p int) time.Duration {
 	return sorted[max(i, 0)].Round(100 * time.Microsecond)
 }
 
-// createNodes writes n Kilo nodes on cluster i with many workers: the
-// framework's helper writes one at a time.
-func createNodes(ctx context.Context, env *framework.Env, i, n, perLoc int) error {
-	cfg := rest.CopyConfig(env.RESTConfig(i, framework.UserAdmin))
-	cfg.QPS, cfg.Burst = 2000, 4000
-	client, err := kubernetes.NewForConfig(cfg)
-	if err != nil {
-		return err
-	}
-	jobs := make(chan int)
-	errs := make(chan error, 16)
-	var wg sync.WaitGroup
-	for w := 0; w < 16; w++ {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for j := range jobs {
-				if err := createNode(ctx, client, i, j, perLoc); err != nil {
-					errs <- err
-					return
-				}
-			}
-		}()
-	}
-	var firstErr error
-	for j := 0; j < n && firstErr == nil; j++ {
-		select {
-		case jobs <- j:
-		case firstErr = <-errs:
-		}
-	}
-	close(jobs)
-	wg.Wait()
-	if firstErr == nil && len(errs) > 0 {
-		firstErr = <-errs
-	}
-	return firstErr
-}
-
-func createNode(ctx context.Context, client kubernetes.Interface, cluster, j, perLoc int) error {
-	_, key, err := framework.NewWireGuardKey()
-	if err != nil {
-		return err
-	}
-	k := framework.KiloNode{
+// kiloNode is node j of cluster i: Ready, in location j/perLoc, with one
+// leader hint per location, and addresses inside the mesh's networks.
+func kiloNode(cluster, j, perLoc int) framework.KiloNode {
+	return framework.KiloNode{
 		Name:       fmt.Sprintf("c%d-n%05d", cluster, j),
 		Location:   fmt.Sprintf("loc-%03d", j/perLoc),
 		Leader:     j%perLoc == 0,
-		Key:        key,
 		Endpoint:   fmt.Sprintf("198.18.%d.%d:51820", j/256, j%256),
 		InternalIP: fmt.Sprintf("172.%d.%d.%d/16", 16+cluster, j/256, j%256),
 		PodCIDR:    fmt.Sprintf("10.%d.%d.0/24", cluster*32+j/256, j%256),
@@ -226,21 +182,6 @@ func createNode(ctx context.Context, client kubernetes.Interface, cluster, j, pe
 		// nodes Ready for the whole run without that write traffic.
 		LastSeen: time.Now().Add(time.Hour),
 	}
-	node, err := k.Build()
-	if err != nil {
-		return err
-	}
-	status := node.Status
-	node.Status = corev1.NodeStatus{}
-	created, err := client.CoreV1().Nodes().Create(ctx, node, metav1.CreateOptions{})
-	if err != nil {
-		return fmt.Errorf("creating %s: %w", k.Name, err)
-	}
-	created.Status = status
-	if _, err := client.CoreV1().Nodes().UpdateStatus(ctx, created, metav1.UpdateOptions{}); err != nil {
-		return fmt.Errorf("status of %s: %w", k.Name, err)
-	}
-	return nil
 }
 
 func rssMiB(pid int) (int, error) {
