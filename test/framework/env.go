@@ -535,12 +535,18 @@ func (e *Env) startClusters(ctx context.Context) error {
 }
 
 func (e *Env) waitClusterReady(ctx context.Context, c *Cluster) error {
-	hc, err := rest.HTTPClientFor(e.restConfig(c, UserAdmin))
+	return waitReadyz(ctx, c.proc, e.restConfig(c, UserAdmin), c.URL)
+}
+
+// waitReadyz waits until the /readyz of the server at url, run by proc,
+// answers 200.
+func waitReadyz(ctx context.Context, proc *process, cfg *rest.Config, url string) error {
+	hc, err := rest.HTTPClientFor(cfg)
 	if err != nil {
 		return err
 	}
-	return c.proc.waitFor(ctx, "/readyz", 200*time.Millisecond, func(ctx context.Context) error {
-		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, c.URL+"/readyz", nil)
+	return proc.waitFor(ctx, "/readyz", 200*time.Millisecond, func(ctx context.Context) error {
+		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, url+"/readyz", nil)
 		resp, err := hc.Do(req)
 		if err != nil {
 			return err

@@ -4,8 +4,6 @@ import (
 	"context"
 	"encoding/base64"
 	"fmt"
-	"io"
-	"net/http"
 	"os"
 	"path/filepath"
 	"slices"
@@ -296,23 +294,7 @@ func (m *MeshServer) register(ctx context.Context) error {
 
 // WaitReady waits until the server's /readyz answers 200.
 func (m *MeshServer) WaitReady(ctx context.Context) error {
-	hc, err := rest.HTTPClientFor(m.DirectRESTConfig(UserAdmin))
-	if err != nil {
-		return err
-	}
-	return m.proc.waitFor(ctx, "/readyz", 200*time.Millisecond, func(ctx context.Context) error {
-		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, m.URL+"/readyz", nil)
-		resp, err := hc.Do(req)
-		if err != nil {
-			return err
-		}
-		defer resp.Body.Close()
-		body, _ := io.ReadAll(resp.Body)
-		if resp.StatusCode != http.StatusOK {
-			return fmt.Errorf("/readyz: %d %s", resp.StatusCode, lastLines(string(body), 5))
-		}
-		return nil
-	})
+	return waitReadyz(ctx, m.proc, m.DirectRESTConfig(UserAdmin), m.URL)
 }
 
 // WaitAvailable waits until the APIService is Available and the host
