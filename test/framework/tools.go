@@ -2,6 +2,8 @@ package framework
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"os"
@@ -118,7 +120,7 @@ var meshBuild struct {
 
 // MeshServerBinary returns the path of a kilo-mesh-apiserver binary: the one
 // named by $KILO_MESH_APISERVER_BIN, else ./cmd/kilo-mesh-apiserver built
-// once per process into ${XDG_CACHE_HOME:-~/.cache}/kilo-mesh-apiserver/build.
+// once per process into ${XDG_CACHE_HOME:-~/.cache}/kilo-mesh-apiserver/build/<checkout>.
 // The build goes through a temporary file and a rename, so parallel test
 // processes never run a half-written binary.
 func MeshServerBinary(ctx context.Context) (string, error) {
@@ -139,7 +141,10 @@ func buildMeshServer(ctx context.Context) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	dir := filepath.Join(userCacheDir(), "kilo-mesh-apiserver", "build")
+	// One directory per checkout: two clones (or git worktrees) testing at
+	// once must never run each other's binary.
+	sum := sha256.Sum256([]byte(root))
+	dir := filepath.Join(userCacheDir(), "kilo-mesh-apiserver", "build", hex.EncodeToString(sum[:6]))
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return "", err
 	}
