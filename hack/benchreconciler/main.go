@@ -288,7 +288,7 @@ func (b *bench) singleChanges(ctx context.Context) (p50, p99, worst time.Duratio
 			}
 			watches = append(watches, w)
 		}
-		patch := fmt.Sprintf(`{"metadata":{"annotations":{%q:"%s:51820"}}}`, framework.AnnotationEndpoint, endpoint)
+		patch := fmt.Sprintf(`{"metadata":{"annotations":{%q:"%s:51820"}}}`, kilov1alpha1.AnnotationEndpoint, endpoint)
 		start := time.Now()
 		if _, err := b.kube[cluster].CoreV1().Nodes().Patch(ctx, nodeName(cluster, j), types.MergePatchType, []byte(patch), metav1.PatchOptions{}); err != nil {
 			return 0, 0, 0, err

@@ -297,7 +297,7 @@ func (h *harness) testNodesPeersAndChanges(t *testing.T) {
 			n.Status.Conditions[0].Type != corev1.NodeReady || !n.Status.Conditions[0].LastHeartbeatTime.IsZero() {
 			t.Errorf("cached node was not slimmed: %+v", n)
 		}
-		if n.Annotations[framework.AnnotationKey] == "" || n.Spec.PodCIDR == "" || len(n.Status.Addresses) == 0 || n.UID == "" {
+		if n.Annotations[kilov1alpha1.AnnotationKey] == "" || n.Spec.PodCIDR == "" || len(n.Status.Addresses) == 0 || n.UID == "" {
 			t.Errorf("cached node lost what the planner needs: %+v", n)
 		}
 	}
@@ -305,14 +305,14 @@ func (h *harness) testNodesPeersAndChanges(t *testing.T) {
 	// A Node change triggers the change handler.
 	changes.reset()
 	start := time.Now()
-	if err := h.env.AnnotateNode(h.ctx, member1, node, map[string]string{framework.AnnotationLocation: "elsewhere"}); err != nil {
+	if err := h.env.AnnotateNode(h.ctx, member1, node, map[string]string{kilov1alpha1.AnnotationLocation: "elsewhere"}); err != nil {
 		t.Fatal(err)
 	}
 	eventually(t, 5*time.Second, "change reported for a node annotation", changes.seen(meshKey(mesh)))
 	t.Logf("node change reported %s after the update", time.Since(start).Round(time.Millisecond))
 	eventually(t, 5*time.Second, "annotation in the cache", func() string {
 		for _, n := range m.Snapshot(mesh)["one"].Nodes {
-			if n.Name == node && n.Annotations[framework.AnnotationLocation] == "elsewhere" {
+			if n.Name == node && n.Annotations[kilov1alpha1.AnnotationLocation] == "elsewhere" {
 				return ""
 			}
 		}

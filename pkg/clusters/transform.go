@@ -11,7 +11,6 @@ import (
 	"k8s.io/client-go/tools/cache"
 
 	kilov1alpha1 "github.com/kilo-mesh/kilo-mesh-apiserver/pkg/apis/kilo/v1alpha1"
-	"github.com/kilo-mesh/kilo-mesh-apiserver/pkg/planner"
 )
 
 // The caches hold thousands of Nodes per cluster; the transforms below keep
@@ -139,12 +138,12 @@ func unchanged(oldObj, newObj any, now time.Time) bool {
 		}
 		a, b := *o, *n
 		a.ResourceVersion, b.ResourceVersion = "", ""
-		if a.Annotations[planner.AnnotationLastSeen] != b.Annotations[planner.AnnotationLastSeen] {
-			if !planner.CheckedIn(o, now) || !planner.CheckedIn(n, now) {
+		if a.Annotations[kilov1alpha1.AnnotationLastSeen] != b.Annotations[kilov1alpha1.AnnotationLastSeen] {
+			if !kilov1alpha1.CheckedIn(o, now) || !kilov1alpha1.CheckedIn(n, now) {
 				return false // the node comes back or goes silent
 			}
-			a.Annotations = withoutKey(a.Annotations, planner.AnnotationLastSeen)
-			b.Annotations = withoutKey(b.Annotations, planner.AnnotationLastSeen)
+			a.Annotations = withoutKey(a.Annotations, kilov1alpha1.AnnotationLastSeen)
+			b.Annotations = withoutKey(b.Annotations, kilov1alpha1.AnnotationLastSeen)
 		}
 		return equality.Semantic.DeepEqual(&a, &b)
 	case *kilov1alpha1.Peer:

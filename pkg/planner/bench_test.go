@@ -13,6 +13,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	kilov1alpha1 "github.com/kilo-mesh/kilo-mesh-apiserver/pkg/apis/kilo/v1alpha1"
 	meshv1alpha1 "github.com/kilo-mesh/kilo-mesh-apiserver/pkg/apis/mesh/v1alpha1"
 )
 
@@ -39,14 +40,14 @@ func benchInput(clusters, nodes int, granularity string) Input {
 			var key [32]byte
 			binary.BigEndian.PutUint64(key[:], uint64(c)<<32|uint64(k)|1<<63)
 			a := map[string]string{
-				AnnotationKey:         base64.StdEncoding.EncodeToString(key[:]),
-				AnnotationEndpoint:    fmt.Sprintf("172.%d.%d.%d:51820", 16+c, k/256, k%256),
-				AnnotationInternalIP:  fmt.Sprintf("172.%d.%d.%d/16", 16+c, k/256, k%256),
-				AnnotationLastSeen:    lastSeen,
-				AnnotationGranularity: granularity,
+				kilov1alpha1.AnnotationKey:         base64.StdEncoding.EncodeToString(key[:]),
+				kilov1alpha1.AnnotationEndpoint:    fmt.Sprintf("172.%d.%d.%d:51820", 16+c, k/256, k%256),
+				kilov1alpha1.AnnotationInternalIP:  fmt.Sprintf("172.%d.%d.%d/16", 16+c, k/256, k%256),
+				kilov1alpha1.AnnotationLastSeen:    lastSeen,
+				kilov1alpha1.AnnotationGranularity: granularity,
 			}
 			if k < 10 {
-				a[AnnotationLeader] = "true"
+				a[kilov1alpha1.AnnotationLeader] = "true"
 			}
 			list[k] = &corev1.Node{
 				ObjectMeta: metav1.ObjectMeta{

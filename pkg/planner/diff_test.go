@@ -95,19 +95,25 @@ func TestDiff(t *testing.T) {
 	}{
 		{
 			name: "leader change updates key, endpoint, addresses and the leader annotation", target: "us",
-			mutate:    func(t *testing.T, in *Input) { annotate(node(t, *in, "eu", "fra-1"), AnnotationLastSeen, "1") },
+			mutate: func(t *testing.T, in *Input) {
+				annotate(node(t, *in, "eu", "fra-1"), kilov1alpha1.AnnotationLastSeen, "1")
+			},
 			update:    []string{fra + ":metadata.annotations+spec.allowedIPs+spec.endpoint+spec.publicKey"},
 			unchanged: []string{ams, edge, home},
 		},
 		{
 			name: "a node joins a location: only its Peer changes", target: "home",
-			mutate:    func(t *testing.T, in *Input) { annotate(node(t, *in, "eu", "fra-3"), AnnotationLastSeen, "1795175999") },
+			mutate: func(t *testing.T, in *Input) {
+				annotate(node(t, *in, "eu", "fra-3"), kilov1alpha1.AnnotationLastSeen, "1795175999")
+			},
 			update:    []string{fra + ":spec.allowedIPs"},
 			unchanged: []string{ams, edge, us1, us2, us3},
 		},
 		{
 			name: "a group disappears: its Peer is deleted", target: "us",
-			mutate:    func(t *testing.T, in *Input) { annotate(node(t, *in, "eu", "edge-1"), AnnotationLastSeen, "1") },
+			mutate: func(t *testing.T, in *Input) {
+				annotate(node(t, *in, "eu", "edge-1"), kilov1alpha1.AnnotationLastSeen, "1")
+			},
 			delete:    []string{edge},
 			unchanged: []string{ams, fra, home},
 		},
@@ -143,7 +149,7 @@ func TestDiff(t *testing.T) {
 			name: "every node of a source looks dead at once: its Peers are kept", target: "eu",
 			mutate: func(t *testing.T, in *Input) {
 				for _, n := range in.Clusters["us"].Nodes {
-					annotate(n, AnnotationLastSeen, "1")
+					annotate(n, kilov1alpha1.AnnotationLastSeen, "1")
 				}
 			},
 			unchanged: []string{home},
@@ -202,7 +208,7 @@ func TestDiff(t *testing.T) {
 		{
 			name: "one key on two clusters' leaders", target: "home",
 			mutate: func(t *testing.T, in *Input) {
-				annotate(node(t, *in, "us", "us-3"), AnnotationKey, node(t, *in, "eu", "edge-1").Annotations[AnnotationKey])
+				annotate(node(t, *in, "us", "us-3"), kilov1alpha1.AnnotationKey, node(t, *in, "eu", "edge-1").Annotations[kilov1alpha1.AnnotationKey])
 			},
 			unchanged: []string{ams, fra, us1, us2},
 			kept: []meshv1alpha1.KeptPeer{
@@ -214,7 +220,7 @@ func TestDiff(t *testing.T) {
 		{
 			name: "a leader with the key of a node of the target", target: "us",
 			mutate: func(t *testing.T, in *Input) {
-				annotate(node(t, *in, "eu", "edge-1"), AnnotationKey, node(t, *in, "us", "us-3").Annotations[AnnotationKey])
+				annotate(node(t, *in, "eu", "edge-1"), kilov1alpha1.AnnotationKey, node(t, *in, "us", "us-3").Annotations[kilov1alpha1.AnnotationKey])
 			},
 			unchanged: []string{ams, fra, home},
 			kept:      []meshv1alpha1.KeptPeer{{Name: edge, SourceCluster: "eu", Reason: ConflictPublicKeyOfTargetNode}},

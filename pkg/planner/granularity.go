@@ -5,6 +5,7 @@ import (
 	"sort"
 	"strings"
 
+	kilov1alpha1 "github.com/kilo-mesh/kilo-mesh-apiserver/pkg/apis/kilo/v1alpha1"
 	meshv1alpha1 "github.com/kilo-mesh/kilo-mesh-apiserver/pkg/apis/mesh/v1alpha1"
 )
 
@@ -68,7 +69,7 @@ func decideGranularity(cluster string, spec meshv1alpha1.Granularity, nodes []no
 	for _, v := range sortedKeys(unknown) {
 		d.warnings = append(d.warnings, meshv1alpha1.PlanIssue{
 			Reason: WarningUnknownGranularity, Cluster: cluster,
-			Message: fmt.Sprintf("%d nodes carry %s=%q, which is not location, full or cross; ignored", unknown[v], AnnotationGranularity, v),
+			Message: fmt.Sprintf("%d nodes carry %s=%q, which is not location, full or cross; ignored", unknown[v], kilov1alpha1.AnnotationGranularity, v),
 		})
 	}
 	if len(known) == 0 {
@@ -92,7 +93,7 @@ func decideGranularity(cluster string, spec meshv1alpha1.Granularity, nodes []no
 		d.warnings = append(d.warnings, meshv1alpha1.PlanIssue{
 			Reason: WarningGranularityDisagreement, Cluster: cluster,
 			Message: fmt.Sprintf("nodes disagree on %s (%s nodes); planning with %s. Set the granularity in the mesh spec, or run every kg with the same --mesh-granularity",
-				AnnotationGranularity, strings.Join(parts, ", "), d.value),
+				kilov1alpha1.AnnotationGranularity, strings.Join(parts, ", "), d.value),
 		})
 	}
 	return d

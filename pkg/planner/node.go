@@ -10,31 +10,9 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 
+	kilov1alpha1 "github.com/kilo-mesh/kilo-mesh-apiserver/pkg/apis/kilo/v1alpha1"
 	meshv1alpha1 "github.com/kilo-mesh/kilo-mesh-apiserver/pkg/apis/mesh/v1alpha1"
 )
-
-// Node annotations Kilo reads or writes, and the predecessor's
-// cross-cluster endpoint override (host:port, or "-" for a node that cannot
-// be dialled from other clusters).
-const (
-	AnnotationKey                 = "kilo.squat.ai/key"
-	AnnotationEndpoint            = "kilo.squat.ai/endpoint"
-	AnnotationForceEndpoint       = "kilo.squat.ai/force-endpoint"
-	AnnotationClusterMeshEndpoint = "kilo.squat.ai/clustermesh-endpoint"
-	AnnotationInternalIP          = "kilo.squat.ai/internal-ip"
-	AnnotationForceInternalIP     = "kilo.squat.ai/force-internal-ip"
-	AnnotationLeader              = "kilo.squat.ai/leader"
-	AnnotationLocation            = "kilo.squat.ai/location"
-	AnnotationPersistentKeepalive = "kilo.squat.ai/persistent-keepalive"
-	AnnotationAllowedLocationIPs  = "kilo.squat.ai/allowed-location-ips"
-	AnnotationLastSeen            = "kilo.squat.ai/last-seen"
-	AnnotationWireGuardIP         = "kilo.squat.ai/wireguard-ip"
-	AnnotationGranularity         = "kilo.squat.ai/granularity"
-)
-
-// kiloReadyWindow is how recent kg's last-seen must be: kg checks in every
-// 30 s and drops nodes silent for two periods.
-const kiloReadyWindow = 60
 
 // wireGuardKeyLen is the size of a Curve25519 public key.
 const wireGuardKeyLen = 32
@@ -89,7 +67,7 @@ func parseNodeInto(n *nodeInfo, node *corev1.Node, topologyLabel string, now tim
 	a := node.Annotations
 	n.name, n.node = node.Name, node
 
-	n.key = a[AnnotationKey]
+	n.key = a[kilov1alpha1.AnnotationKey]
 	keyProblem := ""
 	if n.key == "" {
 		keyProblem = ReasonNoPublicKey
@@ -123,72 +101,72 @@ func parseNodeInto(n *nodeInfo, node *corev1.Node, topologyLabel string, now tim
 		}
 	}
 
-	_, n.leaderHint = a[AnnotationLeader]
-	if loc, ok := a[AnnotationLocation]; ok {
+	_, n.leaderHint = a[kilov1alpha1.AnnotationLeader]
+	if loc, ok := a[kilov1alpha1.AnnotationLocation]; ok {
 		n.location = loc
 	} else {
 		n.location = node.Labels[topologyLabel]
 	}
 
-	forceEndpoint, forceErr := parseKiloEndpoint(a[AnnotationForceEndpoint])
+	forceEndpoint, forceErr := parseKiloEndpoint(a[kilov1alpha1.AnnotationForceEndpoint])
 	if forceErr == nil {
 		n.kiloEndpoint = forceEndpoint
-	} else if e, err := parseKiloEndpoint(a[AnnotationEndpoint]); err == nil {
+	} else if e, err := parseKiloEndpoint(a[kilov1alpha1.AnnotationEndpoint]); err == nil {
 		n.kiloEndpoint = e
 	}
 
 	n.internalIP = parseInternalIP(n, a)
 
-	if s, ok := a[AnnotationPersistentKeepalive]; ok {
+	if s, ok := a[kilov1alpha1.AnnotationPersistentKeepalive]; ok {
 		// kg reads an unparsable value as 0; so does the plan, but says so.
 		if v, err := strconv.ParseInt(s, 10, 64); err == nil && v >= 0 && v <= 65535 {
 			n.keepalive = int(v)
 		} else {
-			n.note(NoteMalformedAnnotation, "%s=%q is not a keepalive interval in seconds; kg reads it as 0", AnnotationPersistentKeepalive, s)
+			n.note(NoteMalformedAnnotation, "%s=%q is not a keepalive interval in seconds; kg reads it as 0", kilov1alpha1.AnnotationPersistentKeepalive, s)
 		}
 	}
 
-	if s, ok := a[AnnotationAllowedLocationIPs]; ok {
+	if s, ok := a[kilov1alpha1.AnnotationAllowedLocationIPs]; ok {
 		for _, item := range strings.Split(s, ",") {
 			p, err := netip.ParsePrefix(item)
 			if err != nil {
-				n.note(NoteMalformedAnnotation, "%s entry %q is not a CIDR; kg ignores it", AnnotationAllowedLocationIPs, item)
+				n.note(NoteMalformedAnnotation, "%s entry %q is not a CIDR; kg ignores it", kilov1alpha1.AnnotationAllowedLocationIPs, item)
 				continue
 			}
 			n.locationIPs = append(n.locationIPs, canonical(p))
 		}
 	}
 
-	if s := a[AnnotationWireGuardIP]; s != "" {
+	if s := a[kilov1alpha1.AnnotationWireGuardIP]; s != "" {
 		if p, err := netip.ParsePrefix(s); err == nil {
 			n.wireguardIP = netip.PrefixFrom(p.Addr().Unmap(), p.Bits())
 		} else {
-			n.note(NoteMalformedAnnotation, "%s=%q is not an address with a mask", AnnotationWireGuardIP, s)
+			n.note(NoteMalformedAnnotation, "%s=%q is not an address with a mask", kilov1alpha1.AnnotationWireGuardIP, s)
 		}
 	}
-	n.granularity = a[AnnotationGranularity]
+	n.granularity = a[kilov1alpha1.AnnotationGranularity]
 
 	// kg's Ready: an endpoint, a key, a pod CIDR and a recent check-in. The
 	// first problem found names the reason; the message names the fix.
 	switch {
 	case keyProblem == ReasonNoPublicKey:
-		n.skip(ReasonNoPublicKey, "no %s annotation: kg has not registered this node", AnnotationKey)
+		n.skip(ReasonNoPublicKey, "no %s annotation: kg has not registered this node", kilov1alpha1.AnnotationKey)
 	case keyProblem == ReasonInvalidPublicKey:
-		n.skip(ReasonInvalidPublicKey, "%s is not the base64 of a 32-byte WireGuard key", AnnotationKey)
+		n.skip(ReasonInvalidPublicKey, "%s is not the base64 of a 32-byte WireGuard key", kilov1alpha1.AnnotationKey)
 	case podProblem == ReasonNoPodCIDR:
 		n.skip(ReasonNoPodCIDR, "spec.podCIDR is empty: the node has no pod network yet")
 	case podProblem == ReasonInvalidPodCIDR:
 		n.skip(ReasonInvalidPodCIDR, "spec.podCIDR %q is not a CIDR", node.Spec.PodCIDR)
 	case n.kiloEndpoint.IsZero():
-		n.skip(ReasonNoEndpoint, "neither %s nor %s holds a valid host:port", AnnotationForceEndpoint, AnnotationEndpoint)
+		n.skip(ReasonNoEndpoint, "neither %s nor %s holds a valid host:port", kilov1alpha1.AnnotationForceEndpoint, kilov1alpha1.AnnotationEndpoint)
 	default:
-		n.kiloReady, n.message = checkedIn(a[AnnotationLastSeen], now)
+		n.kiloReady, n.message = checkedIn(node, now)
 		if !n.kiloReady {
 			n.reason = ReasonNotReady
 		}
 	}
 	if forceErr != nil && forceErr != errEmptyEndpoint && n.kiloReady {
-		n.note(NoteMalformedEndpoint, "%s: %v; kg falls back to %s", AnnotationForceEndpoint, forceErr, AnnotationEndpoint)
+		n.note(NoteMalformedEndpoint, "%s: %v; kg falls back to %s", kilov1alpha1.AnnotationForceEndpoint, forceErr, kilov1alpha1.AnnotationEndpoint)
 	}
 	return pool
 }
@@ -197,40 +175,38 @@ func parseNodeInto(n *nodeInfo, node *corev1.Node, topologyLabel string, now tim
 // "" or "-" there means no internal IP at all. kg reads both as CIDRs (the
 // interface mask); a bare IP does not parse and is ignored.
 func parseInternalIP(n *nodeInfo, a map[string]string) netip.Addr {
-	if s, ok := a[AnnotationForceInternalIP]; ok {
+	if s, ok := a[kilov1alpha1.AnnotationForceInternalIP]; ok {
 		if s == "" || s == "-" {
 			return netip.Addr{}
 		}
 		if p, err := netip.ParsePrefix(s); err == nil {
 			return p.Addr().Unmap()
 		}
-		n.note(NoteMalformedAnnotation, "%s=%q is not an address with a mask; kg falls back to %s", AnnotationForceInternalIP, s, AnnotationInternalIP)
+		n.note(NoteMalformedAnnotation, "%s=%q is not an address with a mask; kg falls back to %s", kilov1alpha1.AnnotationForceInternalIP, s, kilov1alpha1.AnnotationInternalIP)
 	}
-	s := a[AnnotationInternalIP]
+	s := a[kilov1alpha1.AnnotationInternalIP]
 	if s == "" {
 		return netip.Addr{}
 	}
 	p, err := netip.ParsePrefix(s)
 	if err != nil {
-		n.note(NoteMalformedAnnotation, "%s=%q is not an address with a mask; kg treats the node as having no internal IP", AnnotationInternalIP, s)
+		n.note(NoteMalformedAnnotation, "%s=%q is not an address with a mask; kg treats the node as having no internal IP", kilov1alpha1.AnnotationInternalIP, s)
 		return netip.Addr{}
 	}
 	return p.Addr().Unmap()
 }
 
-// checkedIn applies kg's liveness rule to the last-seen annotation.
-func checkedIn(lastSeen string, now time.Time) (bool, string) {
-	if lastSeen == "" {
-		return false, fmt.Sprintf("no %s annotation: kg is not running on the node", AnnotationLastSeen)
+// checkedIn applies kg's liveness rule and says why a node does not count.
+func checkedIn(node *corev1.Node, now time.Time) (bool, string) {
+	if kilov1alpha1.CheckedIn(node, now) {
+		return true, ""
 	}
-	t, err := strconv.ParseInt(lastSeen, 10, 64)
+	at, err := kilov1alpha1.LastSeen(node)
 	if err != nil {
-		return false, fmt.Sprintf("%s=%q is not a unix time", AnnotationLastSeen, lastSeen)
+		return false, err.Error()
 	}
-	if age := now.Unix() - t; age >= kiloReadyWindow {
-		return false, fmt.Sprintf("kg last checked in %s ago; Kilo drops nodes silent for %ds", time.Duration(age)*time.Second, kiloReadyWindow)
-	}
-	return true, ""
+	return false, fmt.Sprintf("kg last checked in %s ago; Kilo drops nodes silent for %ds",
+		now.Sub(at).Truncate(time.Second), int(kilov1alpha1.CheckInWindow.Seconds()))
 }
 
 // validKey is wgtypes.ParseKey plus kg's rule that the zero key means none.

@@ -8,6 +8,8 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	kilov1alpha1 "github.com/kilo-mesh/kilo-mesh-apiserver/pkg/apis/kilo/v1alpha1"
 )
 
 const testKey = "t8kWCuEeKmb6bV/Tpx0byyzoFe1KK6F3LpnDV/yBe+A="
@@ -15,10 +17,10 @@ const testKey = "t8kWCuEeKmb6bV/Tpx0byyzoFe1KK6F3LpnDV/yBe+A="
 // readyNode is a node kg counts as Ready at fixtureNow.
 func readyNode(name string, extra map[string]string) *corev1.Node {
 	a := map[string]string{
-		AnnotationKey:        testKey,
-		AnnotationEndpoint:   "203.0.113.9:51820",
-		AnnotationInternalIP: "192.168.1.9/24",
-		AnnotationLastSeen:   "1795175990",
+		kilov1alpha1.AnnotationKey:        testKey,
+		kilov1alpha1.AnnotationEndpoint:   "203.0.113.9:51820",
+		kilov1alpha1.AnnotationInternalIP: "192.168.1.9/24",
+		kilov1alpha1.AnnotationLastSeen:   "1795175990",
 	}
 	for k, v := range extra {
 		if v == "<delete>" {
@@ -42,21 +44,21 @@ func TestParseNodeReadiness(t *testing.T) {
 		message string
 	}{
 		{name: "ready"},
-		{name: "no key", extra: map[string]string{AnnotationKey: "<delete>"}, reason: ReasonNoPublicKey},
-		{name: "key not base64", extra: map[string]string{AnnotationKey: "not a key"}, reason: ReasonInvalidPublicKey},
-		{name: "key of 31 bytes", extra: map[string]string{AnnotationKey: "AQIDBAUGBwgJCgsMDQ4PEBESExQVFhcYGRobHB0eHw=="}, reason: ReasonInvalidPublicKey},
-		{name: "zero key is no key to kg", extra: map[string]string{AnnotationKey: "AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA="}, reason: ReasonInvalidPublicKey},
+		{name: "no key", extra: map[string]string{kilov1alpha1.AnnotationKey: "<delete>"}, reason: ReasonNoPublicKey},
+		{name: "key not base64", extra: map[string]string{kilov1alpha1.AnnotationKey: "not a key"}, reason: ReasonInvalidPublicKey},
+		{name: "key of 31 bytes", extra: map[string]string{kilov1alpha1.AnnotationKey: "AQIDBAUGBwgJCgsMDQ4PEBESExQVFhcYGRobHB0eHw=="}, reason: ReasonInvalidPublicKey},
+		{name: "zero key is no key to kg", extra: map[string]string{kilov1alpha1.AnnotationKey: "AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA="}, reason: ReasonInvalidPublicKey},
 		{name: "no pod CIDR", podCIDR: "-", reason: ReasonNoPodCIDR},
 		{name: "bad pod CIDR", podCIDR: "10.10.9.0", reason: ReasonInvalidPodCIDR},
-		{name: "no endpoint", extra: map[string]string{AnnotationEndpoint: "<delete>"}, reason: ReasonNoEndpoint},
-		{name: "malformed endpoint, no force", extra: map[string]string{AnnotationEndpoint: "203.0.113.9"}, reason: ReasonNoEndpoint},
-		{name: "malformed endpoint, force ok", extra: map[string]string{AnnotationEndpoint: "bad", AnnotationForceEndpoint: "wg.example.com:51820"}},
-		{name: "malformed force, endpoint ok", extra: map[string]string{AnnotationForceEndpoint: "bad"}},
-		{name: "never checked in", extra: map[string]string{AnnotationLastSeen: "<delete>"}, reason: ReasonNotReady, message: "kg is not running"},
-		{name: "last-seen garbage", extra: map[string]string{AnnotationLastSeen: "yesterday"}, reason: ReasonNotReady, message: "not a unix time"},
-		{name: "checked in 59s ago", extra: map[string]string{AnnotationLastSeen: "1795175941"}},
-		{name: "checked in 60s ago", extra: map[string]string{AnnotationLastSeen: "1795175940"}, reason: ReasonNotReady, message: "1m0s ago"},
-		{name: "clock ahead of ours counts as ready, as in kg", extra: map[string]string{AnnotationLastSeen: "1795176300"}},
+		{name: "no endpoint", extra: map[string]string{kilov1alpha1.AnnotationEndpoint: "<delete>"}, reason: ReasonNoEndpoint},
+		{name: "malformed endpoint, no force", extra: map[string]string{kilov1alpha1.AnnotationEndpoint: "203.0.113.9"}, reason: ReasonNoEndpoint},
+		{name: "malformed endpoint, force ok", extra: map[string]string{kilov1alpha1.AnnotationEndpoint: "bad", kilov1alpha1.AnnotationForceEndpoint: "wg.example.com:51820"}},
+		{name: "malformed force, endpoint ok", extra: map[string]string{kilov1alpha1.AnnotationForceEndpoint: "bad"}},
+		{name: "never checked in", extra: map[string]string{kilov1alpha1.AnnotationLastSeen: "<delete>"}, reason: ReasonNotReady, message: "kg is not running"},
+		{name: "last-seen garbage", extra: map[string]string{kilov1alpha1.AnnotationLastSeen: "yesterday"}, reason: ReasonNotReady, message: "not a unix time"},
+		{name: "checked in 59s ago", extra: map[string]string{kilov1alpha1.AnnotationLastSeen: "1795175941"}},
+		{name: "checked in 60s ago", extra: map[string]string{kilov1alpha1.AnnotationLastSeen: "1795175940"}, reason: ReasonNotReady, message: "1m0s ago"},
+		{name: "clock ahead of ours counts as ready, as in kg", extra: map[string]string{kilov1alpha1.AnnotationLastSeen: "1795176300"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			n := readyNode("n", tc.extra)
@@ -81,7 +83,7 @@ func TestParseNodeReadiness(t *testing.T) {
 func TestParseNodeAnnotations(t *testing.T) {
 	t.Run("force-internal-ip overrides, - and empty remove", func(t *testing.T) {
 		for v, want := range map[string]string{"10.9.9.9/8": "10.9.9.9", "-": "", "": "", "10.9.9.9": "192.168.1.9"} {
-			n := parseNode(readyNode("n", map[string]string{AnnotationForceInternalIP: v}), "", fixtureNow)
+			n := parseNode(readyNode("n", map[string]string{kilov1alpha1.AnnotationForceInternalIP: v}), "", fixtureNow)
 			got := ""
 			if n.internalIP.IsValid() {
 				got = n.internalIP.String()
@@ -95,7 +97,7 @@ func TestParseNodeAnnotations(t *testing.T) {
 		if n := parseNode(readyNode("n", nil), "topology.kubernetes.io/region", fixtureNow); n.location != "fra" {
 			t.Errorf("location %q, want fra from the label", n.location)
 		}
-		if n := parseNode(readyNode("n", map[string]string{AnnotationLocation: ""}), "topology.kubernetes.io/region", fixtureNow); n.location != "" {
+		if n := parseNode(readyNode("n", map[string]string{kilov1alpha1.AnnotationLocation: ""}), "topology.kubernetes.io/region", fixtureNow); n.location != "" {
 			t.Errorf("location %q, want the annotation's empty value", n.location)
 		}
 		if n := parseNode(readyNode("n", nil), "example.com/site", fixtureNow); n.location != "" {
@@ -103,13 +105,13 @@ func TestParseNodeAnnotations(t *testing.T) {
 		}
 	})
 	t.Run("leader is presence alone", func(t *testing.T) {
-		if !parseNode(readyNode("n", map[string]string{AnnotationLeader: ""}), "", fixtureNow).leaderHint {
+		if !parseNode(readyNode("n", map[string]string{kilov1alpha1.AnnotationLeader: ""}), "", fixtureNow).leaderHint {
 			t.Error("an empty leader annotation must count")
 		}
 	})
 	t.Run("keepalive", func(t *testing.T) {
 		for v, want := range map[string]int{"25": 25, "0": 0, "abc": 0, "-5": 0, "25s": 0} {
-			n := parseNode(readyNode("n", map[string]string{AnnotationPersistentKeepalive: v}), "", fixtureNow)
+			n := parseNode(readyNode("n", map[string]string{kilov1alpha1.AnnotationPersistentKeepalive: v}), "", fixtureNow)
 			if n.keepalive != want {
 				t.Errorf("%q: keepalive %d, want %d", v, n.keepalive, want)
 			}
@@ -119,7 +121,7 @@ func TestParseNodeAnnotations(t *testing.T) {
 		}
 	})
 	t.Run("allowed-location-ips keeps the valid entries, canonical", func(t *testing.T) {
-		n := parseNode(readyNode("n", map[string]string{AnnotationAllowedLocationIPs: "192.168.50.7/24,bogus, 10.0.0.0/8,fd00:1::/64"}), "", fixtureNow)
+		n := parseNode(readyNode("n", map[string]string{kilov1alpha1.AnnotationAllowedLocationIPs: "192.168.50.7/24,bogus, 10.0.0.0/8,fd00:1::/64"}), "", fixtureNow)
 		want := []netip.Prefix{netip.MustParsePrefix("192.168.50.0/24"), netip.MustParsePrefix("fd00:1::/64")}
 		if len(n.locationIPs) != len(want) || n.locationIPs[0] != want[0] || n.locationIPs[1] != want[1] {
 			t.Errorf("locationIPs %v, want %v (kg does not trim spaces)", n.locationIPs, want)
@@ -137,7 +139,7 @@ func TestParseNodeAnnotations(t *testing.T) {
 		}
 	})
 	t.Run("wireguard-ip keeps its host part", func(t *testing.T) {
-		n := parseNode(readyNode("n", map[string]string{AnnotationWireGuardIP: "10.4.0.3/16"}), "", fixtureNow)
+		n := parseNode(readyNode("n", map[string]string{kilov1alpha1.AnnotationWireGuardIP: "10.4.0.3/16"}), "", fixtureNow)
 		if n.wireguardIP.String() != "10.4.0.3/16" {
 			t.Errorf("wireguardIP %v", n.wireguardIP)
 		}
@@ -162,10 +164,10 @@ func FuzzParseNodeAnnotations(f *testing.F) {
 	f.Fuzz(func(t *testing.T, key, endpoint, force, internal, forceInternal, lastSeen, keepalive, locIPs, wgIP, podCIDR, gran string) {
 		n := &corev1.Node{
 			ObjectMeta: metav1.ObjectMeta{Name: "n", Annotations: map[string]string{
-				AnnotationKey: key, AnnotationEndpoint: endpoint, AnnotationForceEndpoint: force,
-				AnnotationInternalIP: internal, AnnotationForceInternalIP: forceInternal, AnnotationLastSeen: lastSeen,
-				AnnotationPersistentKeepalive: keepalive, AnnotationAllowedLocationIPs: locIPs,
-				AnnotationWireGuardIP: wgIP, AnnotationGranularity: gran,
+				kilov1alpha1.AnnotationKey: key, kilov1alpha1.AnnotationEndpoint: endpoint, kilov1alpha1.AnnotationForceEndpoint: force,
+				kilov1alpha1.AnnotationInternalIP: internal, kilov1alpha1.AnnotationForceInternalIP: forceInternal, kilov1alpha1.AnnotationLastSeen: lastSeen,
+				kilov1alpha1.AnnotationPersistentKeepalive: keepalive, kilov1alpha1.AnnotationAllowedLocationIPs: locIPs,
+				kilov1alpha1.AnnotationWireGuardIP: wgIP, kilov1alpha1.AnnotationGranularity: gran,
 			}},
 			Spec: corev1.NodeSpec{PodCIDR: podCIDR, PodCIDRs: []string{podCIDR, locIPs}},
 		}

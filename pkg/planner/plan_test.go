@@ -88,7 +88,9 @@ func TestNodeDecisions(t *testing.T) {
 		{name: "pod CIDR outside podCIDRs: skipped, still in its Kilo group", cluster: "eu", node: "rogue-1", reason: ReasonPodCIDROutsideDeclared, group: "location:ams", role: meshv1alpha1.NodeRoleMember},
 		{
 			name: "invalid key", cluster: "us", node: "us-1", reason: ReasonInvalidPublicKey,
-			mutate: func(t *testing.T, in *Input) { annotate(node(t, *in, "us", "us-1"), AnnotationKey, "aGVsbG8=") },
+			mutate: func(t *testing.T, in *Input) {
+				annotate(node(t, *in, "us", "us-1"), kilov1alpha1.AnnotationKey, "aGVsbG8=")
+			},
 		},
 		{
 			name: "no pod CIDR", cluster: "us", node: "us-1", reason: ReasonNoPodCIDR,
@@ -96,7 +98,9 @@ func TestNodeDecisions(t *testing.T) {
 		},
 		{
 			name: "no Kilo endpoint", cluster: "us", node: "us-1", reason: ReasonNoEndpoint,
-			mutate: func(t *testing.T, in *Input) { annotate(node(t, *in, "us", "us-1"), AnnotationEndpoint, "<delete>") },
+			mutate: func(t *testing.T, in *Input) {
+				annotate(node(t, *in, "us", "us-1"), kilov1alpha1.AnnotationEndpoint, "<delete>")
+			},
 		},
 		{
 			name: "leader's pod CIDR outside podCIDRs: it still leads", cluster: "eu", node: "ams-2", reason: ReasonPodCIDROutsideDeclared,
@@ -111,13 +115,13 @@ func TestNodeDecisions(t *testing.T) {
 			name: "malformed clustermesh-endpoint on the leader stops the group", cluster: "eu", node: "fra-2", reason: ReasonMalformedEndpoint, group: "location:fra", role: meshv1alpha1.NodeRoleMember,
 			message: "group location:fra is not exported",
 			mutate: func(t *testing.T, in *Input) {
-				annotate(node(t, *in, "eu", "fra-1"), AnnotationClusterMeshEndpoint, "fra.example.com")
+				annotate(node(t, *in, "eu", "fra-1"), kilov1alpha1.AnnotationClusterMeshEndpoint, "fra.example.com")
 			},
 		},
 		{
 			name: "malformed force-endpoint is not skipped over", cluster: "us", node: "us-1", reason: ReasonMalformedEndpoint, group: "node:us-1", role: meshv1alpha1.NodeRoleLeader,
 			mutate: func(t *testing.T, in *Input) {
-				annotate(node(t, *in, "us", "us-1"), AnnotationForceEndpoint, "0.0.0.0:51820")
+				annotate(node(t, *in, "us", "us-1"), kilov1alpha1.AnnotationForceEndpoint, "0.0.0.0:51820")
 			},
 		},
 		{
@@ -131,27 +135,27 @@ func TestNodeDecisions(t *testing.T) {
 		{
 			name: "roaming without keepalive", cluster: "us", node: "us-3", reason: ReasonNoEndpointNoKeepalive, group: "node:us-3", role: meshv1alpha1.NodeRoleLeader,
 			mutate: func(t *testing.T, in *Input) {
-				annotate(node(t, *in, "us", "us-3"), AnnotationClusterMeshEndpoint, "-")
+				annotate(node(t, *in, "us", "us-3"), kilov1alpha1.AnnotationClusterMeshEndpoint, "-")
 			},
 		},
 		{
 			name: "roaming with the leader's keepalive", cluster: "us", node: "us-3", included: true, reason: ReasonAdvertised, group: "node:us-3", role: meshv1alpha1.NodeRoleLeader,
 			mutate: func(t *testing.T, in *Input) {
-				annotate(node(t, *in, "us", "us-3"), AnnotationClusterMeshEndpoint, "-", AnnotationPersistentKeepalive, "20")
+				annotate(node(t, *in, "us", "us-3"), kilov1alpha1.AnnotationClusterMeshEndpoint, "-", kilov1alpha1.AnnotationPersistentKeepalive, "20")
 			},
 		},
 		{
 			name: "leader's wireguard-ip outside wireguardCIDR", cluster: "eu", node: "ams-1", reason: ReasonWireGuardIPOutsideCIDR, group: "location:ams", role: meshv1alpha1.NodeRoleMember,
 			mutate: func(t *testing.T, in *Input) {
-				annotate(node(t, *in, "eu", "ams-2"), AnnotationWireGuardIP, "10.4.0.1/16")
+				annotate(node(t, *in, "eu", "ams-2"), kilov1alpha1.AnnotationWireGuardIP, "10.4.0.1/16")
 			},
 		},
 		{
 			name: "wireguardCIDR too small", cluster: "eu", node: "edge-1", reason: ReasonWireGuardCIDRExhausted, group: "node:edge-1", role: meshv1alpha1.NodeRoleLeader,
 			mutate: func(t *testing.T, in *Input) {
 				entry(in, "eu").WireguardCIDR = "10.14.0.0/31"
-				annotate(node(t, *in, "eu", "fra-1"), AnnotationWireGuardIP, "<delete>")
-				annotate(node(t, *in, "eu", "edge-1"), AnnotationWireGuardIP, "<delete>")
+				annotate(node(t, *in, "eu", "fra-1"), kilov1alpha1.AnnotationWireGuardIP, "<delete>")
+				annotate(node(t, *in, "eu", "edge-1"), kilov1alpha1.AnnotationWireGuardIP, "<delete>")
 			},
 		},
 		{
@@ -249,13 +253,13 @@ func TestPeerContent(t *testing.T) {
 		{
 			name: "clustermesh-endpoint beats everything", target: "eu", source: "us", group: "node:us-2", leader: "us-2", endpoint: "dns:us-2.mesh.example.com:51820",
 			mutate: func(t *testing.T, in *Input) {
-				annotate(node(t, *in, "us", "us-2"), AnnotationForceEndpoint, "198.51.100.2:51820")
+				annotate(node(t, *in, "us", "us-2"), kilov1alpha1.AnnotationForceEndpoint, "198.51.100.2:51820")
 			},
 		},
 		{
 			name: "force-endpoint beats ExternalIP", target: "eu", source: "us", group: "node:us-1", leader: "us-1", endpoint: "ip:198.51.100.1:4500",
 			mutate: func(t *testing.T, in *Input) {
-				annotate(node(t, *in, "us", "us-1"), AnnotationForceEndpoint, "198.51.100.1:4500")
+				annotate(node(t, *in, "us", "us-1"), kilov1alpha1.AnnotationForceEndpoint, "198.51.100.1:4500")
 			},
 		},
 		{
@@ -272,14 +276,16 @@ func TestPeerContent(t *testing.T) {
 		{
 			name: "roaming group", target: "us", source: "home", group: "location:home", leader: "home-1", keepalive: 25,
 			mutate: func(t *testing.T, in *Input) {
-				annotate(node(t, *in, "home", "home-1"), AnnotationClusterMeshEndpoint, "-")
+				annotate(node(t, *in, "home", "home-1"), kilov1alpha1.AnnotationClusterMeshEndpoint, "-")
 			},
 		},
 		{
 			name: "leader change: key and endpoint follow", target: "us", source: "eu", group: "location:fra", leader: "fra-2", endpoint: "ip:192.168.1.12:51820",
 			// fra-1's allowed-location-ips leave with it: kg only reads Ready nodes.
 			allowed: "10.10.2.0/24,fd10::200/120,192.168.1.12/32,10.14.0.2/32",
-			mutate:  func(t *testing.T, in *Input) { annotate(node(t, *in, "eu", "fra-1"), AnnotationLastSeen, "1795170000") },
+			mutate: func(t *testing.T, in *Input) {
+				annotate(node(t, *in, "eu", "fra-1"), kilov1alpha1.AnnotationLastSeen, "1795170000")
+			},
 		},
 		{
 			name: "spec Full on a location cluster: one Peer per node", target: "us", source: "eu", group: "node:fra-2", leader: "fra-2",
@@ -330,7 +336,7 @@ func TestPeerContent(t *testing.T) {
 				t.Errorf("keepalive %d, want %d", peer.Spec.PersistentKeepalive, tc.keepalive)
 			}
 			leader := node(t, in, tc.source, tc.leader)
-			if peer.Spec.PublicKey != leader.Annotations[AnnotationKey] || peer.Annotations[AnnotationSourceLeader] != tc.leader {
+			if peer.Spec.PublicKey != leader.Annotations[kilov1alpha1.AnnotationKey] || peer.Annotations[AnnotationSourceLeader] != tc.leader {
 				t.Errorf("Peer carries key %s of %s, want the key of leader %s", peer.Spec.PublicKey, peer.Annotations[AnnotationSourceLeader], tc.leader)
 			}
 			if peer.Labels[LabelSourceCluster] != tc.source || peer.Labels[LabelMeshUID] != testUID || peer.Annotations[AnnotationSourceGroup] != tc.group {
@@ -353,7 +359,7 @@ func endpointString(e *kilov1alpha1.PeerEndpoint) string {
 
 func TestRoamingPeerHasNoEndpoint(t *testing.T) {
 	in := testInput(t)
-	annotate(node(t, in, "home", "home-1"), AnnotationClusterMeshEndpoint, "-")
+	annotate(node(t, in, "home", "home-1"), kilov1alpha1.AnnotationClusterMeshEndpoint, "-")
 	p := mustCompute(t, in)
 	if peer := peerOf(t, p, "eu", "home", "location:home"); peer.Spec.Endpoint != nil {
 		t.Errorf("roaming Peer has endpoint %+v", peer.Spec.Endpoint)
@@ -407,7 +413,7 @@ func TestExtraNetworks(t *testing.T) {
 	was := c.ExtraNetworksGroup
 	for _, n := range in.Clusters["eu"].Nodes {
 		if groupOfNode(t, p, "eu", n.Name) == was {
-			annotate(n, AnnotationLastSeen, "1")
+			annotate(n, kilov1alpha1.AnnotationLastSeen, "1")
 		}
 	}
 	p2 := mustCompute(t, in)
@@ -438,7 +444,7 @@ func TestAllowedLocationIPs(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			in := testInput(t)
-			annotate(node(t, in, "eu", "fra-1"), AnnotationAllowedLocationIPs, tc.value)
+			annotate(node(t, in, "eu", "fra-1"), kilov1alpha1.AnnotationAllowedLocationIPs, tc.value)
 			p := mustCompute(t, in)
 			peer := peerOf(t, p, "us", "eu", "location:fra")
 			var got []string
@@ -461,8 +467,8 @@ func TestAllowedLocationIPs(t *testing.T) {
 	}
 	t.Run("two locations claiming one range: kg drops both", func(t *testing.T) {
 		in := testInput(t)
-		annotate(node(t, in, "eu", "fra-1"), AnnotationAllowedLocationIPs, "192.168.50.0/24")
-		annotate(node(t, in, "eu", "ams-1"), AnnotationAllowedLocationIPs, "192.168.50.128/25")
+		annotate(node(t, in, "eu", "fra-1"), kilov1alpha1.AnnotationAllowedLocationIPs, "192.168.50.0/24")
+		annotate(node(t, in, "eu", "ams-1"), kilov1alpha1.AnnotationAllowedLocationIPs, "192.168.50.128/25")
 		p := mustCompute(t, in)
 		for _, g := range []string{"location:fra", "location:ams"} {
 			for _, s := range peerOf(t, p, "us", "eu", g).Spec.AllowedIPs {
@@ -485,7 +491,7 @@ func hasDecisionNote(d meshv1alpha1.NodeDecision, reason string) bool {
 
 func TestNotes(t *testing.T) {
 	in := testInput(t)
-	annotate(node(t, in, "eu", "fra-2"), AnnotationWireGuardIP, "10.14.0.9/16", AnnotationClusterMeshEndpoint, "nope", AnnotationPersistentKeepalive, "often")
+	annotate(node(t, in, "eu", "fra-2"), kilov1alpha1.AnnotationWireGuardIP, "10.14.0.9/16", kilov1alpha1.AnnotationClusterMeshEndpoint, "nope", kilov1alpha1.AnnotationPersistentKeepalive, "often")
 	p := mustCompute(t, in)
 	d := decision(t, p, "eu", "fra-2")
 	for _, r := range []string{NoteStaleWireGuardIP, NoteMalformedEndpoint, NoteMalformedAnnotation} {
@@ -517,25 +523,27 @@ func TestWarnings(t *testing.T) {
 		{
 			name: "NATed cluster whose leader sends no keepalive", reason: WarningKeepaliveNotSent, cluster: "home", message: "home-1",
 			mutate: func(t *testing.T, in *Input) {
-				annotate(node(t, *in, "home", "home-1"), AnnotationPersistentKeepalive, "<delete>")
+				annotate(node(t, *in, "home", "home-1"), kilov1alpha1.AnnotationPersistentKeepalive, "<delete>")
 			},
 		},
 		{
 			name: "roaming group whose leader sends no keepalive", reason: WarningKeepaliveNotSent, cluster: "us", message: "us-3",
 			mutate: func(t *testing.T, in *Input) {
-				annotate(node(t, *in, "us", "us-3"), AnnotationClusterMeshEndpoint, "-")
+				annotate(node(t, *in, "us", "us-3"), kilov1alpha1.AnnotationClusterMeshEndpoint, "-")
 				entry(in, "us").PersistentKeepalive = 10
 			},
 		},
 		{
 			name: "wireguard-ip lagging behind", reason: WarningWireGuardIPMismatch, cluster: "eu", message: "fra-1 has 10.14.0.7, computed 10.14.0.2",
 			mutate: func(t *testing.T, in *Input) {
-				annotate(node(t, *in, "eu", "fra-1"), AnnotationWireGuardIP, "10.14.0.7/16")
+				annotate(node(t, *in, "eu", "fra-1"), kilov1alpha1.AnnotationWireGuardIP, "10.14.0.7/16")
 			},
 		},
 		{
 			name: "granularity disagreement", reason: WarningGranularityDisagreement, cluster: "us", message: "full on 2",
-			mutate: func(t *testing.T, in *Input) { annotate(node(t, *in, "us", "us-1"), AnnotationGranularity, "location") },
+			mutate: func(t *testing.T, in *Input) {
+				annotate(node(t, *in, "us", "us-1"), kilov1alpha1.AnnotationGranularity, "location")
+			},
 		},
 		{
 			name: "unreachable cluster", reason: WarningClusterUnreachable, cluster: "us",
@@ -549,7 +557,7 @@ func TestWarnings(t *testing.T) {
 			name: "extra networks with no group to carry them", reason: WarningExtraNetworksUnattached, cluster: "us",
 			mutate: func(t *testing.T, in *Input) {
 				for _, n := range in.Clusters["us"].Nodes {
-					annotate(n, AnnotationLastSeen, "1")
+					annotate(n, kilov1alpha1.AnnotationLastSeen, "1")
 				}
 			},
 		},
@@ -557,7 +565,7 @@ func TestWarnings(t *testing.T) {
 			name: "all groups down", reason: WarningNoReadyGroups, cluster: "us",
 			mutate: func(t *testing.T, in *Input) {
 				for _, n := range in.Clusters["us"].Nodes {
-					annotate(n, AnnotationLastSeen, "1")
+					annotate(n, kilov1alpha1.AnnotationLastSeen, "1")
 				}
 			},
 		},
@@ -608,7 +616,7 @@ func TestContainment(t *testing.T) {
 		in := testInput(t)
 		entry(&in, "us").WireguardCIDR = "10.34.0.0/16" // home's
 		for _, n := range in.Clusters["us"].Nodes {
-			annotate(n, AnnotationWireGuardIP, "<delete>")
+			annotate(n, kilov1alpha1.AnnotationWireGuardIP, "<delete>")
 		}
 		p := mustCompute(t, in)
 		checkPlanInvariants(t, in, p)

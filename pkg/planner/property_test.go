@@ -80,7 +80,7 @@ func randomMesh(r *rand.Rand) Input {
 			for _, n := range snap.Nodes {
 				n = n.DeepCopy()
 				if pick(0.3) {
-					annotate(n, AnnotationLastSeen, strconv.FormatInt(fixtureNow.Unix()-int64(r.Intn(120)), 10))
+					annotate(n, kilov1alpha1.AnnotationLastSeen, strconv.FormatInt(fixtureNow.Unix()-int64(r.Intn(120)), 10))
 				}
 				nodes = append(nodes, n)
 			}
@@ -116,38 +116,38 @@ func randomMesh(r *rand.Rand) Input {
 func randomNode(r *rand.Rand, name string, base int, keys []string) *corev1.Node {
 	pick := func(p float64) bool { return r.Float64() < p }
 	a := map[string]string{
-		AnnotationKey:        keys[r.Intn(len(keys))],
-		AnnotationLastSeen:   strconv.FormatInt(fixtureNow.Unix()-int64(r.Intn(80)), 10),
-		AnnotationInternalIP: fmt.Sprintf("192.168.%d.%d/24", base, 1+r.Intn(20)),
-		AnnotationEndpoint:   []string{"203.0.113.%d:51820", "10.9.0.%d:51820", "[2001:db8::%d]:51820"}[r.Intn(3)],
+		kilov1alpha1.AnnotationKey:        keys[r.Intn(len(keys))],
+		kilov1alpha1.AnnotationLastSeen:   strconv.FormatInt(fixtureNow.Unix()-int64(r.Intn(80)), 10),
+		kilov1alpha1.AnnotationInternalIP: fmt.Sprintf("192.168.%d.%d/24", base, 1+r.Intn(20)),
+		kilov1alpha1.AnnotationEndpoint:   []string{"203.0.113.%d:51820", "10.9.0.%d:51820", "[2001:db8::%d]:51820"}[r.Intn(3)],
 	}
-	a[AnnotationEndpoint] = fmt.Sprintf(a[AnnotationEndpoint], 1+r.Intn(250))
+	a[kilov1alpha1.AnnotationEndpoint] = fmt.Sprintf(a[kilov1alpha1.AnnotationEndpoint], 1+r.Intn(250))
 	if pick(0.7) {
-		a[AnnotationLocation] = []string{"a", "b", ""}[r.Intn(3)]
+		a[kilov1alpha1.AnnotationLocation] = []string{"a", "b", ""}[r.Intn(3)]
 	}
 	if pick(0.2) {
-		a[AnnotationLeader] = ""
+		a[kilov1alpha1.AnnotationLeader] = ""
 	}
 	if pick(0.1) {
-		a[AnnotationForceInternalIP] = "-"
+		a[kilov1alpha1.AnnotationForceInternalIP] = "-"
 	}
 	if pick(0.2) {
-		a[AnnotationPersistentKeepalive] = []string{"25", "0", "x"}[r.Intn(3)]
+		a[kilov1alpha1.AnnotationPersistentKeepalive] = []string{"25", "0", "x"}[r.Intn(3)]
 	}
 	if pick(0.2) {
-		a[AnnotationClusterMeshEndpoint] = []string{"-", "wg.example.com:51820", "bad"}[r.Intn(3)]
+		a[kilov1alpha1.AnnotationClusterMeshEndpoint] = []string{"-", "wg.example.com:51820", "bad"}[r.Intn(3)]
 	}
 	if pick(0.2) {
-		a[AnnotationAllowedLocationIPs] = fmt.Sprintf("192.168.%d.%d/30,10.%d.%d.0/24", base, 4*r.Intn(64), 10+base, r.Intn(8))
+		a[kilov1alpha1.AnnotationAllowedLocationIPs] = fmt.Sprintf("192.168.%d.%d/30,10.%d.%d.0/24", base, 4*r.Intn(64), 10+base, r.Intn(8))
 	}
 	if pick(0.3) {
-		a[AnnotationGranularity] = []string{"location", "full", "cross", "bogus"}[r.Intn(4)]
+		a[kilov1alpha1.AnnotationGranularity] = []string{"location", "full", "cross", "bogus"}[r.Intn(4)]
 	}
 	if pick(0.2) {
-		a[AnnotationWireGuardIP] = fmt.Sprintf("10.%d.0.%d/16", 100+base, r.Intn(6))
+		a[kilov1alpha1.AnnotationWireGuardIP] = fmt.Sprintf("10.%d.0.%d/16", 100+base, r.Intn(6))
 	}
 	if pick(0.05) {
-		delete(a, AnnotationKey)
+		delete(a, kilov1alpha1.AnnotationKey)
 	}
 	n := &corev1.Node{
 		ObjectMeta: metav1.ObjectMeta{Name: name, Annotations: a},

@@ -44,7 +44,7 @@ var goldenScenarios = map[string]func(t *testing.T) Input{
 	"steady-state-us-unreachable": func(t *testing.T) Input {
 		in := applied(t)
 		in.Clusters["us"] = ClusterSnapshot{Error: "Get \"https://us.example.com:6443/api/v1/nodes\": dial tcp: i/o timeout"}
-		annotate(node(t, in, "eu", "fra-1"), AnnotationLastSeen, "1") // fra's leader changes meanwhile
+		annotate(node(t, in, "eu", "fra-1"), kilov1alpha1.AnnotationLastSeen, "1") // fra's leader changes meanwhile
 		return in
 	},
 }
@@ -119,8 +119,8 @@ func TestRenderPeerListYAML(t *testing.T) {
 
 func TestRenderWireGuard(t *testing.T) {
 	in := testInput(t)
-	annotate(node(t, in, "home", "home-1"), AnnotationClusterMeshEndpoint, "-")
-	annotate(node(t, in, "us", "us-1"), AnnotationForceEndpoint, "[2600:1f18::11]:51820")
+	annotate(node(t, in, "home", "home-1"), kilov1alpha1.AnnotationClusterMeshEndpoint, "-")
+	annotate(node(t, in, "us", "us-1"), kilov1alpha1.AnnotationForceEndpoint, "[2600:1f18::11]:51820")
 	p := mustCompute(t, in)
 	out := RenderWireGuard(p, "eu")
 	golden(t, "wireguard-eu.conf", out)
@@ -148,7 +148,7 @@ func TestRenderWireGuard(t *testing.T) {
 func TestRenderDOT(t *testing.T) {
 	in := applied(t)
 	in.Clusters["home"] = ClusterSnapshot{Error: "connection \"refused\""}
-	annotate(node(t, in, "eu", "edge-1"), AnnotationClusterMeshEndpoint, "bad")
+	annotate(node(t, in, "eu", "edge-1"), kilov1alpha1.AnnotationClusterMeshEndpoint, "bad")
 	p := mustCompute(t, in)
 	out := RenderDOT(p)
 	golden(t, "mesh.dot", out)

@@ -140,11 +140,11 @@ func (pl *planner) checkNodes(s *source) {
 				pl.issues.warning(WarningInternalIPsNotAdvert, s.name, "", "internal IPs not advertised: they lie outside the declared nodeCIDRs, or none are declared", fmt.Sprintf("%s of node %s", n.internalIP, n.name))
 			}
 			if i != g.leader && n.wireguardIP.IsValid() {
-				n.note(NoteStaleWireGuardIP, "%s=%s is left from a time the node led its group; kg clears it within 30s", AnnotationWireGuardIP, n.wireguardIP)
+				n.note(NoteStaleWireGuardIP, "%s=%s is left from a time the node led its group; kg clears it within 30s", kilov1alpha1.AnnotationWireGuardIP, n.wireguardIP)
 			}
-			if v := n.node.Annotations[AnnotationClusterMeshEndpoint]; v != "" && v != "-" && i != g.leader {
+			if v := n.node.Annotations[kilov1alpha1.AnnotationClusterMeshEndpoint]; v != "" && v != "-" && i != g.leader {
 				if _, err := ParseEndpoint(v); err != nil {
-					n.note(NoteMalformedEndpoint, "%s: %v; it would stop the group's export if this node became leader", AnnotationClusterMeshEndpoint, err)
+					n.note(NoteMalformedEndpoint, "%s: %v; it would stop the group's export if this node became leader", kilov1alpha1.AnnotationClusterMeshEndpoint, err)
 				}
 			}
 			for _, note := range n.notes {
@@ -192,8 +192,8 @@ func (pl *planner) prepareExport(s *source, gi int, pool []claim) []claim {
 		e.fail(ReasonWireGuardCIDRExhausted, fmt.Sprintf("wireguardCIDR %s has no address left for group %d of %d; kg itself fails to build its topology", s.nets.wireguard, gi+1, len(s.groups)))
 		pl.issues.conflict(ConflictWireGuardCIDRExhausted, s.name, "", fmt.Sprintf("wireguardCIDR %s is too small for the cluster's %d groups; groups without an address are left out", s.nets.wireguard, len(s.groups)), g.name)
 	case leader.wireguardIP.IsValid() && !s.nets.wireguard.Contains(leader.wireguardIP.Addr()):
-		e.fail(ReasonWireGuardIPOutsideCIDR, fmt.Sprintf("leader %s has %s=%s, outside the declared wireguardCIDR %s: kg runs with another --subnet than the mesh declares", leader.name, AnnotationWireGuardIP, leader.wireguardIP, s.nets.wireguard))
-		pl.issues.conflict(ConflictWireGuardIPOutsideCIDR, s.name, "", fmt.Sprintf("leaders whose %s lies outside the declared wireguardCIDR %s; their groups are left out", AnnotationWireGuardIP, s.nets.wireguard), fmt.Sprintf("%s (%s)", leader.name, leader.wireguardIP))
+		e.fail(ReasonWireGuardIPOutsideCIDR, fmt.Sprintf("leader %s has %s=%s, outside the declared wireguardCIDR %s: kg runs with another --subnet than the mesh declares", leader.name, kilov1alpha1.AnnotationWireGuardIP, leader.wireguardIP, s.nets.wireguard))
+		pl.issues.conflict(ConflictWireGuardIPOutsideCIDR, s.name, "", fmt.Sprintf("leaders whose %s lies outside the declared wireguardCIDR %s; their groups are left out", kilov1alpha1.AnnotationWireGuardIP, s.nets.wireguard), fmt.Sprintf("%s (%s)", leader.name, leader.wireguardIP))
 	case leader.wireguardIP.IsValid() && leader.wireguardIP.Addr() != g.wireguardIP:
 		// kg updates the annotation within 30s of a change of groups; a
 		// lasting mismatch means the groups differ from what kg sees.
@@ -212,12 +212,12 @@ func (pl *planner) prepareExport(s *source, gi int, pool []claim) []claim {
 	}
 	if err == nil && ep.IsZero() && e.keepalive == 0 {
 		e.fail(ReasonNoEndpointNoKeepalive, fmt.Sprintf("leader %s has no endpoint other clusters can dial and nothing asks them to accept a roaming one: set %s on the node, or persistentKeepalive for the cluster and %s on its nodes",
-			leader.name, AnnotationClusterMeshEndpoint, AnnotationPersistentKeepalive))
+			leader.name, kilov1alpha1.AnnotationClusterMeshEndpoint, kilov1alpha1.AnnotationPersistentKeepalive))
 	}
 	if e.ready {
 		natted := ep.IsZero() || s.entry.PersistentKeepalive > 0
 		if natted && leader.keepalive == 0 {
-			pl.issues.warning(WarningKeepaliveNotSent, s.name, "", fmt.Sprintf("leaders of a roaming or NATed cluster that send no keepalives: set %s on them, or the tunnel closes when idle", AnnotationPersistentKeepalive), leader.name)
+			pl.issues.warning(WarningKeepaliveNotSent, s.name, "", fmt.Sprintf("leaders of a roaming or NATed cluster that send no keepalives: set %s on them, or the tunnel closes when idle", kilov1alpha1.AnnotationPersistentKeepalive), leader.name)
 		}
 		if ep.Addr.IsValid() && !ep.IsPublic() {
 			pl.issues.warning(WarningPrivateEndpoint, s.name, "", "endpoints that are private addresses; other clusters reach them only over a private network", fmt.Sprintf("%s (leader %s, from %s)", ep, leader.name, epSource))
@@ -309,7 +309,7 @@ func (pl *planner) addLocationIPs(s *source) {
 			continue
 		}
 		for _, i := range l.carriers {
-			s.nodes[i].note(NoteLocationIPDropped, "%s entry %s %s", AnnotationAllowedLocationIPs, l.p, why)
+			s.nodes[i].note(NoteLocationIPDropped, "%s entry %s %s", kilov1alpha1.AnnotationAllowedLocationIPs, l.p, why)
 		}
 		pl.issues.warning(WarningLocationIPsDropped, s.name, "", "allowed-location-ips left out", fmt.Sprintf("%s of group %s: %s", locs[k].p, s.groups[l.group].name, why))
 	}
@@ -323,10 +323,10 @@ func (pl *planner) addLocationIPs(s *source) {
 // (it sits behind NAT): its group becomes a roaming Peer that other clusters
 // wait to hear from, which needs keepalives.
 func meshEndpoint(n *nodeInfo, port int32) (Endpoint, string, error) {
-	if n.node.Annotations[AnnotationClusterMeshEndpoint] == "-" {
-		return Endpoint{}, AnnotationClusterMeshEndpoint, nil
+	if n.node.Annotations[kilov1alpha1.AnnotationClusterMeshEndpoint] == "-" {
+		return Endpoint{}, kilov1alpha1.AnnotationClusterMeshEndpoint, nil
 	}
-	for _, key := range []string{AnnotationClusterMeshEndpoint, AnnotationForceEndpoint} {
+	for _, key := range []string{kilov1alpha1.AnnotationClusterMeshEndpoint, kilov1alpha1.AnnotationForceEndpoint} {
 		if v := n.node.Annotations[key]; v != "" {
 			e, err := ParseEndpoint(v)
 			if err != nil {
@@ -362,12 +362,12 @@ func meshEndpoint(n *nodeInfo, port int32) (Endpoint, string, error) {
 	case len(bad) > 0:
 		return Endpoint{}, "ExternalIP", fmt.Errorf("status.addresses ExternalIP %q is not a usable IP", bad[0])
 	}
-	if v := n.node.Annotations[AnnotationEndpoint]; v != "" {
+	if v := n.node.Annotations[kilov1alpha1.AnnotationEndpoint]; v != "" {
 		e, err := ParseEndpoint(v)
 		if err != nil {
-			return Endpoint{}, AnnotationEndpoint, fmt.Errorf("%s: %w", AnnotationEndpoint, err)
+			return Endpoint{}, kilov1alpha1.AnnotationEndpoint, fmt.Errorf("%s: %w", kilov1alpha1.AnnotationEndpoint, err)
 		}
-		return e, AnnotationEndpoint, nil
+		return e, kilov1alpha1.AnnotationEndpoint, nil
 	}
 	return Endpoint{}, "", nil
 }

@@ -1,16 +1,11 @@
 package reconciler
 
 import (
-	"strconv"
 	"time"
 
+	kilov1alpha1 "github.com/kilo-mesh/kilo-mesh-apiserver/pkg/apis/kilo/v1alpha1"
 	"github.com/kilo-mesh/kilo-mesh-apiserver/pkg/clusters"
-	"github.com/kilo-mesh/kilo-mesh-apiserver/pkg/planner"
 )
-
-// kiloReadyWindow is kg's liveness rule, as the planner applies it: a node
-// whose last-seen is this old no longer counts.
-const kiloReadyWindow = 60 * time.Second
 
 // expiryMargin lets the clock pass the second in which a node expires, as
 // last-seen has a resolution of one second.
@@ -27,11 +22,10 @@ func nextExpiry(states map[string]clusters.ClusterState, now time.Time) time.Dur
 			continue
 		}
 		for _, n := range st.Nodes {
-			sec, err := strconv.ParseInt(n.Annotations[planner.AnnotationLastSeen], 10, 64)
+			at, err := kilov1alpha1.CheckInExpires(n)
 			if err != nil {
 				continue
 			}
-			at := time.Unix(sec, 0).Add(kiloReadyWindow)
 			if at.After(now) && (first.IsZero() || at.Before(first)) {
 				first = at
 			}

@@ -8,12 +8,12 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	kilov1alpha1 "github.com/kilo-mesh/kilo-mesh-apiserver/pkg/apis/kilo/v1alpha1"
 	"github.com/kilo-mesh/kilo-mesh-apiserver/pkg/clusters"
-	"github.com/kilo-mesh/kilo-mesh-apiserver/pkg/planner"
 )
 
 func nodeSeen(name, lastSeen string) *corev1.Node {
-	return &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name, Annotations: map[string]string{planner.AnnotationLastSeen: lastSeen}}}
+	return &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name, Annotations: map[string]string{kilov1alpha1.AnnotationLastSeen: lastSeen}}}
 }
 
 func TestNextExpiry(t *testing.T) {

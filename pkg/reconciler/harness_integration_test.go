@@ -190,7 +190,7 @@ func (h *harness) nodes(t *testing.T, i int) map[string]string {
 		if err != nil {
 			t.Fatal(err)
 		}
-		keys[n.Name] = n.Annotations[framework.AnnotationKey]
+		keys[n.Name] = n.Annotations[kilov1alpha1.AnnotationKey]
 	}
 	return keys
 }

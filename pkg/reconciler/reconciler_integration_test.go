@@ -76,7 +76,7 @@ func TestReconcileLifecycle(t *testing.T) {
 
 	t.Run("a key change is applied", func(t *testing.T) {
 		_, key, _ := framework.NewWireGuardKey()
-		if err := h.env.AnnotateNode(h.ctx, 1, "c1-a1", map[string]string{framework.AnnotationKey: key}); err != nil {
+		if err := h.env.AnnotateNode(h.ctx, 1, "c1-a1", map[string]string{kilov1alpha1.AnnotationKey: key}); err != nil {
 			t.Fatal(err)
 		}
 		name := planner.PeerName(h.ns, mesh.Name, clusterName(1), "location:a")

@@ -87,7 +87,7 @@ func startReconcilerEnv(t *testing.T) *rcEnv {
 			if err != nil {
 				t.Fatal(err)
 			}
-			rc.keys[i][n.Name] = n.Annotations[framework.AnnotationKey]
+			rc.keys[i][n.Name] = n.Annotations[kilov1alpha1.AnnotationKey]
 		}
 	}
 	return rc
@@ -557,7 +557,7 @@ func TestReconciler(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if err := rc.env.AnnotateNode(ctx, 1, "c1-a1", map[string]string{framework.AnnotationKey: key}); err != nil {
+		if err := rc.env.AnnotateNode(ctx, 1, "c1-a1", map[string]string{kilov1alpha1.AnnotationKey: key}); err != nil {
 			t.Fatal(err)
 		}
 		rc.keys[1]["c1-a1"] = key
@@ -577,7 +577,7 @@ func TestReconciler(t *testing.T) {
 	})
 
 	t.Run("a node's endpoint change moves to its Peers", func(t *testing.T) {
-		if err := rc.env.AnnotateNode(ctx, 2, "c2-b1", map[string]string{framework.AnnotationEndpoint: "198.51.100.23:51821"}); err != nil {
+		if err := rc.env.AnnotateNode(ctx, 2, "c2-b1", map[string]string{kilov1alpha1.AnnotationEndpoint: "198.51.100.23:51821"}); err != nil {
 			t.Fatal(err)
 		}
 		eventually(t, rcConverge, "new endpoint on clusters 0 and 1", func() error {
@@ -595,7 +595,7 @@ func TestReconciler(t *testing.T) {
 	})
 
 	t.Run("a leader change moves key and endpoint", func(t *testing.T) {
-		if err := rc.env.AnnotateNode(ctx, 0, "c0-a2", map[string]string{framework.AnnotationLeader: "true"}); err != nil {
+		if err := rc.env.AnnotateNode(ctx, 0, "c0-a2", map[string]string{kilov1alpha1.AnnotationLeader: "true"}); err != nil {
 			t.Fatal(err)
 		}
 		eventually(t, rcConverge, "location a of cluster 0 led by c0-a2", func() error {
@@ -733,7 +733,7 @@ func TestReconciler(t *testing.T) {
 			t.Error(err)
 		}
 		// A change between reachable clusters is still applied meanwhile.
-		if err := rc.env.AnnotateNode(ctx, 0, "c0-b1", map[string]string{framework.AnnotationEndpoint: "198.51.100.3:51820"}); err != nil {
+		if err := rc.env.AnnotateNode(ctx, 0, "c0-b1", map[string]string{kilov1alpha1.AnnotationEndpoint: "198.51.100.3:51820"}); err != nil {
 			t.Fatal(err)
 		}
 		eventually(t, rcConverge, "cluster-0's change on cluster 1", func() error {

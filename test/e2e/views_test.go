@@ -16,6 +16,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/yaml"
 
+	kilov1alpha1 "github.com/kilo-mesh/kilo-mesh-apiserver/pkg/apis/kilo/v1alpha1"
 	meshv1alpha1 "github.com/kilo-mesh/kilo-mesh-apiserver/pkg/apis/mesh/v1alpha1"
 	"github.com/kilo-mesh/kilo-mesh-apiserver/test/framework"
 )
@@ -304,7 +305,7 @@ func TestViews(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if err := v.env.AnnotateNode(context.Background(), 1, "w3", map[string]string{framework.AnnotationKey: key}); err != nil {
+		if err := v.env.AnnotateNode(context.Background(), 1, "w3", map[string]string{kilov1alpha1.AnnotationKey: key}); err != nil {
 			t.Fatal(err)
 		}
 		waitFor(t, "the new key in the peers of east", func() error {

@@ -16,6 +16,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
+	kilov1alpha1 "github.com/kilo-mesh/kilo-mesh-apiserver/pkg/apis/kilo/v1alpha1"
 	"github.com/kilo-mesh/kilo-mesh-apiserver/test/framework"
 )
 
@@ -144,8 +145,8 @@ func TestEnvironment(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if node.Spec.PodCIDR != "10.64.1.0/24" || node.Annotations[framework.AnnotationLocation] != "eu" ||
-			len(node.Annotations[framework.AnnotationKey]) != 44 {
+		if node.Spec.PodCIDR != "10.64.1.0/24" || node.Annotations[kilov1alpha1.AnnotationLocation] != "eu" ||
+			len(node.Annotations[kilov1alpha1.AnnotationKey]) != 44 {
 			t.Errorf("unexpected node %+v", node.ObjectMeta)
 		}
 		if len(node.Status.Conditions) != 1 || node.Status.Conditions[0].Status != corev1.ConditionTrue ||
@@ -155,7 +156,7 @@ func TestEnvironment(t *testing.T) {
 		if len(node.Spec.Taints) != 0 {
 			t.Errorf("unexpected taints on a Ready node: %v", node.Spec.Taints)
 		}
-		old := node.Annotations[framework.AnnotationLastSeen]
+		old := node.Annotations[kilov1alpha1.AnnotationLastSeen]
 		time.Sleep(1100 * time.Millisecond)
 		if err := env.TouchKiloNodes(ctx, 1); err != nil {
 			t.Fatal(err)
@@ -164,7 +165,7 @@ func TestEnvironment(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if got.Annotations[framework.AnnotationLastSeen] == old {
+		if got.Annotations[kilov1alpha1.AnnotationLastSeen] == old {
 			t.Errorf("last-seen not refreshed: %s", old)
 		}
 	})

@@ -18,28 +18,13 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
+
+	kilov1alpha1 "github.com/kilo-mesh/kilo-mesh-apiserver/pkg/apis/kilo/v1alpha1"
+	meshv1alpha1 "github.com/kilo-mesh/kilo-mesh-apiserver/pkg/apis/mesh/v1alpha1"
 )
 
-// Kilo node annotations (see docs: kilo-model.md, section 2).
-const (
-	KiloAnnotationPrefix          = "kilo.squat.ai/"
-	AnnotationKey                 = KiloAnnotationPrefix + "key"
-	AnnotationEndpoint            = KiloAnnotationPrefix + "endpoint"
-	AnnotationForceEndpoint       = KiloAnnotationPrefix + "force-endpoint"
-	AnnotationClusterMeshEndpoint = KiloAnnotationPrefix + "clustermesh-endpoint"
-	AnnotationInternalIP          = KiloAnnotationPrefix + "internal-ip"
-	AnnotationForceInternalIP     = KiloAnnotationPrefix + "force-internal-ip"
-	AnnotationWireGuardIP         = KiloAnnotationPrefix + "wireguard-ip"
-	AnnotationLastSeen            = KiloAnnotationPrefix + "last-seen"
-	AnnotationLocation            = KiloAnnotationPrefix + "location"
-	AnnotationLeader              = KiloAnnotationPrefix + "leader"
-	AnnotationGranularity         = KiloAnnotationPrefix + "granularity"
-	AnnotationPersistentKeepalive = KiloAnnotationPrefix + "persistent-keepalive"
-	AnnotationAllowedLocationIPs  = KiloAnnotationPrefix + "allowed-location-ips"
-	AnnotationDiscoveredEndpoints = KiloAnnotationPrefix + "discovered-endpoints"
-	LabelTopologyRegion           = "topology.kubernetes.io/region"
-	defaultGranularity            = "location"
-)
+// defaultGranularity is the kilo.squat.ai/granularity kg writes by default.
+const defaultGranularity = "location"
 
 // NewWireGuardKey returns a fresh X25519 key pair, base64 (standard encoding)
 // as WireGuard and Kilo write them.
@@ -118,45 +103,45 @@ func (k KiloNode) Build() (*corev1.Node, error) {
 		}
 	}
 	if !k.NoKey {
-		ann[AnnotationKey] = key
+		ann[kilov1alpha1.AnnotationKey] = key
 	}
 	set := func(name, value string) {
 		if value != "" {
 			ann[name] = value
 		}
 	}
-	set(AnnotationEndpoint, k.Endpoint)
-	set(AnnotationForceEndpoint, k.ForceEndpoint)
-	set(AnnotationClusterMeshEndpoint, k.ClusterMeshEndpoint)
-	set(AnnotationLocation, k.Location)
-	ann[AnnotationInternalIP] = k.InternalIP
-	ann[AnnotationWireGuardIP] = k.WireGuardIP
+	set(kilov1alpha1.AnnotationEndpoint, k.Endpoint)
+	set(kilov1alpha1.AnnotationForceEndpoint, k.ForceEndpoint)
+	set(kilov1alpha1.AnnotationClusterMeshEndpoint, k.ClusterMeshEndpoint)
+	set(kilov1alpha1.AnnotationLocation, k.Location)
+	ann[kilov1alpha1.AnnotationInternalIP] = k.InternalIP
+	ann[kilov1alpha1.AnnotationWireGuardIP] = k.WireGuardIP
 	if k.ForceInternalIP != nil {
-		ann[AnnotationForceInternalIP] = *k.ForceInternalIP
+		ann[kilov1alpha1.AnnotationForceInternalIP] = *k.ForceInternalIP
 	}
 	if k.Leader {
-		ann[AnnotationLeader] = "true"
+		ann[kilov1alpha1.AnnotationLeader] = "true"
 	}
 	switch k.Granularity {
 	case "":
-		ann[AnnotationGranularity] = defaultGranularity
+		ann[kilov1alpha1.AnnotationGranularity] = defaultGranularity
 	case "-":
 	default:
-		ann[AnnotationGranularity] = k.Granularity
+		ann[kilov1alpha1.AnnotationGranularity] = k.Granularity
 	}
 	if k.PersistentKeepalive > 0 {
-		ann[AnnotationPersistentKeepalive] = strconv.Itoa(k.PersistentKeepalive)
+		ann[kilov1alpha1.AnnotationPersistentKeepalive] = strconv.Itoa(k.PersistentKeepalive)
 	}
 	if len(k.AllowedLocationIPs) > 0 {
-		ann[AnnotationAllowedLocationIPs] = strings.Join(k.AllowedLocationIPs, ",")
+		ann[kilov1alpha1.AnnotationAllowedLocationIPs] = strings.Join(k.AllowedLocationIPs, ",")
 	}
 	lastSeen := k.LastSeen
 	if lastSeen.IsZero() {
 		lastSeen = time.Now()
 	}
-	ann[AnnotationLastSeen] = strconv.FormatInt(lastSeen.Unix(), 10)
+	ann[kilov1alpha1.AnnotationLastSeen] = strconv.FormatInt(lastSeen.Unix(), 10)
 	if k.RegionLabel != "" {
-		labels[LabelTopologyRegion] = k.RegionLabel
+		labels[meshv1alpha1.DefaultTopologyLabel] = k.RegionLabel
 	}
 	for n, v := range k.Labels {
 		labels[n] = v
@@ -283,14 +268,14 @@ func (e *Env) TouchKiloNodes(ctx context.Context, cluster int, names ...string) 
 			return err
 		}
 		for _, n := range list.Items {
-			if _, ok := n.Annotations[AnnotationKey]; ok {
+			if _, ok := n.Annotations[kilov1alpha1.AnnotationKey]; ok {
 				names = append(names, n.Name)
 			}
 		}
 	}
 	now := strconv.FormatInt(time.Now().Unix(), 10)
 	for _, name := range names {
-		if err := e.AnnotateNode(ctx, cluster, name, map[string]string{AnnotationLastSeen: now}); err != nil {
+		if err := e.AnnotateNode(ctx, cluster, name, map[string]string{kilov1alpha1.AnnotationLastSeen: now}); err != nil {
 			return err
 		}
 	}

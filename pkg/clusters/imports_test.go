@@ -1,0 +1,38 @@
+package clusters
+
+import (
+	"go/parser"
+	"go/token"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+)
+
+// TestImports keeps the member-cache layer below the planner: it reads
+// member clusters and feeds the views and the reconciler, and never plans.
+// Of this project's packages it may use only the API types and Kilo's node
+// contract (pkg/apis), which know nothing of plans either.
+func TestImports(t *testing.T) {
+	const module = "github.com/kilo-mesh/kilo-mesh-apiserver/"
+	files, err := filepath.Glob("*.go")
+	if err != nil {
+		t.Fatal(err)
+	}
+	fset := token.NewFileSet()
+	for _, name := range files {
+		if strings.HasSuffix(name, "_test.go") {
+			continue
+		}
+		f, err := parser.ParseFile(fset, name, nil, parser.ImportsOnly)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, imp := range f.Imports {
+			path, _ := strconv.Unquote(imp.Path.Value)
+			if strings.HasPrefix(path, module) && !strings.HasPrefix(path, module+"pkg/apis/") {
+				t.Errorf("%s imports %s: pkg/clusters may import only pkg/apis of this module", name, path)
+			}
+		}
+	}
+}
