@@ -67,4 +67,27 @@
 // buffers. That is what keeps planning 10 x 1,000 nodes at full
 // granularity, 90,000 desired Peers, to about 30 MB allocated. Callers
 // DeepCopy a Peer before changing it.
+//
+// # Where things are
+//
+// Compute (plan.go) takes an Input (input.go) through these steps and
+// returns a Plan (output.go):
+//
+//   - Analysis (analysis.go): each reachable member cluster becomes a
+//     source: its nodes as kg reads them (node.go), its granularity
+//     (granularity.go), groups, leaders and WireGuard IPs (groups.go,
+//     leader.go), and the containment of its nodes and allowed-location-ips
+//     in its declared networks (containment.go).
+//   - Exports (exports.go): one per group, with the addresses it claims
+//     and the endpoint other clusters dial (endpoint.go). The mesh-wide
+//     checks (claims.go) report overlapping declared networks and drop
+//     addresses claimed twice; finalize then builds
+//     each ready export's Peer template and the cluster's view
+//     (clusterview.go).
+//   - Targets (targets.go, diff.go): the Peers each target must hold,
+//     trimmed by what the target already holds, and the changes to it.
+//
+// The stable reasons are in reasons.go; issues.go
+// aggregates them; names.go names and labels Peers; render_*.go turn a
+// plan into Peer YAML, WireGuard configuration and DOT.
 package planner

@@ -8,9 +8,11 @@ import (
 	"strconv"
 	"strings"
 
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/util/validation"
 
 	kilov1alpha1 "github.com/kilo-mesh/kilo-mesh-apiserver/pkg/apis/kilo/v1alpha1"
+	meshv1alpha1 "github.com/kilo-mesh/kilo-mesh-apiserver/pkg/apis/mesh/v1alpha1"
 )
 
 // Endpoint is a WireGuard endpoint: exactly one of Addr and DNS is set.
@@ -126,4 +128,61 @@ func parseKiloEndpoint(s string) (Endpoint, error) {
 		return Endpoint{}, fmt.Errorf("endpoint %q: host is neither an IP nor a DNS name: %s", s, errs[0])
 	}
 	return Endpoint{DNS: host, Port: uint16(port)}, nil
+}
+
+// meshEndpoint is what other clusters dial for n, and where it came from:
+// the first present of clustermesh-endpoint, force-endpoint, the first IPv4
+// (else IPv6) ExternalIP with the cluster's WireGuard port, and kg's
+// endpoint. A present but malformed value is an error, never skipped over.
+// clustermesh-endpoint "-" says the node cannot be dialled from elsewhere
+// (it sits behind NAT): its group becomes a roaming Peer that other clusters
+// wait to hear from, which needs keepalives.
+func meshEndpoint(n *nodeInfo, port int32) (Endpoint, string, error) {
+	if n.node.Annotations[kilov1alpha1.AnnotationClusterMeshEndpoint] == "-" {
+		return Endpoint{}, kilov1alpha1.AnnotationClusterMeshEndpoint, nil
+	}
+	for _, key := range []string{kilov1alpha1.AnnotationClusterMeshEndpoint, kilov1alpha1.AnnotationForceEndpoint} {
+		if v := n.node.Annotations[key]; v != "" {
+			e, err := ParseEndpoint(v)
+			if err != nil {
+				return Endpoint{}, key, fmt.Errorf("%s: %w", key, err)
+			}
+			return e, key, nil
+		}
+	}
+	if port <= 0 || port > 65535 {
+		port = meshv1alpha1.DefaultWireguardPort
+	}
+	var v4, v6 netip.Addr
+	var bad []string
+	for _, a := range n.node.Status.Addresses {
+		if a.Type != corev1.NodeExternalIP {
+			continue
+		}
+		ip, err := netip.ParseAddr(a.Address)
+		switch {
+		case err != nil || ip.Zone() != "" || ip.Unmap().IsUnspecified():
+			bad = append(bad, a.Address)
+		case ip.Unmap().Is4() && !v4.IsValid():
+			v4 = ip.Unmap()
+		case !ip.Unmap().Is4() && !v6.IsValid():
+			v6 = ip
+		}
+	}
+	switch {
+	case v4.IsValid():
+		return Endpoint{Addr: v4, Port: uint16(port)}, "ExternalIP", nil
+	case v6.IsValid():
+		return Endpoint{Addr: v6, Port: uint16(port)}, "ExternalIP", nil
+	case len(bad) > 0:
+		return Endpoint{}, "ExternalIP", fmt.Errorf("status.addresses ExternalIP %q is not a usable IP", bad[0])
+	}
+	if v := n.node.Annotations[kilov1alpha1.AnnotationEndpoint]; v != "" {
+		e, err := ParseEndpoint(v)
+		if err != nil {
+			return Endpoint{}, kilov1alpha1.AnnotationEndpoint, fmt.Errorf("%s: %w", kilov1alpha1.AnnotationEndpoint, err)
+		}
+		return e, kilov1alpha1.AnnotationEndpoint, nil
+	}
+	return Endpoint{}, "", nil
 }

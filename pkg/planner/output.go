@@ -1,0 +1,43 @@
+package planner
+
+import (
+	kilov1alpha1 "github.com/kilo-mesh/kilo-mesh-apiserver/pkg/apis/kilo/v1alpha1"
+	meshv1alpha1 "github.com/kilo-mesh/kilo-mesh-apiserver/pkg/apis/mesh/v1alpha1"
+)
+
+// Plan is the outcome of Compute.
+type Plan struct {
+	// View is the typed plan served at clustermeshes/NAME/plan.
+	View meshv1alpha1.ClusterMeshPlan
+	// DesiredPeers holds, per target cluster, every Peer it must hold,
+	// sorted by name: the reconciler server-side-applies exactly these, then
+	// deletes the Peers in the target's View.Targets[].Delete.
+	//
+	// The Peers are read-only. A group's Peer is built once and the same
+	// *Peer is listed on every target that gets it as it is (one Peer of a
+	// 10 x 1,000-node full plan is on nine targets); Peers that differ per
+	// target still share labels and annotations with it; and a Plan may be
+	// cached and served to several callers at once. DeepCopy a Peer before
+	// modifying it.
+	DesiredPeers map[string][]*kilov1alpha1.Peer
+}
+
+// Target returns the diff of one target cluster.
+func (p *Plan) Target(cluster string) (*meshv1alpha1.TargetPlan, bool) {
+	for i := range p.View.Targets {
+		if p.View.Targets[i].Cluster == cluster {
+			return &p.View.Targets[i], true
+		}
+	}
+	return nil, false
+}
+
+// Cluster returns the source-side view of one cluster.
+func (p *Plan) Cluster(name string) (*meshv1alpha1.ClusterPlan, bool) {
+	for i := range p.View.Clusters {
+		if p.View.Clusters[i].Name == name {
+			return &p.View.Clusters[i], true
+		}
+	}
+	return nil, false
+}
