@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"net/netip"
-	"strings"
 
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
@@ -19,8 +18,8 @@ func checkAllowed(mesh *meshv1alpha1.ClusterMesh, allowed []netip.Prefix) field.
 	}
 	var errs field.ErrorList
 	for _, n := range meshNetworks(mesh) {
-		if !insideAny(n.Prefix, allowed) {
-			errs = append(errs, field.Forbidden(n.Path, fmt.Sprintf("%s is outside the networks this server allows (%s)", n.Prefix, joinPrefixes(allowed))))
+		if !validation.Within(n.Prefix, allowed) {
+			errs = append(errs, field.Forbidden(n.Path, fmt.Sprintf("%s is outside the networks this server allows (%s)", n.Prefix, validation.JoinPrefixes(allowed))))
 		}
 	}
 	return errs
@@ -108,21 +107,4 @@ func meshNetworks(mesh *meshv1alpha1.ClusterMesh) []validation.Network {
 		out = append(out, nets...)
 	}
 	return out
-}
-
-func insideAny(p netip.Prefix, allowed []netip.Prefix) bool {
-	for _, a := range allowed {
-		if a.Bits() <= p.Bits() && a.Contains(p.Addr()) {
-			return true
-		}
-	}
-	return false
-}
-
-func joinPrefixes(ps []netip.Prefix) string {
-	s := make([]string, len(ps))
-	for i, p := range ps {
-		s[i] = p.String()
-	}
-	return strings.Join(s, ", ")
 }

@@ -10,6 +10,7 @@ import (
 
 	kilov1alpha1 "github.com/kilo-mesh/kilo-mesh-apiserver/pkg/apis/kilo/v1alpha1"
 	meshv1alpha1 "github.com/kilo-mesh/kilo-mesh-apiserver/pkg/apis/mesh/v1alpha1"
+	"github.com/kilo-mesh/kilo-mesh-apiserver/pkg/apis/mesh/validation"
 )
 
 // source is one member cluster seen as a source of Peers.
@@ -120,22 +121,25 @@ func (pl *planner) checkNodes(s *source) {
 		g := &s.groups[gi]
 		for _, i := range g.members {
 			n := &s.nodes[i]
-			if !within(n.podCIDRs[0], s.nets.pod) {
-				n.skip(ReasonPodCIDROutsideDeclared, "spec.podCIDR %s lies outside the cluster's declared podCIDRs (%s)", n.podCIDRs[0], joinPrefixes(s.nets.pod))
-			} else {
+			switch {
+			case len(s.nets.pod) == 0:
+				n.skip(ReasonPodCIDROutsideDeclared, "spec.podCIDR %s lies outside the cluster's declared podCIDRs (none declared)", n.podCIDRs[0])
+			case !validation.Within(n.podCIDRs[0], s.nets.pod):
+				n.skip(ReasonPodCIDROutsideDeclared, "spec.podCIDR %s lies outside the cluster's declared podCIDRs (%s)", n.podCIDRs[0], validation.JoinPrefixes(s.nets.pod))
+			default:
 				pods = append(pods, podRef{n.podCIDRs[0], i})
 			}
 			for _, p := range n.podCIDRs[1:] {
-				if !within(p, s.nets.pod) {
+				if !validation.Within(p, s.nets.pod) {
 					n.note(NotePodCIDRNotAdvertised, "spec.podCIDRs entry %s lies outside the declared podCIDRs; not advertised", p)
 					pl.issues.warning(WarningPodCIDRsNotAdvertised, s.name, "", "pod CIDRs outside the declared podCIDRs, not advertised (declare the other IP family to carry them)", fmt.Sprintf("%s of node %s", p, n.name))
 				}
 			}
-			if n.internalIP.IsValid() && !within(hostPrefix(n.internalIP), s.nets.node) {
+			if n.internalIP.IsValid() && !validation.Within(hostPrefix(n.internalIP), s.nets.node) {
 				if len(s.nets.node) == 0 {
 					n.note(NoteInternalIPNotAdvertised, "internal IP %s is not advertised: the cluster declares no nodeCIDRs", n.internalIP)
 				} else {
-					n.note(NoteInternalIPNotAdvertised, "internal IP %s lies outside the declared nodeCIDRs (%s); not advertised", n.internalIP, joinPrefixes(s.nets.node))
+					n.note(NoteInternalIPNotAdvertised, "internal IP %s lies outside the declared nodeCIDRs (%s); not advertised", n.internalIP, validation.JoinPrefixes(s.nets.node))
 				}
 				pl.issues.warning(WarningInternalIPsNotAdvert, s.name, "", "internal IPs not advertised: they lie outside the declared nodeCIDRs, or none are declared", fmt.Sprintf("%s of node %s", n.internalIP, n.name))
 			}
@@ -224,7 +228,7 @@ func (pl *planner) addLocationIPs(s *source) {
 			why = fmt.Sprintf("overlaps %s, which kg already routes in the cluster; kg drops it", q)
 		} else if j := slices.IndexFunc(locs, func(o locIP) bool { return o.group != l.group && o.p.Overlaps(l.p) }); j >= 0 {
 			why = fmt.Sprintf("overlaps %s of group %s; kg drops both", locs[j].p, s.groups[locs[j].group].name)
-		} else if !within(l.p, s.nets.all) {
+		} else if !validation.Within(l.p, s.nets.all) {
 			why = "lies outside every network the cluster declares"
 		}
 		if why == "" {
@@ -237,15 +241,4 @@ func (pl *planner) addLocationIPs(s *source) {
 		}
 		pl.issues.warning(WarningLocationIPsDropped, s.name, "", "allowed-location-ips left out", fmt.Sprintf("%s of group %s: %s", locs[k].p, s.groups[l.group].name, why))
 	}
-}
-
-func joinPrefixes(ps []netip.Prefix) string {
-	if len(ps) == 0 {
-		return "none declared"
-	}
-	s := make([]string, len(ps))
-	for i, p := range ps {
-		s[i] = p.String()
-	}
-	return strings.Join(s, ", ")
 }

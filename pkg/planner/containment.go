@@ -105,16 +105,6 @@ func hostPrefix(a netip.Addr) netip.Prefix {
 	return netip.PrefixFrom(a, a.BitLen())
 }
 
-// within reports whether p lies entirely inside one of nets.
-func within(p netip.Prefix, nets []netip.Prefix) bool {
-	for _, n := range nets {
-		if n.Bits() <= p.Bits() && n.Contains(p.Addr()) {
-			return true
-		}
-	}
-	return false
-}
-
 // overlapsAny returns the first of nets that overlaps p.
 func overlapsAny(p netip.Prefix, nets []netip.Prefix) (netip.Prefix, bool) {
 	for _, n := range nets {

@@ -50,18 +50,6 @@ func TestLastAddr(t *testing.T) {
 	}
 }
 
-func TestWithin(t *testing.T) {
-	nets := []netip.Prefix{netip.MustParsePrefix("10.10.0.0/16"), netip.MustParsePrefix("fd10::/56")}
-	for in, want := range map[string]bool{
-		"10.10.1.0/24": true, "10.10.0.0/16": true, "10.0.0.0/8": false, "10.11.0.0/24": false,
-		"fd10::100/120": true, "fd11::/120": false, "10.10.255.255/32": true,
-	} {
-		if got := within(netip.MustParsePrefix(in), nets); got != want {
-			t.Errorf("within(%s) = %v, want %v", in, got, want)
-		}
-	}
-}
-
 // The index must agree with a brute-force overlap check on random prefixes
 // of both families, nested or not.
 func TestPrefixIndexAgreesWithBruteForce(t *testing.T) {

@@ -8,6 +8,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	kilov1alpha1 "github.com/kilo-mesh/kilo-mesh-apiserver/pkg/apis/kilo/v1alpha1"
+	"github.com/kilo-mesh/kilo-mesh-apiserver/pkg/apis/mesh/validation"
 )
 
 // claimKind says where an address of a Peer comes from, for the order kg
@@ -135,11 +136,11 @@ func (pl *planner) prepareExport(s *source, gi int, pool []claim) []claim {
 		}
 		e.claims = append(e.claims, claim{prefix: n.podCIDRs[0], kind: claimPod, node: int32(i)})
 		for _, p := range n.podCIDRs[1:] {
-			if within(p, s.nets.pod) {
+			if validation.Within(p, s.nets.pod) {
 				e.claims = append(e.claims, claim{prefix: p, kind: claimPodExtra, node: int32(i)})
 			}
 		}
-		if n.internalIP.IsValid() && within(hostPrefix(n.internalIP), s.nets.node) {
+		if n.internalIP.IsValid() && validation.Within(hostPrefix(n.internalIP), s.nets.node) {
 			e.claims = append(e.claims, claim{prefix: hostPrefix(n.internalIP), kind: claimInternalIP, node: int32(i)})
 		}
 	}

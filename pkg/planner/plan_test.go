@@ -11,6 +11,7 @@ import (
 
 	kilov1alpha1 "github.com/kilo-mesh/kilo-mesh-apiserver/pkg/apis/kilo/v1alpha1"
 	meshv1alpha1 "github.com/kilo-mesh/kilo-mesh-apiserver/pkg/apis/mesh/v1alpha1"
+	"github.com/kilo-mesh/kilo-mesh-apiserver/pkg/apis/mesh/validation"
 )
 
 // entry returns the spec entry of a cluster, for a test to change.
@@ -696,7 +697,7 @@ func checkPlanInvariants(t testing.TB, in Input, p *Plan) {
 						t.Errorf("%s: Peer %s claims %s, which overlaps the target's %s", target, peer.Name, s, o)
 					}
 				}
-				if sn, ok := nets[src]; ok && !within(q, sn.all) {
+				if sn, ok := nets[src]; ok && !validation.Within(q, sn.all) {
 					t.Errorf("%s: Peer %s claims %s, outside the networks of %s", target, peer.Name, s, src)
 				}
 				all = append(all, q)

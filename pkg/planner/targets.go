@@ -11,6 +11,7 @@ import (
 
 	kilov1alpha1 "github.com/kilo-mesh/kilo-mesh-apiserver/pkg/apis/kilo/v1alpha1"
 	meshv1alpha1 "github.com/kilo-mesh/kilo-mesh-apiserver/pkg/apis/mesh/v1alpha1"
+	"github.com/kilo-mesh/kilo-mesh-apiserver/pkg/apis/mesh/validation"
 )
 
 // existingPeers is what a target cluster holds now.
@@ -193,7 +194,7 @@ func (pl *planner) containKept(t *source, k keptPeer) (kilov1alpha1.Peer, bool) 
 		why := ""
 		if o, ok := overlapsAny(q, t.nets.all); ok {
 			why = fmt.Sprintf("%s of kept Peer %s overlaps %s of the target", s, p.Name, o)
-		} else if !within(q, src.nets.all) {
+		} else if !validation.Within(q, src.nets.all) {
 			why = fmt.Sprintf("%s of kept Peer %s lies outside the networks declared for %s", s, p.Name, src.name)
 		}
 		if why == "" {

@@ -3,6 +3,7 @@ package validation
 import (
 	"fmt"
 	"net/netip"
+	"strings"
 
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
@@ -81,4 +82,25 @@ func validateNoOverlap(nets []Network) field.ErrorList {
 		}
 	}
 	return errs
+}
+
+// Within reports whether p lies entirely inside one of nets. It is the
+// containment rule both admission (networks the server allows) and the
+// planner (addresses a cluster declares) apply.
+func Within(p netip.Prefix, nets []netip.Prefix) bool {
+	for _, n := range nets {
+		if n.Bits() <= p.Bits() && n.Contains(p.Addr()) {
+			return true
+		}
+	}
+	return false
+}
+
+// JoinPrefixes lists networks for a message: "10.0.0.0/8, fd00::/8".
+func JoinPrefixes(ps []netip.Prefix) string {
+	s := make([]string, len(ps))
+	for i, p := range ps {
+		s[i] = p.String()
+	}
+	return strings.Join(s, ", ")
 }
