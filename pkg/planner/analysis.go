@@ -71,7 +71,7 @@ func (pl *planner) analyze(s *source, snap *ClusterSnapshot) {
 			pl.issues.conflict(ConflictDuplicateNode, s.name, "", "node names that appear more than once in the snapshot; left out", node.Name)
 			continue
 		}
-		podCIDRs = parseNodeInto(&s.nodes[i], node, topologyLabel, pl.in.Now, podCIDRs)
+		podCIDRs = parseNode(&s.nodes[i], node, topologyLabel, pl.in.Now, podCIDRs)
 	}
 
 	s.gran = decideGranularity(s.name, s.entry.Granularity, s.nodes)

@@ -51,19 +51,12 @@ func (n *nodeInfo) skip(reason, format string, args ...any) {
 	n.message = fmt.Sprintf(format, args...)
 }
 
-// parseNode reads a Node the way kg's translateNode does and applies kg's
-// Ready rule against now. Malformed annotations kg would silently ignore
-// become notes, so the plan says what kg ignores.
-func parseNode(node *corev1.Node, topologyLabel string, now time.Time) nodeInfo {
-	var n nodeInfo
-	parseNodeInto(&n, node, topologyLabel, now, nil)
-	return n
-}
-
-// parseNodeInto is parseNode writing into n, which must be zero. The pod
-// CIDR list takes its room from the front of pool when there is enough;
-// the rest of pool is returned.
-func parseNodeInto(n *nodeInfo, node *corev1.Node, topologyLabel string, now time.Time, pool []netip.Prefix) []netip.Prefix {
+// parseNode reads a Node the way kg's translateNode does, into n, which
+// must be zero, and applies kg's Ready rule against now. Malformed
+// annotations kg would silently ignore become notes, so the plan says what
+// kg ignores. The pod CIDR list takes its room from the front of pool when
+// there is enough; the rest of pool is returned.
+func parseNode(n *nodeInfo, node *corev1.Node, topologyLabel string, now time.Time, pool []netip.Prefix) []netip.Prefix {
 	a := node.Annotations
 	n.name, n.node = node.Name, node
 

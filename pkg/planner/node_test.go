@@ -35,6 +35,15 @@ func readyNode(name string, extra map[string]string) *corev1.Node {
 	}
 }
 
+// parsed reads one node as analyze does: into a zero nodeInfo, the pod
+// CIDRs taking their room from a pool sized as analyze sizes it.
+func parsed(node *corev1.Node, topologyLabel string, now time.Time) nodeInfo {
+	var n nodeInfo
+	pool := make([]netip.Prefix, max(1, len(node.Spec.PodCIDRs)))
+	parseNode(&n, node, topologyLabel, now, pool)
+	return n
+}
+
 func TestParseNodeReadiness(t *testing.T) {
 	for _, tc := range []struct {
 		name    string
@@ -69,7 +78,7 @@ func TestParseNodeReadiness(t *testing.T) {
 			default:
 				n.Spec.PodCIDR = tc.podCIDR
 			}
-			got := parseNode(n, "topology.kubernetes.io/region", fixtureNow)
+			got := parsed(n, "topology.kubernetes.io/region", fixtureNow)
 			if got.kiloReady != (tc.reason == "") || got.reason != tc.reason {
 				t.Fatalf("kiloReady=%v reason=%q (%s); want reason %q", got.kiloReady, got.reason, got.message, tc.reason)
 			}
@@ -83,7 +92,7 @@ func TestParseNodeReadiness(t *testing.T) {
 func TestParseNodeAnnotations(t *testing.T) {
 	t.Run("force-internal-ip overrides, - and empty remove", func(t *testing.T) {
 		for v, want := range map[string]string{"10.9.9.9/8": "10.9.9.9", "-": "", "": "", "10.9.9.9": "192.168.1.9"} {
-			n := parseNode(readyNode("n", map[string]string{kilov1alpha1.AnnotationForceInternalIP: v}), "", fixtureNow)
+			n := parsed(readyNode("n", map[string]string{kilov1alpha1.AnnotationForceInternalIP: v}), "", fixtureNow)
 			got := ""
 			if n.internalIP.IsValid() {
 				got = n.internalIP.String()
@@ -94,24 +103,24 @@ func TestParseNodeAnnotations(t *testing.T) {
 		}
 	})
 	t.Run("location annotation beats the topology label, even empty", func(t *testing.T) {
-		if n := parseNode(readyNode("n", nil), "topology.kubernetes.io/region", fixtureNow); n.location != "fra" {
+		if n := parsed(readyNode("n", nil), "topology.kubernetes.io/region", fixtureNow); n.location != "fra" {
 			t.Errorf("location %q, want fra from the label", n.location)
 		}
-		if n := parseNode(readyNode("n", map[string]string{kilov1alpha1.AnnotationLocation: ""}), "topology.kubernetes.io/region", fixtureNow); n.location != "" {
+		if n := parsed(readyNode("n", map[string]string{kilov1alpha1.AnnotationLocation: ""}), "topology.kubernetes.io/region", fixtureNow); n.location != "" {
 			t.Errorf("location %q, want the annotation's empty value", n.location)
 		}
-		if n := parseNode(readyNode("n", nil), "example.com/site", fixtureNow); n.location != "" {
+		if n := parsed(readyNode("n", nil), "example.com/site", fixtureNow); n.location != "" {
 			t.Errorf("location %q with another topology label, want none", n.location)
 		}
 	})
 	t.Run("leader is presence alone", func(t *testing.T) {
-		if !parseNode(readyNode("n", map[string]string{kilov1alpha1.AnnotationLeader: ""}), "", fixtureNow).leaderHint {
+		if !parsed(readyNode("n", map[string]string{kilov1alpha1.AnnotationLeader: ""}), "", fixtureNow).leaderHint {
 			t.Error("an empty leader annotation must count")
 		}
 	})
 	t.Run("keepalive", func(t *testing.T) {
 		for v, want := range map[string]int{"25": 25, "0": 0, "abc": 0, "-5": 0, "25s": 0} {
-			n := parseNode(readyNode("n", map[string]string{kilov1alpha1.AnnotationPersistentKeepalive: v}), "", fixtureNow)
+			n := parsed(readyNode("n", map[string]string{kilov1alpha1.AnnotationPersistentKeepalive: v}), "", fixtureNow)
 			if n.keepalive != want {
 				t.Errorf("%q: keepalive %d, want %d", v, n.keepalive, want)
 			}
@@ -121,7 +130,7 @@ func TestParseNodeAnnotations(t *testing.T) {
 		}
 	})
 	t.Run("allowed-location-ips keeps the valid entries, canonical", func(t *testing.T) {
-		n := parseNode(readyNode("n", map[string]string{kilov1alpha1.AnnotationAllowedLocationIPs: "192.168.50.7/24,bogus, 10.0.0.0/8,fd00:1::/64"}), "", fixtureNow)
+		n := parsed(readyNode("n", map[string]string{kilov1alpha1.AnnotationAllowedLocationIPs: "192.168.50.7/24,bogus, 10.0.0.0/8,fd00:1::/64"}), "", fixtureNow)
 		want := []netip.Prefix{netip.MustParsePrefix("192.168.50.0/24"), netip.MustParsePrefix("fd00:1::/64")}
 		if len(n.locationIPs) != len(want) || n.locationIPs[0] != want[0] || n.locationIPs[1] != want[1] {
 			t.Errorf("locationIPs %v, want %v (kg does not trim spaces)", n.locationIPs, want)
@@ -133,13 +142,13 @@ func TestParseNodeAnnotations(t *testing.T) {
 	t.Run("dual-stack pod CIDRs: primary first, no repeats", func(t *testing.T) {
 		nd := readyNode("n", nil)
 		nd.Spec.PodCIDRs = []string{"10.10.9.0/24", "fd10::900/120", "junk"}
-		n := parseNode(nd, "", fixtureNow)
+		n := parsed(nd, "", fixtureNow)
 		if len(n.podCIDRs) != 2 || n.podCIDRs[1] != netip.MustParsePrefix("fd10::900/120") {
 			t.Errorf("podCIDRs %v", n.podCIDRs)
 		}
 	})
 	t.Run("wireguard-ip keeps its host part", func(t *testing.T) {
-		n := parseNode(readyNode("n", map[string]string{kilov1alpha1.AnnotationWireGuardIP: "10.4.0.3/16"}), "", fixtureNow)
+		n := parsed(readyNode("n", map[string]string{kilov1alpha1.AnnotationWireGuardIP: "10.4.0.3/16"}), "", fixtureNow)
 		if n.wireguardIP.String() != "10.4.0.3/16" {
 			t.Errorf("wireguardIP %v", n.wireguardIP)
 		}
@@ -171,7 +180,7 @@ func FuzzParseNodeAnnotations(f *testing.F) {
 			}},
 			Spec: corev1.NodeSpec{PodCIDR: podCIDR, PodCIDRs: []string{podCIDR, locIPs}},
 		}
-		got := parseNode(n, "", time.Unix(1795176000, 0))
+		got := parsed(n, "", time.Unix(1795176000, 0))
 		if got.kiloReady {
 			if got.reason != "" || len(got.podCIDRs) == 0 || got.kiloEndpoint.IsZero() || !validKey(got.key) {
 				t.Fatalf("ready node without what kg requires: %+v", got)
