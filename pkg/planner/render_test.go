@@ -3,6 +3,7 @@ package planner
 import (
 	"bytes"
 	"flag"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -172,17 +173,47 @@ func TestRenderDOTSummarisesBigMeshes(t *testing.T) {
 	checkDOTSyntax(t, out)
 }
 
-// checkDOTSyntax runs Graphviz on the graph when it is installed.
+// checkDOTSyntax has Graphviz lay the graph out: an error or a warning
+// fails the test.
 func checkDOTSyntax(t *testing.T, graph []byte) {
+	t.Helper()
+	if problems := dotProblems(t, graph); problems != "" {
+		t.Errorf("dot rejects the graph: %s", problems)
+	}
+}
+
+// dotProblems is what Graphviz's dot says about graph, "" when nothing.
+// Without dot the DOT output cannot be checked, which is a failure.
+func dotProblems(t *testing.T, graph []byte) string {
 	t.Helper()
 	dot, err := exec.LookPath("dot")
 	if err != nil {
-		t.Log("Graphviz not installed; DOT syntax not checked")
-		return
+		t.Fatal("Graphviz's dot is not installed, so the DOT output cannot be checked: install graphviz (apt-get install --no-install-recommends graphviz)")
 	}
 	cmd := exec.Command(dot, "-Tsvg", "-o", os.DevNull)
 	cmd.Stdin = bytes.NewReader(graph)
-	if out, err := cmd.CombinedOutput(); err != nil || len(out) > 0 {
-		t.Errorf("dot rejects the graph: %v\n%s", err, out)
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		return fmt.Sprintf("%v: %s", err, out)
+	}
+	return string(out)
+}
+
+// The check must be able to fail: errors and warnings both count.
+func TestDOTSyntaxCheckRejectsBrokenGraphs(t *testing.T) {
+	for name, graph := range map[string]string{
+		"unclosed graph":                       `graph mesh { "a" -- "b";`,
+		"unterminated string":                  `graph mesh { "a -- b; }`,
+		"directed edge in an undirected graph": `graph mesh { "a" -> "b"; }`,
+		"warning only":                         `graph mesh { "a" [shape=bogus]; }`,
+	} {
+		t.Run(name, func(t *testing.T) {
+			if dotProblems(t, []byte(graph)) == "" {
+				t.Errorf("dot accepts %s", graph)
+			}
+		})
+	}
+	if problems := dotProblems(t, []byte(`graph mesh { "a" -- "b"; }`)); problems != "" {
+		t.Errorf("dot rejects a valid graph: %s", problems)
 	}
 }
