@@ -88,7 +88,7 @@
 //   - Targets (targets.go, diff.go): the Peers each target must hold,
 //     trimmed by what the target already holds, and the changes to it.
 //
-// The stable reasons are in reasons.go; issues.go
-// aggregates them; names.go names and labels Peers; render_*.go turn a
-// plan into Peer YAML, WireGuard configuration and DOT.
+// The stable reasons, and which conflicts are about networks, are in
+// reasons.go; issues.go aggregates them; names.go names and labels Peers;
+// render_*.go turn a plan into Peer YAML, WireGuard configuration and DOT.
 package planner

@@ -60,6 +60,49 @@ const (
 	ConflictWireGuardIPOutsideCIDR = "WireGuardIPOutsideCIDR"
 )
 
+// IsNetworkConflict reports whether a conflict is about the mesh's
+// networks: declared networks that are unusable or overlap, or addresses
+// that collide with each other, with the target's networks, or with Peers
+// the mesh does not manage (another mesh's, or hand-made). These are what
+// the NetworksValid condition counts, since the user fixes them in the
+// networks of the spec or of the clusters. Unknown reasons are not.
+func IsNetworkConflict(reason string) bool { return conflictIsNetwork[reason] }
+
+// conflictIsNetwork classes every conflict reason above; a test fails when
+// one is missing, so that a new conflict is classed on purpose.
+var conflictIsNetwork = map[string]bool{
+	ConflictInvalidNetwork:         true,
+	ConflictNetworkOverlap:         true,
+	ConflictCIDRClaimedTwice:       true,
+	ConflictDuplicateWireGuardIP:   true,
+	ConflictOverlapsTargetNetwork:  true,
+	ConflictCIDRClaimedByForeign:   true,
+	ConflictWireGuardCIDRExhausted: true, // the declared wireguardCIDR is too small
+	ConflictWireGuardIPOutsideCIDR: true, // kg's --subnet differs from the declared wireguardCIDR
+
+	// An address waits for a Peer the plan keeps as it is on the target:
+	// its source is unreachable or has no ready group, or its group is
+	// withheld for a key conflict, each reported on its own. The networks
+	// are fine (a clash between two clusters' networks is NetworkOverlap,
+	// reported as well), and the address is advertised once the kept Peer
+	// is updated or deleted, so it must not send users looking for a
+	// network problem.
+	ConflictCIDRClaimedByKept: false,
+	// Keys and names: kg tells Peers apart by public key, Kubernetes by name.
+	ConflictPublicKeyInUse:        false,
+	ConflictDuplicatePublicKey:    false,
+	ConflictPublicKeyOfTargetNode: false,
+	ConflictNameTaken:             false,
+	// A Peer kg would reject, as built (its key, endpoint or keepalive) or
+	// as kept (edited by hand): the object is broken, not the networks.
+	ConflictInvalidPeer: false,
+	// Every address of a Peer was left out for one of the conflicts above,
+	// which are classed on their own.
+	ConflictEmptyPeer: false,
+	// The member cluster lists one node name twice: its data, not its networks.
+	ConflictDuplicateNode: false,
+}
+
 // Warning reasons: the plan stands, but traffic may not flow.
 const (
 	WarningClusterUnreachable      = "ClusterUnreachable"

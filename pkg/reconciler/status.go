@@ -29,19 +29,6 @@ const (
 	ReasonRemovalFailed      = "PeerRemovalFailed"
 )
 
-// networkConflicts are the plan conflicts about addresses and networks; the
-// others are about keys and names, and leave the networks valid.
-var networkConflicts = []string{
-	planner.ConflictInvalidNetwork,
-	planner.ConflictNetworkOverlap,
-	planner.ConflictCIDRClaimedTwice,
-	planner.ConflictDuplicateWireGuardIP,
-	planner.ConflictOverlapsTargetNetwork,
-	planner.ConflictCIDRClaimedByForeign,
-	planner.ConflictWireGuardCIDRExhausted,
-	planner.ConflictWireGuardIPOutsideCIDR,
-}
-
 // targetOutcome is what one pass did on one target cluster.
 type targetOutcome struct {
 	// reconciled is false when the target was unreachable and left alone;
@@ -201,7 +188,9 @@ func setConditions(st *meshv1alpha1.ClusterMeshStatus, in statusInput) {
 
 	var netIssues []string
 	for _, c := range in.plan.View.Conflicts {
-		if slices.Contains(networkConflicts, c.Reason) {
+		// Which conflicts are about networks is the planner's to say, beside
+		// where it defines them.
+		if planner.IsNetworkConflict(c.Reason) {
 			netIssues = append(netIssues, issueText(c))
 		}
 	}

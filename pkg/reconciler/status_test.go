@@ -155,15 +155,22 @@ func TestBuildStatusNetworkConflicts(t *testing.T) {
 	plan := testPlan()
 	plan.View.Conflicts = []meshv1alpha1.PlanIssue{
 		{Reason: planner.ConflictNameTaken, Cluster: "eu", Target: "us", Message: "a name"},
+		{Reason: planner.ConflictCIDRClaimedByKept, Cluster: "eu", Target: "us", Message: "waits for a kept Peer"},
 		{Reason: planner.ConflictCIDRClaimedTwice, Cluster: "eu", Message: "10.0.0.0/24 twice"},
 	}
 	st := buildStatus(statusInput{mesh: testMesh(), plan: plan, outcomes: allApplied(), now: t0})
 	c := wantCondition(t, st, meshv1alpha1.ConditionNetworksValid, metav1.ConditionFalse, ReasonNetworkConflicts)
-	if !strings.Contains(c.Message, "CIDRClaimedTwice (eu): 10.0.0.0/24 twice") || strings.Contains(c.Message, "a name") {
+	if !strings.Contains(c.Message, "CIDRClaimedTwice (eu): 10.0.0.0/24 twice") || strings.Contains(c.Message, "a name") || strings.Contains(c.Message, "kept") {
 		t.Errorf("NetworksValid message = %q, want the network conflict only", c.Message)
 	}
 	// Ready follows reachability and applied Peers, as the API documents.
 	wantCondition(t, st, meshv1alpha1.ConditionReady, metav1.ConditionTrue, ReasonReady)
+
+	// Conflicts of keys, names, or addresses waiting for kept Peers leave
+	// the networks valid.
+	plan.View.Conflicts = plan.View.Conflicts[:2]
+	st = buildStatus(statusInput{mesh: testMesh(), plan: plan, outcomes: allApplied(), now: t0})
+	wantCondition(t, st, meshv1alpha1.ConditionNetworksValid, metav1.ConditionTrue, ReasonValid)
 }
 
 func TestBuildStatusPlanFailed(t *testing.T) {
