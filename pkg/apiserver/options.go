@@ -21,6 +21,7 @@ import (
 	meshadmission "github.com/kilo-mesh/kilo-mesh-apiserver/pkg/admission"
 	meshv1alpha1 "github.com/kilo-mesh/kilo-mesh-apiserver/pkg/apis/mesh/v1alpha1"
 	"github.com/kilo-mesh/kilo-mesh-apiserver/pkg/apis/mesh/validation"
+	"github.com/kilo-mesh/kilo-mesh-apiserver/pkg/clusters"
 	"github.com/kilo-mesh/kilo-mesh-apiserver/pkg/etcd"
 	generatedopenapi "github.com/kilo-mesh/kilo-mesh-apiserver/pkg/generated/openapi"
 	"github.com/kilo-mesh/kilo-mesh-apiserver/pkg/reconciler"
@@ -65,8 +66,8 @@ func NewOptions() *Options {
 		EmbeddedEtcdClientURL: "http://127.0.0.1:2379",
 		EmbeddedEtcdPeerURL:   "http://127.0.0.1:2380",
 		Reconciler:            reconciler.NewOptions(),
-		MemberQPS:             50,
-		MemberBurst:           100,
+		MemberQPS:             clusters.DefaultQPS,
+		MemberBurst:           clusters.DefaultBurst,
 	}
 	// Objects are always stored as v1alpha1, whatever a client sent.
 	o.RecommendedOptions.Etcd.StorageConfig.EncodeVersioner = runtime.NewMultiGroupVersioner(

@@ -21,10 +21,9 @@ import (
 // Client settings of member-cluster clients. No overall request timeout is
 // set on the returned rest.Config: it would cut the informers' long-running
 // watches. Requests that must end carry their own deadline (probe, Peer
-// writes); connection setup is bounded here.
+// writes); connection setup is bounded here. Rate limits are the Manager's
+// (Config.QPS).
 const (
-	clientQPS   = 20
-	clientBurst = 40
 	dialTimeout = 10 * time.Second
 	userAgent   = "kilo-mesh-apiserver/clusters"
 )
@@ -80,8 +79,6 @@ func ParseKubeconfig(data []byte, allowInsecure bool) (*rest.Config, error) {
 	cfg := &rest.Config{
 		Host:               host,
 		DisableCompression: cluster.DisableCompression,
-		QPS:                clientQPS,
-		Burst:              clientBurst,
 		UserAgent:          userAgent,
 		Dial:               (&net.Dialer{Timeout: dialTimeout, KeepAlive: 30 * time.Second}).DialContext,
 	}

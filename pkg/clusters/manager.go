@@ -31,6 +31,16 @@ import (
 	meshv1alpha1 "github.com/kilo-mesh/kilo-mesh-apiserver/pkg/apis/mesh/v1alpha1"
 )
 
+// DefaultQPS and DefaultBurst bound the requests to each member cluster
+// when Config leaves them unset; the server's --member-cluster-qps and
+// --member-cluster-burst start from them. 50 requests per second creates
+// the Peers of a 4,000-node cluster in about 80 s (docs/performance.md)
+// while staying polite to tenant clusters.
+const (
+	DefaultQPS   = 50
+	DefaultBurst = 100
+)
+
 // Config configures a Manager.
 type Config struct {
 	// Local is the cluster this server runs in: the local member cluster,
@@ -47,9 +57,9 @@ type Config struct {
 	// Clock gives the Since times (default: the real clock).
 	Clock clock.PassiveClock
 	// QPS and Burst bound the requests to each member cluster, informers and
-	// Peer writes together (defaults 20 and 40). Creating a mesh writes one
-	// Peer per group of every other cluster, so this sets how fast a large
-	// mesh first converges.
+	// Peer writes together (default DefaultQPS and DefaultBurst; Burst is
+	// at least QPS). Creating a mesh writes one Peer per group of every
+	// other cluster, so this sets how fast a large mesh first converges.
 	QPS   float32
 	Burst int
 }
@@ -171,7 +181,7 @@ func NewManager(cfg Config) (*Manager, error) {
 		cfg.Clock = clock.RealClock{}
 	}
 	if cfg.QPS <= 0 {
-		cfg.QPS, cfg.Burst = clientQPS, clientBurst
+		cfg.QPS, cfg.Burst = DefaultQPS, DefaultBurst
 	}
 	if cfg.Burst < int(cfg.QPS) {
 		cfg.Burst = int(cfg.QPS)
