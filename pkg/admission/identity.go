@@ -3,24 +3,23 @@ package admission
 import (
 	"context"
 	"fmt"
-	"net/url"
-	"strings"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/tools/clientcmd"
 
 	meshv1alpha1 "github.com/kilo-mesh/kilo-mesh-apiserver/pkg/apis/mesh/v1alpha1"
+	"github.com/kilo-mesh/kilo-mesh-apiserver/pkg/clusters"
 )
 
-// localIdentity names the cluster this server runs in.
+// localIdentity names the cluster this server runs in; no server URL is
+// written like it.
 const localIdentity = "local"
 
 // identities tells which physical cluster a mesh entry points at: the local
-// one, or the API server its kubeconfig names. Two tenants with different
-// credentials for one cluster share that cluster, so credentials are not part
-// of the identity.
+// one, or the API server its kubeconfig names (clusters.ServerIdentity). Two
+// tenants with different credentials for one cluster share that cluster, so
+// credentials are not part of the identity.
 type identities struct {
 	client kubernetes.Interface
 }
@@ -60,32 +59,11 @@ func (ids *identities) remote(ctx context.Context, namespace string, ref *meshv1
 	if key == "" {
 		key = meshv1alpha1.DefaultKubeconfigKey
 	}
-	return serverIdentity(secret.Data[key]), nil
-}
-
-// serverIdentity normalises the server URL of a kubeconfig's current
-// context, so that https://API.example.com and https://api.example.com:443/
-// are one cluster.
-func serverIdentity(kubeconfig []byte) string {
-	cfg, err := clientcmd.Load(kubeconfig)
+	// A kubeconfig without a usable server names no cluster: the members'
+	// caches never connect through it either.
+	id, err := clusters.ServerIdentity(secret.Data[key])
 	if err != nil {
-		return ""
+		return "", nil
 	}
-	ctx, ok := cfg.Contexts[cfg.CurrentContext]
-	if !ok {
-		return ""
-	}
-	cluster, ok := cfg.Clusters[ctx.Cluster]
-	if !ok {
-		return ""
-	}
-	u, err := url.Parse(cluster.Server)
-	if err != nil || u.Host == "" {
-		return ""
-	}
-	host, port := strings.ToLower(u.Hostname()), u.Port()
-	if port == "" {
-		port = "443"
-	}
-	return "server:" + host + ":" + port + strings.TrimSuffix(u.EscapedPath(), "/")
+	return id, nil
 }

@@ -59,41 +59,10 @@ func TestOverlapping(t *testing.T) {
 }
 
 func TestShareCluster(t *testing.T) {
-	if shareCluster([]string{"local", ""}, []string{"", "server:b:443"}) {
+	if shareCluster([]string{"local", ""}, []string{"", "https://b.example.com:443"}) {
 		t.Error("unknown identities must not count as shared")
 	}
-	if !shareCluster([]string{"local", "server:a:443"}, []string{"server:a:443"}) {
+	if !shareCluster([]string{"local", "https://a.example.com:443"}, []string{"https://a.example.com:443"}) {
 		t.Error("same server not seen as shared")
-	}
-}
-
-func TestServerIdentity(t *testing.T) {
-	kubeconfig := func(server string) []byte {
-		return []byte(`apiVersion: v1
-kind: Config
-current-context: c
-contexts: [{name: c, context: {cluster: x, user: u}}]
-clusters: [{name: x, cluster: {server: "` + server + `"}}]
-users: [{name: u, user: {token: t}}]
-`)
-	}
-	tests := []struct {
-		name, server, want string
-	}{
-		{"default port", "https://API.example.com", "server:api.example.com:443"},
-		{"explicit port and slash", "https://api.example.com:443/", "server:api.example.com:443"},
-		{"other port", "https://10.0.0.1:6443", "server:10.0.0.1:6443"},
-		{"path prefix", "https://lb.example.com/cluster-a", "server:lb.example.com:443/cluster-a"},
-		{"no host", "not a url", ""},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			if got := serverIdentity(kubeconfig(tt.server)); got != tt.want {
-				t.Errorf("want %q, got %q", tt.want, got)
-			}
-		})
-	}
-	if got := serverIdentity([]byte("{")); got != "" {
-		t.Errorf("garbage gave %q", got)
 	}
 }

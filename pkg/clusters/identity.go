@@ -16,7 +16,8 @@ import (
 // and caches: the local cluster, or a remote one reached with one set of
 // credentials. Two meshes whose kubeconfigs carry the same server and
 // credentials share caches; different credentials never do, so a tenant
-// never sees through another tenant's credentials.
+// never sees through another tenant's credentials. Which server a cluster
+// is, whatever the credentials, is ServerIdentity.
 type clusterID string
 
 const localID clusterID = "local"

@@ -7,7 +7,6 @@ import (
 	"encoding/pem"
 	"fmt"
 	"net"
-	"net/url"
 	"strings"
 	"time"
 	"unicode"
@@ -39,26 +38,22 @@ const (
 // A refusal is an *Error whose Reason names the rule and whose Field is the
 // path in the kubeconfig. Error texts never quote the kubeconfig.
 //
-// The server URL and PEM data of the result are normalized (lower-case
-// scheme and host, explicit port, re-encoded PEM), so that equal credentials
-// written differently yield equal configurations.
+// The server URL of the result is its ServerIdentity and its PEM data are
+// re-encoded, so that equal credentials written differently yield equal
+// configurations.
 func ParseKubeconfig(data []byte, allowInsecure bool) (*rest.Config, error) {
-	if len(bytes.TrimSpace(data)) == 0 {
-		return nil, newError(ErrKubeconfigInvalid, "", "kubeconfig is empty")
-	}
-	// The decoder's own errors may quote the input (and so a token): only
-	// say which stage failed.
-	if _, err := yaml.YAMLToJSON(data); err != nil {
-		return nil, newError(ErrKubeconfigInvalid, "", "kubeconfig is not valid YAML or JSON")
-	}
-	kc, err := clientcmd.Load(data)
-	if err != nil {
-		return nil, newError(ErrKubeconfigInvalid, "", "not a kubeconfig (apiVersion v1, kind Config)")
-	}
-
-	kctx, cluster, user, err := currentContext(kc)
+	kc, err := loadKubeconfig(data)
 	if err != nil {
 		return nil, err
+	}
+	kctx, cluster, err := currentCluster(kc)
+	if err != nil {
+		return nil, err
+	}
+	user := kc.AuthInfos[kctx.AuthInfo]
+	if user == nil {
+		return nil, newError(ErrNoCurrentContext, fmt.Sprintf("contexts[%q].context.user", kc.CurrentContext),
+			fmt.Sprintf("user %q is not defined", kctx.AuthInfo))
 	}
 	clusterField := fmt.Sprintf("clusters[%q].cluster", kctx.Cluster)
 	userField := fmt.Sprintf("users[%q].user", kctx.AuthInfo)
@@ -98,24 +93,37 @@ func ParseKubeconfig(data []byte, allowInsecure bool) (*rest.Config, error) {
 	return cfg, nil
 }
 
-func currentContext(kc *clientcmdapi.Config) (*clientcmdapi.Context, *clientcmdapi.Cluster, *clientcmdapi.AuthInfo, error) {
-	if kc.CurrentContext == "" {
-		return nil, nil, nil, newError(ErrNoCurrentContext, "current-context", "current-context is not set")
+// loadKubeconfig decodes a kubeconfig. The decoder's own errors may quote
+// the input (and so a token): only say which stage failed.
+func loadKubeconfig(data []byte) (*clientcmdapi.Config, error) {
+	if len(bytes.TrimSpace(data)) == 0 {
+		return nil, newError(ErrKubeconfigInvalid, "", "kubeconfig is empty")
 	}
-	ctxField := fmt.Sprintf("contexts[%q]", kc.CurrentContext)
+	if _, err := yaml.YAMLToJSON(data); err != nil {
+		return nil, newError(ErrKubeconfigInvalid, "", "kubeconfig is not valid YAML or JSON")
+	}
+	kc, err := clientcmd.Load(data)
+	if err != nil {
+		return nil, newError(ErrKubeconfigInvalid, "", "not a kubeconfig (apiVersion v1, kind Config)")
+	}
+	return kc, nil
+}
+
+// currentCluster returns the current context and the cluster it names.
+func currentCluster(kc *clientcmdapi.Config) (*clientcmdapi.Context, *clientcmdapi.Cluster, error) {
+	if kc.CurrentContext == "" {
+		return nil, nil, newError(ErrNoCurrentContext, "current-context", "current-context is not set")
+	}
 	kctx := kc.Contexts[kc.CurrentContext]
 	if kctx == nil {
-		return nil, nil, nil, newError(ErrNoCurrentContext, "current-context", fmt.Sprintf("context %q is not defined", kc.CurrentContext))
+		return nil, nil, newError(ErrNoCurrentContext, "current-context", fmt.Sprintf("context %q is not defined", kc.CurrentContext))
 	}
 	cluster := kc.Clusters[kctx.Cluster]
 	if cluster == nil {
-		return nil, nil, nil, newError(ErrNoCurrentContext, ctxField+".context.cluster", fmt.Sprintf("cluster %q is not defined", kctx.Cluster))
+		return nil, nil, newError(ErrNoCurrentContext, fmt.Sprintf("contexts[%q].context.cluster", kc.CurrentContext),
+			fmt.Sprintf("cluster %q is not defined", kctx.Cluster))
 	}
-	user := kc.AuthInfos[kctx.AuthInfo]
-	if user == nil {
-		return nil, nil, nil, newError(ErrNoCurrentContext, ctxField+".context.user", fmt.Sprintf("user %q is not defined", kctx.AuthInfo))
-	}
-	return kctx, cluster, user, nil
+	return kctx, cluster, nil
 }
 
 func checkUser(u *clientcmdapi.AuthInfo, field string) error {
@@ -156,41 +164,6 @@ func checkCluster(c *clientcmdapi.Cluster, field string, allowInsecure bool) err
 		return newError(ErrNoCertificateAuthority, field+".certificate-authority-data", "certificate-authority-data is required")
 	}
 	return nil
-}
-
-// normalizeServer checks the server URL and returns it with a lower-case
-// scheme and host, an explicit port and no trailing slash. Errors never
-// quote the URL: it may carry a password.
-func normalizeServer(server, field string) (string, error) {
-	if server == "" {
-		return "", newError(ErrServerURL, field, "server is not set")
-	}
-	u, err := url.Parse(server)
-	if err != nil {
-		return "", newError(ErrServerURL, field, "server is not a valid URL")
-	}
-	if u.User != nil {
-		return "", newError(ErrBasicAuth, field, "user information in the server URL is not allowed")
-	}
-	if !strings.EqualFold(u.Scheme, "https") {
-		return "", newError(ErrNotHTTPS, field, "server must be an https:// URL")
-	}
-	if u.Hostname() == "" || u.Opaque != "" {
-		return "", newError(ErrServerURL, field, "server URL has no host")
-	}
-	if u.RawQuery != "" || u.ForceQuery || u.Fragment != "" {
-		return "", newError(ErrServerURL, field, "server URL must not have a query or fragment")
-	}
-	port := u.Port()
-	if port == "" {
-		port = "443"
-	}
-	norm := url.URL{
-		Scheme: "https",
-		Host:   net.JoinHostPort(strings.ToLower(u.Hostname()), port),
-		Path:   strings.TrimRight(u.Path, "/"),
-	}
-	return norm.String(), nil
 }
 
 func setCredentials(cfg *rest.Config, u *clientcmdapi.AuthInfo, field string) error {

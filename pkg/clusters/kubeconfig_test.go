@@ -132,17 +132,6 @@ func TestParseKubeconfigRefusals(t *testing.T) {
 		}, reason: ErrFilePath, field: `users["u"].user.client-key`},
 		{name: "certificate authority file", mutate: func(kc *clientcmdapi.Config) { kc.Clusters["c"].CertificateAuthority = "/etc/kubernetes/pki/ca.crt" }, reason: ErrFilePath, field: `clusters["c"].cluster.certificate-authority`},
 		{name: "proxy url", mutate: func(kc *clientcmdapi.Config) { kc.Clusters["c"].ProxyURL = "socks5://10.0.0.1:1080" }, reason: ErrProxyURL, field: `clusters["c"].cluster.proxy-url`},
-		{name: "http server", mutate: func(kc *clientcmdapi.Config) { kc.Clusters["c"].Server = "http://member.example.com:8080" }, reason: ErrNotHTTPS, field: `clusters["c"].cluster.server`},
-		{name: "server without scheme", mutate: func(kc *clientcmdapi.Config) { kc.Clusters["c"].Server = "member.example.com:6443" }, reason: ErrNotHTTPS, field: `clusters["c"].cluster.server`},
-		{name: "unix socket server", mutate: func(kc *clientcmdapi.Config) { kc.Clusters["c"].Server = "unix:///var/run/kube.sock" }, reason: ErrNotHTTPS, field: `clusters["c"].cluster.server`},
-		{name: "empty server", mutate: func(kc *clientcmdapi.Config) { kc.Clusters["c"].Server = "" }, reason: ErrServerURL, field: `clusters["c"].cluster.server`},
-		{name: "malformed server", mutate: func(kc *clientcmdapi.Config) { kc.Clusters["c"].Server = "https://[::1" }, reason: ErrServerURL, field: `clusters["c"].cluster.server`},
-		{name: "server without host", mutate: func(kc *clientcmdapi.Config) { kc.Clusters["c"].Server = "https:///api" }, reason: ErrServerURL, field: `clusters["c"].cluster.server`},
-		{name: "server with query", mutate: func(kc *clientcmdapi.Config) { kc.Clusters["c"].Server = "https://member.example.com?x=1" }, reason: ErrServerURL, field: `clusters["c"].cluster.server`},
-		{name: "server with fragment", mutate: func(kc *clientcmdapi.Config) { kc.Clusters["c"].Server = "https://member.example.com#x" }, reason: ErrServerURL, field: `clusters["c"].cluster.server`},
-		{name: "password in server url", mutate: func(kc *clientcmdapi.Config) {
-			kc.Clusters["c"].Server = "https://admin:" + testToken + "@member.example.com"
-		}, reason: ErrBasicAuth, field: `clusters["c"].cluster.server`},
 		{name: "username and password", mutate: func(kc *clientcmdapi.Config) {
 			kc.AuthInfos["u"] = &clientcmdapi.AuthInfo{Username: "admin", Password: testToken}
 		}, reason: ErrBasicAuth, field: `users["u"].user.username`},
@@ -260,18 +249,6 @@ func TestParseKubeconfigAccepts(t *testing.T) {
 				t.Errorf("host %q", cfg.Host)
 			}
 		}},
-		{name: "server normalized", mutate: func(kc *clientcmdapi.Config) { kc.Clusters["c"].Server = "HTTPS://Member.Example.COM/prefix/" },
-			check: func(t *testing.T, cfg *rest.Config) {
-				if cfg.Host != "https://member.example.com:443/prefix" {
-					t.Errorf("host %q", cfg.Host)
-				}
-			}},
-		{name: "ipv6 server", mutate: func(kc *clientcmdapi.Config) { kc.Clusters["c"].Server = "https://[fd00::1]:6443" },
-			check: func(t *testing.T, cfg *rest.Config) {
-				if cfg.Host != "https://[fd00::1]:6443" {
-					t.Errorf("host %q", cfg.Host)
-				}
-			}},
 		{name: "tls server name", mutate: func(kc *clientcmdapi.Config) { kc.Clusters["c"].TLSServerName = "kubernetes.default.svc" },
 			check: func(t *testing.T, cfg *rest.Config) {
 				if cfg.ServerName != "kubernetes.default.svc" {

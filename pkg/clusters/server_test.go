@@ -1,0 +1,115 @@
+package clusters
+
+import (
+	"errors"
+	"strings"
+	"testing"
+
+	"k8s.io/client-go/rest"
+	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
+)
+
+// TestServerIdentity is the one test of the server URL rules: each server
+// is written into an otherwise valid kubeconfig, and ServerIdentity and
+// ParseKubeconfig must agree on it, the identity being the Host of the
+// client configuration, or both refusing it with the same rule and field.
+func TestServerIdentity(t *testing.T) {
+	p := newTestPKI(t)
+	const serverField = `clusters["c"].cluster.server`
+	cases := []struct {
+		name, server string
+		mutate       func(*clientcmdapi.Config) // applied after server is set
+		raw          string                     // the kubeconfig, instead of the base one
+		want         string                     // "" when refused
+		reason       Reason
+		field        string // of the refusal
+		// parseReason is ParseKubeconfig's refusal of a kubeconfig that
+		// has a ServerIdentity all the same.
+		parseReason Reason
+	}{
+		{name: "explicit port", server: "https://member.example.com:6443", want: "https://member.example.com:6443"},
+		{name: "default port", server: "https://member.example.com", want: "https://member.example.com:443"},
+		{name: "case of scheme and host", server: "HTTPS://Member.Example.COM", want: "https://member.example.com:443"},
+		{name: "trailing slash", server: "https://member.example.com:443/", want: "https://member.example.com:443"},
+		{name: "leading zeros in the port", server: "https://member.example.com:06443", want: "https://member.example.com:6443"},
+		{name: "path prefix", server: "https://lb.example.com/cluster-a/", want: "https://lb.example.com:443/cluster-a"},
+		{name: "path cleaned as client-go joins it", server: "https://lb.example.com//x/../cluster-a//", want: "https://lb.example.com:443/cluster-a"},
+		{name: "path decoded as client-go sends it", server: "https://lb.example.com/%63luster-a", want: "https://lb.example.com:443/cluster-a"},
+		{name: "path case kept", server: "https://lb.example.com/Cluster-A", want: "https://lb.example.com:443/Cluster-A"},
+		{name: "IPv4", server: "https://10.0.0.1:6443", want: "https://10.0.0.1:6443"},
+		{name: "IPv6", server: "https://[fd00::1]:6443", want: "https://[fd00::1]:6443"},
+		{name: "IPv6 written long, upper-case, default port", server: "https://[FD00:0:0::1]", want: "https://[fd00::1]:443"},
+		{name: "IPv4-mapped IPv6", server: "https://[::ffff:10.0.0.1]:6443", want: "https://10.0.0.1:6443"},
+
+		{name: "empty", server: "", reason: ErrServerURL, field: serverField},
+		{name: "http", server: "http://member.example.com:8080", reason: ErrNotHTTPS, field: serverField},
+		{name: "no scheme", server: "member.example.com:6443", reason: ErrNotHTTPS, field: serverField},
+		{name: "unix socket", server: "unix:///var/run/kube.sock", reason: ErrNotHTTPS, field: serverField},
+		{name: "malformed", server: "https://[::1", reason: ErrServerURL, field: serverField},
+		{name: "no host", server: "https:///api", reason: ErrServerURL, field: serverField},
+		{name: "port out of range", server: "https://member.example.com:65536", reason: ErrServerURL, field: serverField},
+		{name: "port zero", server: "https://member.example.com:0", reason: ErrServerURL, field: serverField},
+		{name: "query", server: "https://member.example.com?x=1", reason: ErrServerURL, field: serverField},
+		{name: "fragment", server: "https://member.example.com#x", reason: ErrServerURL, field: serverField},
+		{name: "password", server: "https://admin:" + testToken + "@member.example.com", reason: ErrBasicAuth, field: serverField},
+
+		{name: "only the current context counts", server: "https://member.example.com:6443", mutate: func(kc *clientcmdapi.Config) {
+			kc.Clusters["other"] = &clientcmdapi.Cluster{Server: "https://other.example.com"}
+			kc.Contexts["other"] = &clientcmdapi.Context{Cluster: "other", AuthInfo: "u"}
+		}, want: "https://member.example.com:6443"},
+		{name: "credentials do not count", server: "https://member.example.com:6443", mutate: func(kc *clientcmdapi.Config) {
+			kc.AuthInfos["u"] = &clientcmdapi.AuthInfo{}
+		}, want: "https://member.example.com:6443", parseReason: ErrNoCredentials},
+		{name: "no current context", server: "https://member.example.com:6443", mutate: func(kc *clientcmdapi.Config) { kc.CurrentContext = "" },
+			reason: ErrNoCurrentContext, field: "current-context"},
+		{name: "cluster undefined", server: "https://member.example.com:6443", mutate: func(kc *clientcmdapi.Config) { kc.Contexts["ctx"].Cluster = "nope" },
+			reason: ErrNoCurrentContext, field: `contexts["ctx"].context.cluster`},
+		{name: "not a kubeconfig", raw: "users: [token: " + testToken, reason: ErrKubeconfigInvalid},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			data := []byte(tc.raw)
+			if tc.raw == "" {
+				kc := p.baseKubeconfig()
+				kc.Clusters["c"].Server = tc.server
+				if tc.mutate != nil {
+					tc.mutate(kc)
+				}
+				data = writeKubeconfig(t, kc)
+			}
+			id, err := ServerIdentity(data)
+			cfg, parseErr := ParseKubeconfig(data, false)
+			if tc.want != "" {
+				if err != nil || id != tc.want {
+					t.Errorf("identity %q (%v), want %q", id, err, tc.want)
+				}
+				switch {
+				case tc.parseReason != "":
+					if ReasonOf(parseErr) != tc.parseReason {
+						t.Errorf("ParseKubeconfig: %v, want rule %s", parseErr, tc.parseReason)
+					}
+				case parseErr != nil || cfg.Host != tc.want:
+					t.Errorf("ParseKubeconfig: Host %q (%v), want %q", hostOf(cfg), parseErr, tc.want)
+				}
+				return
+			}
+			for what, err := range map[string]error{"ServerIdentity": err, "ParseKubeconfig": parseErr} {
+				var e *Error
+				if !errors.As(err, &e) || e.Reason != tc.reason || e.Field != tc.field {
+					t.Errorf("%s: got %v; want rule %s at %s", what, err, tc.reason, tc.field)
+					continue
+				}
+				if strings.Contains(e.Error(), testToken) {
+					t.Errorf("%s: error text %q quotes the password", what, e)
+				}
+			}
+		})
+	}
+}
+
+func hostOf(cfg *rest.Config) string {
+	if cfg == nil {
+		return ""
+	}
+	return cfg.Host
+}
