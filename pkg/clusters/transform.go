@@ -113,12 +113,7 @@ func slimMeta(m *metav1.ObjectMeta) metav1.ObjectMeta {
 		Annotations:       m.Annotations,
 	}
 	if _, ok := m.Annotations[lastAppliedAnnotation]; ok {
-		out.Annotations = make(map[string]string, len(m.Annotations)-1)
-		for k, v := range m.Annotations {
-			if k != lastAppliedAnnotation {
-				out.Annotations[k] = v
-			}
-		}
+		out.Annotations = withoutKey(m.Annotations, lastAppliedAnnotation)
 	}
 	return out
 }
@@ -158,6 +153,7 @@ func unchanged(oldObj, newObj any, now time.Time) bool {
 	return false
 }
 
+// withoutKey returns a copy of m without key; m itself may be a cache's.
 func withoutKey(m map[string]string, key string) map[string]string {
 	out := make(map[string]string, len(m))
 	for k, v := range m {
