@@ -6,10 +6,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
-	"path/filepath"
-	"slices"
-	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -729,9 +725,9 @@ func (h *harness) testStoppedCluster(t *testing.T) {
 
 	// A crash (SIGKILL) breaks the watches at once: the informers' failed
 	// calls trigger the probe, no need to wait for its tick.
-	pid, err := apiserverPid(h.env.Cluster(member2).Port)
-	if err != nil {
-		t.Fatalf("cannot find the kube-apiserver of cluster %d: %v", member2, err)
+	pid := h.env.ClusterPid(member2)
+	if !h.env.ClusterRunning(member2) || pid == 0 {
+		t.Fatalf("kube-apiserver of cluster %d is not running (pid %d)", member2, pid)
 	}
 	changes.reset()
 	if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
@@ -784,9 +780,9 @@ func (h *harness) restartAndCheck(t *testing.T, m *Manager, mesh *meshv1alpha1.C
 // open and nothing answers, as with a network partition, so only the probe
 // can notice.
 func (h *harness) testFrozenCluster(t *testing.T) {
-	pid, err := apiserverPid(h.env.Cluster(member1).Port)
-	if err != nil {
-		t.Skipf("cannot find the kube-apiserver of cluster %d: %v", member1, err)
+	pid := h.env.ClusterPid(member1)
+	if !h.env.ClusterRunning(member1) || pid == 0 {
+		t.Fatalf("kube-apiserver of cluster %d is not running (pid %d): an earlier test failed to restart it", member1, pid)
 	}
 	ns := h.namespace(t)
 	h.putSecret(t, ns, "member-1", h.kubeconfig(member1, framework.UserAdmin))
@@ -821,29 +817,4 @@ func (h *harness) testFrozenCluster(t *testing.T) {
 	resumed = true
 	took = eventually(t, DefaultProbeInterval+DefaultProbeTimeout+5*time.Second, "thawed server reachable", allUsable(m, mesh))
 	t.Logf("thawed kube-apiserver reachable again after %s", took.Round(time.Millisecond))
-}
-
-// apiserverPid finds the kube-apiserver listening on port among the
-// processes of this user (the framework does not export its pids).
-func apiserverPid(port int) (int, error) {
-	entries, err := os.ReadDir("/proc")
-	if err != nil {
-		return 0, err
-	}
-	flag := "--secure-port=" + strconv.Itoa(port)
-	for _, e := range entries {
-		pid, err := strconv.Atoi(e.Name())
-		if err != nil {
-			continue
-		}
-		cmdline, err := os.ReadFile(filepath.Join("/proc", e.Name(), "cmdline"))
-		if err != nil {
-			continue
-		}
-		args := strings.Split(string(cmdline), "\x00")
-		if len(args) > 0 && filepath.Base(args[0]) == "kube-apiserver" && slices.Contains(args, flag) {
-			return pid, nil
-		}
-	}
-	return 0, fmt.Errorf("no kube-apiserver with %s", flag)
 }

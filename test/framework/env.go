@@ -712,6 +712,11 @@ func (e *Env) StartCluster(ctx context.Context, i int) error {
 // ClusterRunning reports whether kube-apiserver i is running.
 func (e *Env) ClusterRunning(i int) bool { return e.clusters[i].proc.running() }
 
+// ClusterPid returns the pid of kube-apiserver i's current run, or 0 if it
+// was never started; tests signal it to crash (SIGKILL) or freeze (SIGSTOP)
+// a member cluster.
+func (e *Env) ClusterPid(i int) int { return e.clusters[i].proc.pid() }
+
 // UniqueName returns prefix followed by a random suffix, a valid DNS label
 // if prefix is one of at most 56 characters.
 func UniqueName(prefix string) string {
