@@ -7,7 +7,6 @@ import (
 	"net/http"
 	"slices"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -46,8 +45,6 @@ type clusterOptions struct {
 	// onChange is told of every change the meshes using the cluster may
 	// care about; it must not block.
 	onChange func(*cluster)
-	// informers counts the Node and Peer informers running, over all clusters.
-	informers *atomic.Int64
 }
 
 // cluster is one distinct member cluster (see clusterID): its clients, its
@@ -203,11 +200,7 @@ func (c *cluster) start(parent context.Context, wg *sync.WaitGroup) {
 }
 
 func (c *cluster) runInformerLocked(ctx context.Context, inf cache.SharedIndexInformer) {
-	c.opts.informers.Add(1)
-	c.wg.Go(func() {
-		defer c.opts.informers.Add(-1)
-		inf.RunWithContext(ctx)
-	})
+	c.wg.Go(func() { inf.RunWithContext(ctx) })
 	c.wg.Go(func() {
 		if cache.WaitForCacheSync(ctx.Done(), inf.HasSynced) {
 			c.opts.onChange(c)
@@ -284,7 +277,7 @@ func (c *cluster) synced(h healthView) bool {
 	return peers != nil && peers.HasSynced()
 }
 
-// settled reports whether the cluster no longer keeps readiness waiting:
+// settled reports whether the cluster no longer keeps HasSynced waiting:
 // synced, or known to be unusable.
 func (c *cluster) settled() bool {
 	h := c.health.view()

@@ -139,3 +139,17 @@ func ReasonOf(err error) Reason {
 func newError(reason Reason, field, message string) *Error {
 	return &Error{Reason: reason, Field: field, Message: message}
 }
+
+func sameError(a, b *Error) bool {
+	if a == nil || b == nil {
+		return a == b
+	}
+	return *a == *b
+}
+
+func errorText(e *Error) string {
+	if e == nil {
+		return ""
+	}
+	return e.Error()
+}

@@ -87,8 +87,8 @@ func (h *harness) startManager(t *testing.T, mutate ...func(*Config)) (*Manager,
 			t.Error("Run did not return within 30s of its context ending")
 			return
 		}
-		if s := m.Stats(); s.Informers != 0 || s.SecretWatches != 0 {
-			t.Errorf("after Run returned: %+v, want no informer running", s)
+		if n := m.informersNotStopped(); n != 0 {
+			t.Errorf("after Run returned: %d informers not stopped, want none", n)
 		}
 	})
 	return m, changes
@@ -268,9 +268,6 @@ func (h *harness) testNodesPeersAndChanges(t *testing.T) {
 	if !m.HasSynced() {
 		t.Error("HasSynced is false with every cluster synced")
 	}
-	if err := m.Check(nil); err != nil {
-		t.Errorf("Check: %v", err)
-	}
 
 	// A Node created on member 1 appears there, and only there.
 	node := h.createNode(t, member1, "n1")
@@ -331,7 +328,7 @@ func (h *harness) testNodesPeersAndChanges(t *testing.T) {
 			Endpoint: &kilov1alpha1.PeerEndpoint{DNSOrIP: kilov1alpha1.DNSOrIP{IP: "192.0.2.1"}, Port: 51820}},
 	}
 	changes.reset()
-	created, err := pc.Create(h.ctx, peer, metav1.CreateOptions{})
+	created, err := pc.Apply(h.ctx, peer, metav1.ApplyOptions{FieldManager: "clusters-test"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -343,11 +340,11 @@ func (h *harness) testNodesPeersAndChanges(t *testing.T) {
 		}
 		return ""
 	})
-	peer.Spec.AllowedIPs = []string{"10.10.0.0/24", "10.11.0.0/24"}
-	if _, err := pc.Apply(h.ctx, peer, metav1.ApplyOptions{FieldManager: "clusters-test", Force: true}); err != nil {
+	created.Spec.AllowedIPs = []string{"10.10.0.0/24", "10.11.0.0/24"}
+	if _, err := pc.Update(h.ctx, created, metav1.UpdateOptions{FieldManager: "clusters-test"}); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, 5*time.Second, "applied peer in the cache", func() string {
+	eventually(t, 5*time.Second, "updated peer in the cache", func() string {
 		if p := hasPeer(m.Snapshot(mesh)["two"], peerName); p == nil || len(p.Spec.AllowedIPs) != 2 {
 			return fmt.Sprintf("got %+v", p)
 		}
@@ -382,7 +379,7 @@ func (h *harness) testSharedCaches(t *testing.T) {
 	eventually(t, 30*time.Second, "mesh b usable", allUsable(m, meshB))
 	wantStats := func(want Stats) func() string {
 		return func() string {
-			if got := m.Stats(); got != want {
+			if got := m.stats(); got != want {
 				return fmt.Sprintf("stats %+v, want %+v", got, want)
 			}
 			return ""
@@ -461,7 +458,7 @@ func (h *harness) testSecretRotation(t *testing.T) {
 	t.Logf("Secret pointed at another cluster: new caches synced %s after the update", time.Since(start).Round(time.Millisecond))
 	eventually(t, 5*time.Second, "change reported", changes.seen(meshKey(mesh)))
 	eventually(t, 5*time.Second, "old caches stopped", func() string {
-		if s := m.Stats(); s.Clusters != 2 || s.Informers != 4 {
+		if s := m.stats(); s.Clusters != 2 || s.Informers != 4 {
 			return fmt.Sprintf("%+v", s)
 		}
 		return ""
@@ -550,7 +547,7 @@ func (h *harness) testRefusals(t *testing.T) {
 	if !m.HasSynced() {
 		t.Error("refused clusters hold readiness")
 	}
-	if s := m.Stats(); s.Clusters != 1 {
+	if s := m.stats(); s.Clusters != 1 {
 		t.Errorf("refused kubeconfigs got caches: %+v", s)
 	}
 	if _, err := m.PeerClient(mesh, "exec"); !errors.Is(err, ErrExecPlugin) {
@@ -586,7 +583,7 @@ func (h *harness) testNoPeerCRD(t *testing.T) {
 	m, changes := h.startManager(t)
 	m.Ensure(mesh)
 	eventually(t, 30*time.Second, "usable", allUsable(m, mesh))
-	informers := m.Stats().Informers
+	informers := m.stats().Informers
 
 	crds := h.env.Dynamic(member2, framework.UserAdmin).Resource(schema.GroupVersionResource{Group: "apiextensions.k8s.io", Version: "v1", Resource: "customresourcedefinitions"})
 	changes.reset()
@@ -604,7 +601,7 @@ func (h *harness) testNoPeerCRD(t *testing.T) {
 	t.Logf("Peer CRD removal seen %s after the delete call", time.Since(start).Round(time.Millisecond))
 	eventually(t, 5*time.Second, "change reported", changes.seen(meshKey(mesh)))
 	eventually(t, 5*time.Second, "Peer informer stopped", func() string {
-		if got := m.Stats().Informers; got != informers-1 {
+		if got := m.stats().Informers; got != informers-1 {
 			return fmt.Sprintf("%d informers, want %d", got, informers-1)
 		}
 		return ""
@@ -633,7 +630,7 @@ func (h *harness) testNoPeerCRD(t *testing.T) {
 	}
 	eventually(t, 30*time.Second, "Peer CRD seen again", allUsable(m, mesh))
 	eventually(t, 5*time.Second, "Peer informer running", func() string {
-		if got := m.Stats().Informers; got != informers {
+		if got := m.stats().Informers; got != informers {
 			return fmt.Sprintf("%d informers, want %d", got, informers)
 		}
 		return ""

@@ -17,10 +17,12 @@ import (
 // own; a request that fails for want of a connection makes the cluster be
 // probed at once.
 type PeerClient interface {
-	Create(ctx context.Context, peer *kilov1alpha1.Peer, opts metav1.CreateOptions) (*kilov1alpha1.Peer, error)
-	Update(ctx context.Context, peer *kilov1alpha1.Peer, opts metav1.UpdateOptions) (*kilov1alpha1.Peer, error)
-	// Apply is a server-side apply of peer; opts.FieldManager is required.
+	// Apply is a server-side apply of peer, creating it if need be;
+	// opts.FieldManager is required.
 	Apply(ctx context.Context, peer *kilov1alpha1.Peer, opts metav1.ApplyOptions) (*kilov1alpha1.Peer, error)
+	// Update replaces a Peer at its resourceVersion: an apply cannot
+	// remove fields someone else set.
+	Update(ctx context.Context, peer *kilov1alpha1.Peer, opts metav1.UpdateOptions) (*kilov1alpha1.Peer, error)
 	// Delete deletes a Peer; use opts.Preconditions (UID, resourceVersion)
 	// to delete only the object that was planned for deletion.
 	Delete(ctx context.Context, name string, opts metav1.DeleteOptions) error
@@ -32,12 +34,12 @@ type peerClient struct {
 
 var _ PeerClient = (*peerClient)(nil)
 
-func (p *peerClient) Create(ctx context.Context, peer *kilov1alpha1.Peer, opts metav1.CreateOptions) (*kilov1alpha1.Peer, error) {
+func (p *peerClient) Apply(ctx context.Context, peer *kilov1alpha1.Peer, opts metav1.ApplyOptions) (*kilov1alpha1.Peer, error) {
 	u, err := p.prepare(peer)
 	if err != nil {
 		return nil, err
 	}
-	return p.result(p.c.peerWrite.Create(ctx, u, opts))
+	return p.result(p.c.peerWrite.Apply(ctx, peer.Name, u, opts))
 }
 
 func (p *peerClient) Update(ctx context.Context, peer *kilov1alpha1.Peer, opts metav1.UpdateOptions) (*kilov1alpha1.Peer, error) {
@@ -46,14 +48,6 @@ func (p *peerClient) Update(ctx context.Context, peer *kilov1alpha1.Peer, opts m
 		return nil, err
 	}
 	return p.result(p.c.peerWrite.Update(ctx, u, opts))
-}
-
-func (p *peerClient) Apply(ctx context.Context, peer *kilov1alpha1.Peer, opts metav1.ApplyOptions) (*kilov1alpha1.Peer, error) {
-	u, err := p.prepare(peer)
-	if err != nil {
-		return nil, err
-	}
-	return p.result(p.c.peerWrite.Apply(ctx, peer.Name, u, opts))
 }
 
 func (p *peerClient) Delete(ctx context.Context, name string, opts metav1.DeleteOptions) error {

@@ -7,7 +7,6 @@ import (
 	"slices"
 	"strings"
 	"sync"
-	"sync/atomic"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -67,14 +66,10 @@ func newSecretWatch(client kubernetes.Interface, key types.NamespacedName, onCha
 	return sw, nil
 }
 
-func (sw *secretWatch) start(parent context.Context, wg *sync.WaitGroup, running *atomic.Int64) {
+func (sw *secretWatch) start(parent context.Context, wg *sync.WaitGroup) {
 	ctx, cancel := context.WithCancel(parent)
 	sw.cancel = cancel
-	running.Add(1)
-	wg.Go(func() {
-		defer running.Add(-1)
-		sw.informer.RunWithContext(ctx)
-	})
+	wg.Go(func() { sw.informer.RunWithContext(ctx) })
 	// A Secret that does not exist sends no event: say when the list is
 	// complete, so that bindings learn it is missing.
 	wg.Go(func() {

@@ -1,0 +1,232 @@
+package clusters
+
+import (
+	"errors"
+	"fmt"
+	"time"
+
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/rest"
+
+	meshv1alpha1 "github.com/kilo-mesh/kilo-mesh-apiserver/pkg/apis/mesh/v1alpha1"
+)
+
+// Bindings are how the Manager keeps track of what each mesh uses. Ensure
+// and Forget bind and unbind; a Secret watch re-resolves the bindings naming
+// its Secret when the Secret changes. Clusters and Secret watches are shared
+// between bindings by reference counts and stopped with their last binding.
+// The ...Locked methods run with Manager.mu held for writing; secretChanged
+// and clusterChanged are callbacks and take it themselves.
+
+// meshState holds the bindings of one mesh, by spec cluster name.
+type meshState struct {
+	bindings map[string]*binding
+}
+
+// bindingSpec is what of a spec.clusters entry decides its cluster.
+type bindingSpec struct {
+	local      bool
+	secretName string
+	key        string
+}
+
+func specOf(e *meshv1alpha1.ClusterEntry) bindingSpec {
+	if e.Local {
+		return bindingSpec{local: true}
+	}
+	if e.KubeconfigSecretRef == nil {
+		return bindingSpec{}
+	}
+	key := e.KubeconfigSecretRef.Key
+	if key == "" {
+		key = meshv1alpha1.DefaultKubeconfigKey
+	}
+	return bindingSpec{secretName: e.KubeconfigSecretRef.Name, key: key}
+}
+
+// binding ties one cluster entry of a mesh to a cluster, or to the reason
+// it has none. Guarded by Manager.mu.
+type binding struct {
+	name    string
+	spec    bindingSpec
+	secret  types.NamespacedName // zero unless a Secret is watched for it
+	cluster *cluster             // nil exactly when err is set
+	err     *Error
+	since   time.Time
+}
+
+func (m *Manager) bindLocked(mesh types.NamespacedName, name string, spec bindingSpec) *binding {
+	b := &binding{name: name, spec: spec, since: m.cfg.Clock.Now()}
+	switch {
+	case spec.local:
+		b.cluster, b.err = m.acquireClusterLocked(mesh, localID, m.local)
+	case spec.secretName == "":
+		b.err = newError(ErrNoSecretRef, "", "a cluster that is not local needs kubeconfigSecretRef")
+	default:
+		key := types.NamespacedName{Namespace: mesh.Namespace, Name: spec.secretName}
+		if err := m.acquireSecretLocked(key); err != nil {
+			b.err = newError(ErrSecretUnreadable, "Secret "+key.String(), err.Error())
+			return b
+		}
+		b.secret = key
+		m.resolveLocked(mesh, b)
+	}
+	return b
+}
+
+func (m *Manager) unbindLocked(mesh types.NamespacedName, b *binding) {
+	if b.cluster != nil {
+		m.releaseClusterLocked(mesh, b.cluster)
+		b.cluster = nil
+	}
+	if b.secret != (types.NamespacedName{}) {
+		m.releaseSecretLocked(b.secret)
+		b.secret = types.NamespacedName{}
+	}
+}
+
+// resolveLocked points a Secret binding at the cluster its kubeconfig names
+// now, or at the reason it cannot; it reports whether anything changed.
+func (m *Manager) resolveLocked(mesh types.NamespacedName, b *binding) bool {
+	cfg, id, err := m.kubeconfigLocked(b)
+	var c *cluster
+	if err == nil {
+		if b.cluster != nil && b.cluster.id == id {
+			return false
+		}
+		c, err = m.acquireClusterLocked(mesh, id, cfg)
+	}
+	log := m.log.WithValues("mesh", mesh, "cluster", b.name, "secret", b.secret)
+	if err != nil {
+		if b.cluster == nil && sameError(b.err, err) {
+			return false
+		}
+		if b.cluster != nil {
+			m.releaseClusterLocked(mesh, b.cluster)
+		}
+		b.cluster, b.err, b.since = nil, err, m.cfg.Clock.Now()
+		if err.Reason != ErrPending {
+			log.Info("Member cluster unusable", "reason", err.Reason, "err", err.Error())
+		}
+		return true
+	}
+	old := b.cluster
+	b.cluster, b.err, b.since = c, nil, m.cfg.Clock.Now()
+	if old != nil {
+		m.releaseClusterLocked(mesh, old)
+		log.Info("Member cluster connection replaced", "old", old.name(), "new", c.name())
+	} else {
+		log.V(2).Info("Member cluster connection set", "connection", c.name())
+	}
+	return true
+}
+
+// kubeconfigLocked reads and validates the kubeconfig of a Secret binding.
+func (m *Manager) kubeconfigLocked(b *binding) (*rest.Config, clusterID, *Error) {
+	data, e := m.secrets[b.secret].kubeconfig(b.spec.key)
+	if e != nil {
+		return nil, "", e
+	}
+	cfg, err := ParseKubeconfig(data, m.cfg.AllowInsecureSkipTLSVerify)
+	if err != nil {
+		field := fmt.Sprintf("Secret %s key %q", b.secret, b.spec.key)
+		var pe *Error
+		if !errors.As(err, &pe) {
+			return nil, "", newError(ErrKubeconfigInvalid, field, err.Error())
+		}
+		if pe.Field != "" {
+			field += ": " + pe.Field
+		}
+		return nil, "", newError(pe.Reason, field, pe.Message)
+	}
+	cfg.QPS, cfg.Burst = m.cfg.QPS, m.cfg.Burst
+	return cfg, m.hasher.id(cfg), nil
+}
+
+func (m *Manager) acquireClusterLocked(mesh types.NamespacedName, id clusterID, cfg *rest.Config) (*cluster, *Error) {
+	c := m.clusters[id]
+	if c == nil {
+		var err error
+		c, err = newCluster(id, cfg, clusterOptions{
+			probeInterval: m.cfg.ProbeInterval,
+			probeTimeout:  m.cfg.ProbeTimeout,
+			clock:         m.cfg.Clock,
+			onChange:      m.clusterChanged,
+		})
+		if err != nil {
+			return nil, newError(ErrKubeconfigInvalid, "", fmt.Sprintf("cannot build a client: %v", err))
+		}
+		m.clusters[id] = c
+		if m.ctx != nil && !m.stopped {
+			c.start(m.ctx, &m.wg)
+		}
+	}
+	c.refs++
+	c.meshes[mesh]++
+	return c, nil
+}
+
+func (m *Manager) releaseClusterLocked(mesh types.NamespacedName, c *cluster) {
+	c.refs--
+	if c.meshes[mesh]--; c.meshes[mesh] <= 0 {
+		delete(c.meshes, mesh)
+	}
+	if c.refs == 0 {
+		delete(m.clusters, c.id)
+		c.stop()
+	}
+}
+
+func (m *Manager) acquireSecretLocked(key types.NamespacedName) error {
+	sw := m.secrets[key]
+	if sw == nil {
+		var err error
+		if sw, err = newSecretWatch(m.secretClient, key, m.secretChanged); err != nil {
+			return err
+		}
+		m.secrets[key] = sw
+		if m.ctx != nil && !m.stopped {
+			sw.start(m.ctx, &m.wg)
+		}
+	}
+	sw.refs++
+	return nil
+}
+
+func (m *Manager) releaseSecretLocked(key types.NamespacedName) {
+	sw := m.secrets[key]
+	if sw.refs--; sw.refs == 0 {
+		delete(m.secrets, key)
+		if sw.cancel != nil {
+			sw.cancel()
+		}
+	}
+}
+
+// secretChanged re-resolves the bindings of a Secret that changed (or was
+// read, or failed to be read).
+func (m *Manager) secretChanged(key types.NamespacedName) {
+	var affected []types.NamespacedName
+	m.mu.Lock()
+	for meshKey, ms := range m.meshes {
+		for _, b := range ms.bindings {
+			if b.secret == key && m.resolveLocked(meshKey, b) {
+				affected = append(affected, meshKey)
+			}
+		}
+	}
+	m.mu.Unlock()
+	for _, k := range affected {
+		m.queue.Add(k)
+	}
+}
+
+// clusterChanged queues the meshes using c; it is called from informers
+// and probes, and must not block.
+func (m *Manager) clusterChanged(c *cluster) {
+	m.mu.RLock()
+	defer m.mu.RUnlock()
+	for k := range c.meshes {
+		m.queue.Add(k)
+	}
+}
