@@ -3,24 +3,27 @@
 package apiserver
 
 import (
+	"errors"
 	"fmt"
 	"net/http"
 
 	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apiserver/pkg/registry/rest"
 	genericapiserver "k8s.io/apiserver/pkg/server"
 	"k8s.io/apiserver/pkg/server/healthz"
 	restclient "k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/cache"
-	"k8s.io/utils/clock"
 
 	meshadmission "github.com/kilo-mesh/kilo-mesh-apiserver/pkg/admission"
 	meshv1alpha1 "github.com/kilo-mesh/kilo-mesh-apiserver/pkg/apis/mesh/v1alpha1"
 	"github.com/kilo-mesh/kilo-mesh-apiserver/pkg/clusters"
+	"github.com/kilo-mesh/kilo-mesh-apiserver/pkg/plancache"
 	"github.com/kilo-mesh/kilo-mesh-apiserver/pkg/reconciler"
 	"github.com/kilo-mesh/kilo-mesh-apiserver/pkg/registry/clustermesh"
 )
+
+// meshCacheCheckName names the /readyz check of the ClusterMesh cache.
+const meshCacheCheckName = "clustermesh-cache"
 
 // Config is everything the server needs, explicit so tests can build one.
 type Config struct {
@@ -91,10 +94,13 @@ func (c CompletedConfig) New() (*Server, error) {
 	if err != nil {
 		return nil, fmt.Errorf("building the member-cluster caches: %w", err)
 	}
-	plans := newCachePlanner(members, clock.RealClock{})
+	plans, err := plancache.New(plancache.Config{Members: members})
+	if err != nil {
+		return nil, err
+	}
 	informer := newMeshInformer(meshes)
-	if _, err := informer.AddEventHandler(followMeshes(members, plans)); err != nil {
-		return nil, fmt.Errorf("watching meshes: %w", err)
+	if err := plans.FollowMeshes(informer); err != nil {
+		return nil, err
 	}
 	c.ExtraConfig.Admission.SetMeshes(informer.GetIndexer())
 
@@ -108,12 +114,7 @@ func (c CompletedConfig) New() (*Server, error) {
 	if err := generic.InstallAPIGroup(&group); err != nil {
 		return nil, fmt.Errorf("installing %s: %w", meshv1alpha1.GroupName, err)
 	}
-	if err := generic.AddReadyzChecks(healthz.NamedCheck("mesh-caches", func(*http.Request) error {
-		if !informer.HasSynced() {
-			return fmt.Errorf("the ClusterMesh cache has not synced")
-		}
-		return nil
-	})); err != nil {
+	if err := generic.AddReadyzChecks(meshCacheCheck(informer)); err != nil {
 		return nil, fmt.Errorf("adding readyz check: %w", err)
 	}
 	if err := generic.AddPostStartHook("kilo-mesh-caches", func(ctx genericapiserver.PostStartHookContext) error {
@@ -129,29 +130,15 @@ func (c CompletedConfig) New() (*Server, error) {
 	return &Server{GenericAPIServer: generic}, nil
 }
 
-// followMeshes keeps the member-cluster caches matched to the stored
-// meshes (caches start with the first mesh that names a cluster and stop
-// with the last) and drops the plans of deleted meshes.
-func followMeshes(m *clusters.Manager, plans *cachePlanner) cache.ResourceEventHandlerFuncs {
-	return cache.ResourceEventHandlerFuncs{
-		AddFunc: func(obj interface{}) {
-			if mesh, ok := obj.(*meshv1alpha1.ClusterMesh); ok {
-				m.Ensure(mesh)
-			}
-		},
-		UpdateFunc: func(_, obj interface{}) {
-			if mesh, ok := obj.(*meshv1alpha1.ClusterMesh); ok {
-				m.Ensure(mesh)
-			}
-		},
-		DeleteFunc: func(obj interface{}) {
-			if tombstone, ok := obj.(cache.DeletedFinalStateUnknown); ok {
-				obj = tombstone.Obj
-			}
-			if mesh, ok := obj.(*meshv1alpha1.ClusterMesh); ok {
-				m.Forget(mesh.Namespace, mesh.Name)
-				plans.forget(types.NamespacedName{Namespace: mesh.Namespace, Name: mesh.Name})
-			}
-		},
-	}
+// meshCacheCheck is the one /readyz check of the caches: the ClusterMesh
+// informer, which the views, admission and the reconciler all read, has
+// synced. Member clusters have no say: they belong to tenants, and one that
+// hangs or lies must not take the server out of its Service.
+func meshCacheCheck(informer cache.SharedInformer) healthz.HealthChecker {
+	return healthz.NamedCheck(meshCacheCheckName, func(*http.Request) error {
+		if !informer.HasSynced() {
+			return errors.New("the ClusterMesh cache has not synced")
+		}
+		return nil
+	})
 }

@@ -18,7 +18,7 @@ import (
 const reconcilerHook = "kilo-mesh-reconciler"
 
 // installReconciler builds the reconciler on the server's shared caches
-// and planner, adds its /readyz check and starts it from a post-start hook.
+// and plan cache and starts it from a post-start hook.
 // The hook only starts it: /readyz waits for the hook to return, and the
 // reconciler waits for leadership, which may take long.
 func installReconciler(generic *genericapiserver.GenericAPIServer, opts *reconciler.Options, local *rest.Config,
@@ -42,9 +42,6 @@ func installReconciler(generic *genericapiserver.GenericAPIServer, opts *reconci
 	})
 	if err != nil {
 		return fmt.Errorf("building the reconciler: %w", err)
-	}
-	if err := generic.AddReadyzChecks(r.ReadyCheck()); err != nil {
-		return fmt.Errorf("adding the reconciler's readyz check: %w", err)
 	}
 	return generic.AddPostStartHook(reconcilerHook, func(ctx genericapiserver.PostStartHookContext) error {
 		go func() {

@@ -2,8 +2,8 @@
 // exactly the Kilo Peers the mesh's plan shows, inside the server process.
 //
 // Every replica keeps the caches (the ClusterMesh informer and the
-// member-cluster caches of clusters.Manager serve the views too) and
-// reports them in /readyz; only the replica holding the Lease reconciles.
+// member-cluster caches of clusters.Manager serve the views too); only the
+// replica holding the Lease reconciles.
 // A pass over one mesh computes its plan with the same Planner as the views,
 // server-side-applies the Peers the plan creates or updates, deletes the
 // managed Peers the plan drops, and writes the status when it changed. With

@@ -3,7 +3,6 @@ package reconciler
 import (
 	"errors"
 	"fmt"
-	"net/http"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -11,7 +10,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/apiserver/pkg/server/healthz"
 	"k8s.io/client-go/kubernetes"
 	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
 	"k8s.io/client-go/rest"
@@ -113,21 +111,6 @@ func New(cfg Config) (*Reconciler, error) {
 	}
 	cfg.Clusters.AddChangeHandler(r.enqueue)
 	return r, nil
-}
-
-// ReadyCheck is the /readyz check "reconciler-caches": the mesh informer
-// and the member-cluster caches have synced. It passes on every replica,
-// leading or not, because every replica serves the views from them.
-func (r *Reconciler) ReadyCheck() healthz.HealthChecker {
-	return healthz.NamedCheck("reconciler-caches", func(*http.Request) error {
-		if !r.meshes.HasSynced() {
-			return errors.New("the ClusterMesh cache has not synced")
-		}
-		if !r.clusters.HasSynced() {
-			return errors.New("the member-cluster caches have not synced")
-		}
-		return nil
-	})
 }
 
 // Leading reports whether this replica holds the Lease and reconciles.

@@ -1,0 +1,142 @@
+// Package plancache keeps one plan per ClusterMesh, computed by the planner
+// from what the member-cluster caches hold. The views and the reconciler
+// read the same Cache, so what users preview is what gets applied, and a
+// plan is computed once per change, not once per request or pass.
+package plancache
+
+import (
+	"errors"
+	"sync"
+	"time"
+
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/clock"
+
+	meshv1alpha1 "github.com/kilo-mesh/kilo-mesh-apiserver/pkg/apis/mesh/v1alpha1"
+	"github.com/kilo-mesh/kilo-mesh-apiserver/pkg/planner"
+)
+
+// MaxAge bounds how long a plan is reused when no input reported a change:
+// node readiness depends on the clock (Kilo's check-in window), so a plan
+// also ages. kg checks in every 30 s, so a second is far below what Kilo
+// itself notices.
+const MaxAge = time.Second
+
+// Config is what a Cache is built from.
+type Config struct {
+	// Members are the member-cluster caches: the plans' Nodes and Peers.
+	Members Members
+	// Clock judges node readiness and plan age; the real clock when nil.
+	Clock clock.PassiveClock
+}
+
+// Cache is the per-mesh plan cache. A mesh's plan is recomputed when the
+// mesh has another UID or resourceVersion, when one of the plan's input
+// sources reports a change for the mesh, or after MaxAge.
+type Cache struct {
+	members Members
+	clock   clock.PassiveClock
+	// sources fill the planner's input beyond the mesh itself, each
+	// invalidating the plans its changes touch.
+	sources []source
+
+	mu    sync.Mutex
+	plans map[types.NamespacedName]*entry
+}
+
+// entry is one mesh's plan; its mutex makes concurrent requests wait for
+// one computation instead of each planning.
+type entry struct {
+	mu              sync.Mutex
+	uid             types.UID
+	resourceVersion string
+	changes         uint64 // reported when the plan was computed
+	at              time.Time
+	plan            *planner.Plan
+
+	reported uint64 // changes reported so far, guarded by Cache.mu
+}
+
+// New builds the cache and subscribes it to its sources' changes.
+func New(cfg Config) (*Cache, error) {
+	if cfg.Members == nil {
+		return nil, errors.New("plancache: Members is required")
+	}
+	clk := cfg.Clock
+	if clk == nil {
+		clk = clock.RealClock{}
+	}
+	c := &Cache{
+		members: cfg.Members,
+		clock:   clk,
+		sources: []source{memberSource{cfg.Members}},
+		plans:   map[types.NamespacedName]*entry{},
+	}
+	for _, s := range c.sources {
+		s.onChange(c.invalidate)
+	}
+	return c, nil
+}
+
+// invalidate marks the cached plan of a mesh as older than its inputs. A
+// mesh without a cached plan has nothing to invalidate: its first plan
+// reads the inputs as they are then.
+func (c *Cache) invalidate(key types.NamespacedName) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if e := c.plans[key]; e != nil {
+		e.reported++
+	}
+}
+
+// forget drops the plan of a deleted mesh.
+func (c *Cache) forget(key types.NamespacedName) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	delete(c.plans, key)
+}
+
+// Plan returns the mesh's current plan. The plan is shared: read it, never modify it.
+func (c *Cache) Plan(mesh *meshv1alpha1.ClusterMesh) (*planner.Plan, error) {
+	key := types.NamespacedName{Namespace: mesh.Namespace, Name: mesh.Name}
+	c.mu.Lock()
+	e := c.plans[key]
+	if e == nil {
+		e = &entry{}
+		c.plans[key] = e
+	}
+	c.mu.Unlock()
+
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	// Read before the inputs: a change reported while planning leaves the
+	// plan marked older than it, so the next call plans again.
+	c.mu.Lock()
+	changes := e.reported
+	c.mu.Unlock()
+	now := c.clock.Now()
+	if e.plan != nil && e.uid == mesh.UID && e.resourceVersion == mesh.ResourceVersion &&
+		e.changes == changes && now.Sub(e.at) < MaxAge {
+		return e.plan, nil
+	}
+	plan, err := planner.Compute(c.input(mesh, now))
+	if err != nil {
+		return nil, err
+	}
+	e.uid, e.resourceVersion, e.changes, e.at, e.plan = mesh.UID, mesh.ResourceVersion, changes, now, plan
+	return plan, nil
+}
+
+func (c *Cache) input(mesh *meshv1alpha1.ClusterMesh, now time.Time) planner.Input {
+	in := planner.Input{
+		MeshNamespace: mesh.Namespace,
+		MeshName:      mesh.Name,
+		MeshUID:       mesh.UID,
+		Spec:          mesh.Spec,
+		Now:           now,
+	}
+	for _, s := range c.sources {
+		s.fill(mesh, &in)
+	}
+	return in
+}

@@ -1,0 +1,50 @@
+package plancache
+
+import (
+	"fmt"
+
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/klog/v2"
+
+	meshv1alpha1 "github.com/kilo-mesh/kilo-mesh-apiserver/pkg/apis/mesh/v1alpha1"
+)
+
+// FollowMeshes keeps the member-cluster caches matched to the meshes the
+// informer stores (a cluster's caches start with the first mesh that names
+// it and stop with the last) and drops the plans of deleted meshes. The
+// server and the reconciler's tests both wire meshes to the cache with it.
+func (c *Cache) FollowMeshes(meshes cache.SharedInformer) error {
+	if _, err := meshes.AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc:    c.ensure,
+		UpdateFunc: func(_, obj any) { c.ensure(obj) },
+		DeleteFunc: c.release,
+	}); err != nil {
+		return fmt.Errorf("following ClusterMeshes: %w", err)
+	}
+	return nil
+}
+
+func (c *Cache) ensure(obj any) {
+	if mesh := asMesh(obj); mesh != nil {
+		c.members.Ensure(mesh)
+	}
+}
+
+func (c *Cache) release(obj any) {
+	if d, ok := obj.(cache.DeletedFinalStateUnknown); ok {
+		obj = d.Obj
+	}
+	if mesh := asMesh(obj); mesh != nil {
+		c.members.Forget(mesh.Namespace, mesh.Name)
+		c.forget(types.NamespacedName{Namespace: mesh.Namespace, Name: mesh.Name})
+	}
+}
+
+func asMesh(obj any) *meshv1alpha1.ClusterMesh {
+	mesh, ok := obj.(*meshv1alpha1.ClusterMesh)
+	if !ok {
+		klog.ErrorS(nil, "Unexpected object in the ClusterMesh informer", "type", fmt.Sprintf("%T", obj))
+	}
+	return mesh
+}
