@@ -128,12 +128,18 @@ func run(ctx context.Context, c config) error {
 		return err
 	}
 	rss, hwm := memory(server.Pid())
-	metrics, err := b.serverMetrics(ctx)
+	metrics, err := framework.Scrape(ctx, server.DirectRESTConfig(framework.UserAdmin))
 	if err != nil {
 		return err
 	}
-	passes := metricValue(metrics, "kilo_mesh_reconcile_duration_seconds_count")
-	passTime := metricValue(metrics, "kilo_mesh_reconcile_duration_seconds_sum")
+	passes, err := framework.MetricSum(metrics, "kilo_mesh_reconcile_duration_seconds_count")
+	if err != nil {
+		return err
+	}
+	passTime, err := framework.MetricSum(metrics, "kilo_mesh_reconcile_duration_seconds_sum")
+	if err != nil {
+		return err
+	}
 
 	peersPerCluster := (c.clusters - 1) * b.groups()
 	fmt.Printf("\n%d clusters x %d nodes, %s granularity: %d Peers per cluster, %d in all; server flags %q\n",
@@ -336,24 +342,26 @@ type writeRates struct{ peers, meshes, leases float64 }
 // while nothing changes.
 func (b *bench) steadyWrites(ctx context.Context) (writeRates, error) {
 	time.Sleep(5 * time.Second) // the last change's echoes
-	count := func() (writeRates, error) {
-		var r writeRates
+	writes := func(cfg *rest.Config, group, resource string) (float64, error) {
+		m, err := framework.Scrape(ctx, cfg)
+		if err != nil {
+			return 0, err
+		}
+		return framework.RequestWrites(m, group, resource)
+	}
+	count := func() (r writeRates, err error) {
 		for i := range b.clusters {
-			m, err := b.kube[i].Discovery().RESTClient().Get().AbsPath("/metrics").DoRaw(ctx)
+			p, err := writes(b.env.RESTConfig(i, framework.UserAdmin), kilov1alpha1.GroupName, "peers")
 			if err != nil {
 				return r, err
 			}
-			r.peers += writes(m, kilov1alpha1.GroupName, "peers")
-			if i == framework.HostCluster {
-				r.leases = writes(m, "coordination.k8s.io", "leases")
-			}
+			r.peers += p
 		}
-		m, err := b.serverMetrics(ctx)
-		if err != nil {
+		if r.leases, err = writes(b.env.RESTConfig(framework.HostCluster, framework.UserAdmin), "coordination.k8s.io", "leases"); err != nil {
 			return r, err
 		}
-		r.meshes = writes(m, meshv1alpha1.GroupName, "clustermeshes")
-		return r, nil
+		r.meshes, err = writes(b.server.DirectRESTConfig(framework.UserAdmin), meshv1alpha1.GroupName, "clustermeshes")
+		return r, err
 	}
 	before, err := count()
 	if err != nil {
@@ -370,48 +378,6 @@ func (b *bench) steadyWrites(ctx context.Context) (writeRates, error) {
 		meshes: (after.meshes - before.meshes) / per,
 		leases: (after.leases - before.leases) / per,
 	}, nil
-}
-
-func (b *bench) serverMetrics(ctx context.Context) ([]byte, error) {
-	client, err := kubernetes.NewForConfig(b.server.DirectRESTConfig(framework.UserAdmin))
-	if err != nil {
-		return nil, err
-	}
-	return client.Discovery().RESTClient().Get().AbsPath("/metrics").DoRaw(ctx)
-}
-
-// writes sums the write requests of apiserver_request_total for a resource.
-func writes(metrics []byte, group, resource string) float64 {
-	var sum float64
-	for _, line := range strings.Split(string(metrics), "\n") {
-		if !strings.HasPrefix(line, "apiserver_request_total{") ||
-			!strings.Contains(line, `group="`+group+`"`) || !strings.Contains(line, `resource="`+resource+`"`) {
-			continue
-		}
-		for _, v := range []string{"POST", "PUT", "PATCH", "APPLY", "DELETE", "DELETECOLLECTION"} {
-			if strings.Contains(line, `verb="`+v+`"`) {
-				sum += lastField(line)
-			}
-		}
-	}
-	return sum
-}
-
-// metricValue sums the samples of one metric.
-func metricValue(metrics []byte, name string) float64 {
-	var sum float64
-	for _, line := range strings.Split(string(metrics), "\n") {
-		if strings.HasPrefix(line, name+" ") || strings.HasPrefix(line, name+"{") {
-			sum += lastField(line)
-		}
-	}
-	return sum
-}
-
-func lastField(line string) float64 {
-	f := strings.Fields(line)
-	v, _ := strconv.ParseFloat(f[len(f)-1], 64)
-	return v
 }
 
 // memory reads the resident set of a process and its peak, in bytes.

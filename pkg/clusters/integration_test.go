@@ -168,39 +168,21 @@ func meshKey(m *meshv1alpha1.ClusterMesh) types.NamespacedName {
 	return types.NamespacedName{Namespace: m.Namespace, Name: m.Name}
 }
 
-// eventually polls cond every 10ms until it returns "" or timeout passes,
-// and returns the time it took.
-func eventually(t *testing.T, timeout time.Duration, what string, cond func() string) time.Duration {
-	t.Helper()
-	start := time.Now()
-	var last string
-	for time.Since(start) < timeout {
-		if last = cond(); last == "" {
-			return time.Since(start)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
-	t.Fatalf("%s: not within %s: %s", what, timeout, last)
-	return 0
-}
-
-// usable is "" when st is reachable, synced, has the Peer CRD and no problem.
-func usable(st ClusterState) string {
+// usable is nil when st is reachable, synced, has the Peer CRD and no problem.
+func usable(st ClusterState) error {
 	if !st.Reachable || !st.Synced || !st.PeerCRD || st.Reason != "" {
-		return fmt.Sprintf("%s: reachable=%v synced=%v peerCRD=%v reason=%q err=%q", st.Name, st.Reachable, st.Synced, st.PeerCRD, st.Reason, st.LastError)
+		return fmt.Errorf("%s: reachable=%v synced=%v peerCRD=%v reason=%q err=%q", st.Name, st.Reachable, st.Synced, st.PeerCRD, st.Reason, st.LastError)
 	}
-	return ""
+	return nil
 }
 
-func allUsable(m *Manager, mesh *meshv1alpha1.ClusterMesh) func() string {
-	return func() string {
-		var bad []string
+func allUsable(m *Manager, mesh *meshv1alpha1.ClusterMesh) func() error {
+	return func() error {
+		var bad []error
 		for _, st := range m.Snapshot(mesh) {
-			if s := usable(st); s != "" {
-				bad = append(bad, s)
-			}
+			bad = append(bad, usable(st))
 		}
-		return strings.Join(bad, "; ")
+		return errors.Join(bad...)
 	}
 }
 
@@ -242,16 +224,16 @@ func (c *changeLog) reset() {
 	c.keys = nil
 }
 
-func (c *changeLog) seen(k types.NamespacedName) func() string {
-	return func() string {
+func (c *changeLog) seen(k types.NamespacedName) func() error {
+	return func() error {
 		c.mu.Lock()
 		defer c.mu.Unlock()
 		for _, got := range c.keys {
 			if got == k {
-				return ""
+				return nil
 			}
 		}
-		return fmt.Sprintf("no change reported for %s (got %v)", k, c.keys)
+		return fmt.Errorf("no change reported for %s (got %v)", k, c.keys)
 	}
 }
 
@@ -262,20 +244,20 @@ func (h *harness) testNodesPeersAndChanges(t *testing.T) {
 	mesh := newMesh(ns, "m", localEntry("host"), remoteEntry("one", "member-1"), remoteEntry("two", "member-2"))
 	m, changes := h.startManager(t)
 	m.Ensure(mesh)
-	took := eventually(t, 30*time.Second, "all clusters usable", allUsable(m, mesh))
+	took := framework.EventuallyT(t, 30*time.Second, "all clusters usable", allUsable(m, mesh))
 	t.Logf("three clusters synced %s after Ensure", took.Round(time.Millisecond))
-	eventually(t, 5*time.Second, "change reported after sync", changes.seen(meshKey(mesh)))
+	framework.EventuallyT(t, 5*time.Second, "change reported after sync", changes.seen(meshKey(mesh)))
 	if !m.HasSynced() {
 		t.Error("HasSynced is false with every cluster synced")
 	}
 
 	// A Node created on member 1 appears there, and only there.
 	node := h.createNode(t, member1, "n1")
-	took = eventually(t, 10*time.Second, "node in the cache", func() string {
+	took = framework.EventuallyT(t, 10*time.Second, "node in the cache", func() error {
 		if !hasNode(m.Snapshot(mesh)["one"], node) {
-			return "not yet"
+			return errors.New("not yet")
 		}
-		return ""
+		return nil
 	})
 	t.Logf("node visible %s after creation", took.Round(time.Millisecond))
 	snap := m.Snapshot(mesh)
@@ -301,15 +283,15 @@ func (h *harness) testNodesPeersAndChanges(t *testing.T) {
 	if err := h.env.AnnotateNode(h.ctx, member1, node, map[string]string{kilov1alpha1.AnnotationLocation: "elsewhere"}); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, 5*time.Second, "change reported for a node annotation", changes.seen(meshKey(mesh)))
+	framework.EventuallyT(t, 5*time.Second, "change reported for a node annotation", changes.seen(meshKey(mesh)))
 	t.Logf("node change reported %s after the update", time.Since(start).Round(time.Millisecond))
-	eventually(t, 5*time.Second, "annotation in the cache", func() string {
+	framework.EventuallyT(t, 5*time.Second, "annotation in the cache", func() error {
 		for _, n := range m.Snapshot(mesh)["one"].Nodes {
 			if n.Name == node && n.Annotations[kilov1alpha1.AnnotationLocation] == "elsewhere" {
-				return ""
+				return nil
 			}
 		}
-		return "not yet"
+		return errors.New("not yet")
 	})
 
 	// Peers: written through PeerClient, read from the cache as typed objects.
@@ -332,32 +314,32 @@ func (h *harness) testNodesPeersAndChanges(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, 5*time.Second, "change reported for a new peer", changes.seen(meshKey(mesh)))
-	eventually(t, 5*time.Second, "peer in the cache", func() string {
+	framework.EventuallyT(t, 5*time.Second, "change reported for a new peer", changes.seen(meshKey(mesh)))
+	framework.EventuallyT(t, 5*time.Second, "peer in the cache", func() error {
 		p := hasPeer(m.Snapshot(mesh)["two"], peerName)
 		if p == nil || p.UID != created.UID || p.Labels["test"] != "clusters" || p.Spec.Endpoint == nil || p.Spec.PublicKey != pub {
-			return fmt.Sprintf("got %+v", p)
+			return fmt.Errorf("got %+v", p)
 		}
-		return ""
+		return nil
 	})
 	created.Spec.AllowedIPs = []string{"10.10.0.0/24", "10.11.0.0/24"}
 	if _, err := pc.Update(h.ctx, created, metav1.UpdateOptions{FieldManager: "clusters-test"}); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, 5*time.Second, "updated peer in the cache", func() string {
+	framework.EventuallyT(t, 5*time.Second, "updated peer in the cache", func() error {
 		if p := hasPeer(m.Snapshot(mesh)["two"], peerName); p == nil || len(p.Spec.AllowedIPs) != 2 {
-			return fmt.Sprintf("got %+v", p)
+			return fmt.Errorf("got %+v", p)
 		}
-		return ""
+		return nil
 	})
 	if err := pc.Delete(h.ctx, peerName, metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &created.UID}}); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, 5*time.Second, "deleted peer gone from the cache", func() string {
+	framework.EventuallyT(t, 5*time.Second, "deleted peer gone from the cache", func() error {
 		if hasPeer(m.Snapshot(mesh)["two"], peerName) != nil {
-			return "still there"
+			return errors.New("still there")
 		}
-		return ""
+		return nil
 	})
 	if _, err := m.PeerClient(mesh, "nope"); !errors.Is(err, ErrUnknownCluster) {
 		t.Errorf("PeerClient of an unknown cluster: %v", err)
@@ -375,35 +357,35 @@ func (h *harness) testSharedCaches(t *testing.T) {
 	m.Ensure(meshA)
 	m.Ensure(meshB)
 	m.Ensure(meshA) // idempotent
-	eventually(t, 30*time.Second, "mesh a usable", allUsable(m, meshA))
-	eventually(t, 30*time.Second, "mesh b usable", allUsable(m, meshB))
-	wantStats := func(want Stats) func() string {
-		return func() string {
+	framework.EventuallyT(t, 30*time.Second, "mesh a usable", allUsable(m, meshA))
+	framework.EventuallyT(t, 30*time.Second, "mesh b usable", allUsable(m, meshB))
+	wantStats := func(want Stats) func() error {
+		return func() error {
 			if got := m.stats(); got != want {
-				return fmt.Sprintf("stats %+v, want %+v", got, want)
+				return fmt.Errorf("stats %+v, want %+v", got, want)
 			}
-			return ""
+			return nil
 		}
 	}
 	// local + member 1, each with a Node and a Peer informer; two Secrets.
-	eventually(t, 5*time.Second, "shared caches", wantStats(Stats{Clusters: 2, Informers: 4, SecretWatches: 2}))
+	framework.EventuallyT(t, 5*time.Second, "shared caches", wantStats(Stats{Clusters: 2, Informers: 4, SecretWatches: 2}))
 
 	// Other credentials for the same cluster never share a cache.
 	h.putSecret(t, nsA, "c-member", h.kubeconfig(member1, userReader))
 	meshC := newMesh(nsA, "c", localEntry("host"), remoteEntry("member", "c-member"))
 	m.Ensure(meshC)
-	eventually(t, 30*time.Second, "mesh c usable", allUsable(m, meshC))
-	eventually(t, 5*time.Second, "separate cache for other credentials", wantStats(Stats{Clusters: 3, Informers: 6, SecretWatches: 3}))
+	framework.EventuallyT(t, 30*time.Second, "mesh c usable", allUsable(m, meshC))
+	framework.EventuallyT(t, 5*time.Second, "separate cache for other credentials", wantStats(Stats{Clusters: 3, Informers: 6, SecretWatches: 3}))
 
 	m.Forget(nsA, "c")
-	eventually(t, 5*time.Second, "cache of c stopped", wantStats(Stats{Clusters: 2, Informers: 4, SecretWatches: 2}))
+	framework.EventuallyT(t, 5*time.Second, "cache of c stopped", wantStats(Stats{Clusters: 2, Informers: 4, SecretWatches: 2}))
 	m.Forget(nsA, "a")
-	eventually(t, 5*time.Second, "caches kept for b", wantStats(Stats{Clusters: 2, Informers: 4, SecretWatches: 1}))
-	if s := allUsable(m, meshB)(); s != "" {
-		t.Errorf("mesh b after a was forgotten: %s", s)
+	framework.EventuallyT(t, 5*time.Second, "caches kept for b", wantStats(Stats{Clusters: 2, Informers: 4, SecretWatches: 1}))
+	if err := allUsable(m, meshB)(); err != nil {
+		t.Errorf("mesh b after a was forgotten: %v", err)
 	}
 	m.Forget(nsB, "b")
-	eventually(t, 5*time.Second, "everything stopped", wantStats(Stats{}))
+	framework.EventuallyT(t, 5*time.Second, "everything stopped", wantStats(Stats{}))
 	if st := m.Snapshot(meshB)["member"]; st.Reason != ErrPending {
 		t.Errorf("forgotten mesh: %+v, want Pending", st)
 	}
@@ -416,7 +398,7 @@ func (h *harness) testSecretRotation(t *testing.T) {
 	mesh := newMesh(ns, "rot", localEntry("host"), remoteEntry("member", "member"))
 	m, changes := h.startManager(t)
 	m.Ensure(mesh)
-	eventually(t, 30*time.Second, "usable", allUsable(m, mesh))
+	framework.EventuallyT(t, 30*time.Second, "usable", allUsable(m, mesh))
 	if st := m.Snapshot(mesh)["member"]; !hasNode(st, on1) || hasNode(st, on2) {
 		t.Fatalf("member shows the wrong cluster before rotation")
 	}
@@ -435,8 +417,8 @@ func (h *harness) testSecretRotation(t *testing.T) {
 			case <-time.After(5 * time.Millisecond):
 			}
 			st := m.Snapshot(mesh)["host"]
-			if s := usable(st); s != "" || len(st.Nodes) != hostNodes {
-				gaps = append(gaps, fmt.Sprintf("%s nodes=%d", s, len(st.Nodes)))
+			if err := usable(st); err != nil || len(st.Nodes) != hostNodes {
+				gaps = append(gaps, fmt.Sprintf("%v nodes=%d", err, len(st.Nodes)))
 			}
 		}
 	}()
@@ -445,36 +427,36 @@ func (h *harness) testSecretRotation(t *testing.T) {
 	changes.reset()
 	start := time.Now()
 	h.putSecret(t, ns, "member", h.kubeconfig(member2, framework.UserAdmin))
-	eventually(t, 30*time.Second, "rotated to member 2", func() string {
+	framework.EventuallyT(t, 30*time.Second, "rotated to member 2", func() error {
 		st := m.Snapshot(mesh)["member"]
-		if s := usable(st); s != "" {
-			return s
+		if err := usable(st); err != nil {
+			return err
 		}
 		if !hasNode(st, on2) || hasNode(st, on1) {
-			return "still the old cluster's nodes"
+			return errors.New("still the old cluster's nodes")
 		}
-		return ""
+		return nil
 	})
 	t.Logf("Secret pointed at another cluster: new caches synced %s after the update", time.Since(start).Round(time.Millisecond))
-	eventually(t, 5*time.Second, "change reported", changes.seen(meshKey(mesh)))
-	eventually(t, 5*time.Second, "old caches stopped", func() string {
+	framework.EventuallyT(t, 5*time.Second, "change reported", changes.seen(meshKey(mesh)))
+	framework.EventuallyT(t, 5*time.Second, "old caches stopped", func() error {
 		if s := m.stats(); s.Clusters != 2 || s.Informers != 4 {
-			return fmt.Sprintf("%+v", s)
+			return fmt.Errorf("%+v", s)
 		}
-		return ""
+		return nil
 	})
 
 	// To credentials without rights on that cluster: reachable, forbidden.
 	h.putSecret(t, ns, "member", h.kubeconfig(member2, framework.UserTenantA))
-	eventually(t, 30*time.Second, "forbidden credentials reported", func() string {
+	framework.EventuallyT(t, 30*time.Second, "forbidden credentials reported", func() error {
 		st := m.Snapshot(mesh)["member"]
 		if st.Reason != ErrForbidden || !st.Reachable || st.Synced {
-			return fmt.Sprintf("reachable=%v synced=%v reason=%q err=%q", st.Reachable, st.Synced, st.Reason, st.LastError)
+			return fmt.Errorf("reachable=%v synced=%v reason=%q err=%q", st.Reachable, st.Synced, st.Reason, st.LastError)
 		}
 		if strings.Contains(st.LastError, h.env.Token(framework.UserTenantA)) {
 			t.Errorf("LastError holds the token: %q", st.LastError)
 		}
-		return ""
+		return nil
 	})
 	if !m.HasSynced() {
 		t.Error("a forbidden cluster holds readiness")
@@ -482,7 +464,7 @@ func (h *harness) testSecretRotation(t *testing.T) {
 
 	// To new valid credentials: usable again, no restart.
 	h.putSecret(t, ns, "member", h.kubeconfig(member2, userReader))
-	eventually(t, 30*time.Second, "usable with new credentials", allUsable(m, mesh))
+	framework.EventuallyT(t, 30*time.Second, "usable with new credentials", allUsable(m, mesh))
 	if st := m.Snapshot(mesh)["member"]; !hasNode(st, on2) {
 		t.Error("new credentials: node missing")
 	}
@@ -525,18 +507,18 @@ func (h *harness) testRefusals(t *testing.T) {
 		"exec": ErrExecPlugin, "http": ErrNotHTTPS, "insecure": ErrInsecureSkipTLSVerify, "garbage": ErrKubeconfigInvalid,
 		"wrong-key": ErrSecretKeyNotFound, "missing": ErrSecretNotFound, "no-ref": ErrNoSecretRef,
 	}
-	eventually(t, 30*time.Second, "refusals reported", func() string {
+	framework.EventuallyT(t, 30*time.Second, "refusals reported", func() error {
 		snap := m.Snapshot(mesh)
-		if s := usable(snap["host"]); s != "" {
-			return s
+		if err := usable(snap["host"]); err != nil {
+			return err
 		}
 		for name, reason := range want {
 			st := snap[name]
 			if st.Reason != reason || st.Reachable || st.Synced || !strings.Contains(st.LastError, string(reason)) {
-				return fmt.Sprintf("%s: reason %q err %q, want %s", name, st.Reason, st.LastError, reason)
+				return fmt.Errorf("%s: reason %q err %q, want %s", name, st.Reason, st.LastError, reason)
 			}
 		}
-		return ""
+		return nil
 	})
 	for name, st := range m.Snapshot(mesh) {
 		t.Logf("%s: %s", name, st.LastError)
@@ -558,22 +540,22 @@ func (h *harness) testRefusals(t *testing.T) {
 	changes.reset()
 	h.putSecret(t, ns, "exec", h.kubeconfig(member1, framework.UserAdmin))
 	h.putSecret(t, ns, "missing", h.kubeconfig(member2, framework.UserAdmin))
-	eventually(t, 30*time.Second, "fixed clusters usable", func() string {
+	framework.EventuallyT(t, 30*time.Second, "fixed clusters usable", func() error {
 		snap := m.Snapshot(mesh)
 		for _, name := range []string{"exec", "missing"} {
-			if s := usable(snap[name]); s != "" {
-				return s
+			if err := usable(snap[name]); err != nil {
+				return err
 			}
 		}
-		return ""
+		return nil
 	})
-	eventually(t, 5*time.Second, "change reported", changes.seen(meshKey(mesh)))
+	framework.EventuallyT(t, 5*time.Second, "change reported", changes.seen(meshKey(mesh)))
 
 	// The administrator may allow insecure-skip-tls-verify.
 	lax, _ := h.startManager(t, func(c *Config) { c.AllowInsecureSkipTLSVerify = true })
 	laxMesh := newMesh(ns, "lax", localEntry("host"), remoteEntry("insecure", "insecure"))
 	lax.Ensure(laxMesh)
-	eventually(t, 30*time.Second, "insecure allowed", allUsable(lax, laxMesh))
+	framework.EventuallyT(t, 30*time.Second, "insecure allowed", allUsable(lax, laxMesh))
 }
 
 func (h *harness) testNoPeerCRD(t *testing.T) {
@@ -582,7 +564,7 @@ func (h *harness) testNoPeerCRD(t *testing.T) {
 	mesh := newMesh(ns, "crd", localEntry("host"), remoteEntry("member", "member"))
 	m, changes := h.startManager(t)
 	m.Ensure(mesh)
-	eventually(t, 30*time.Second, "usable", allUsable(m, mesh))
+	framework.EventuallyT(t, 30*time.Second, "usable", allUsable(m, mesh))
 	informers := m.stats().Informers
 
 	crds := h.env.Dynamic(member2, framework.UserAdmin).Resource(schema.GroupVersionResource{Group: "apiextensions.k8s.io", Version: "v1", Resource: "customresourcedefinitions"})
@@ -591,20 +573,20 @@ func (h *harness) testNoPeerCRD(t *testing.T) {
 	if err := crds.Delete(h.ctx, framework.PeerCRDName, metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, 30*time.Second, "missing Peer CRD reported", func() string {
+	framework.EventuallyT(t, 30*time.Second, "missing Peer CRD reported", func() error {
 		st := m.Snapshot(mesh)["member"]
 		if st.PeerCRD || !st.Synced || !st.Reachable || st.Peers != nil || st.Reason != "" {
-			return fmt.Sprintf("peerCRD=%v synced=%v reachable=%v peers=%d reason=%q err=%q", st.PeerCRD, st.Synced, st.Reachable, len(st.Peers), st.Reason, st.LastError)
+			return fmt.Errorf("peerCRD=%v synced=%v reachable=%v peers=%d reason=%q err=%q", st.PeerCRD, st.Synced, st.Reachable, len(st.Peers), st.Reason, st.LastError)
 		}
-		return ""
+		return nil
 	})
 	t.Logf("Peer CRD removal seen %s after the delete call", time.Since(start).Round(time.Millisecond))
-	eventually(t, 5*time.Second, "change reported", changes.seen(meshKey(mesh)))
-	eventually(t, 5*time.Second, "Peer informer stopped", func() string {
+	framework.EventuallyT(t, 5*time.Second, "change reported", changes.seen(meshKey(mesh)))
+	framework.EventuallyT(t, 5*time.Second, "Peer informer stopped", func() error {
 		if got := m.stats().Informers; got != informers-1 {
-			return fmt.Sprintf("%d informers, want %d", got, informers-1)
+			return fmt.Errorf("%d informers, want %d", got, informers-1)
 		}
-		return ""
+		return nil
 	})
 	if _, err := m.PeerClient(mesh, "member"); !errors.Is(err, ErrPeerCRDMissing) {
 		t.Errorf("PeerClient without the CRD: %v", err)
@@ -618,22 +600,22 @@ func (h *harness) testNoPeerCRD(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, 60*time.Second, "Peer CRD re-created", func() string {
+	framework.EventuallyT(t, 60*time.Second, "Peer CRD re-created", func() error {
 		// The old CRD may still be finishing its deletion.
 		if _, _, err := h.env.Kubectl(h.ctx, member2, framework.UserAdmin, "apply", "-f", path); err != nil {
-			return err.Error()
+			return err
 		}
-		return ""
+		return nil
 	})
 	if err := h.env.WaitCRDEstablished(h.ctx, member2, framework.PeerCRDName); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, 30*time.Second, "Peer CRD seen again", allUsable(m, mesh))
-	eventually(t, 5*time.Second, "Peer informer running", func() string {
+	framework.EventuallyT(t, 30*time.Second, "Peer CRD seen again", allUsable(m, mesh))
+	framework.EventuallyT(t, 5*time.Second, "Peer informer running", func() error {
 		if got := m.stats().Informers; got != informers {
-			return fmt.Sprintf("%d informers, want %d", got, informers)
+			return fmt.Errorf("%d informers, want %d", got, informers)
 		}
-		return ""
+		return nil
 	})
 }
 
@@ -645,12 +627,12 @@ func (h *harness) testStoppedCluster(t *testing.T) {
 	m, changes := h.startManager(t)
 	m.Ensure(mesh)
 	before := h.createNode(t, member2, "before-stop")
-	eventually(t, 30*time.Second, "usable", allUsable(m, mesh))
-	eventually(t, 10*time.Second, "node in the cache", func() string {
+	framework.EventuallyT(t, 30*time.Second, "usable", allUsable(m, mesh))
+	framework.EventuallyT(t, 10*time.Second, "node in the cache", func() error {
 		if !hasNode(m.Snapshot(mesh)["two"], before) {
-			return "not yet"
+			return errors.New("not yet")
 		}
-		return ""
+		return nil
 	})
 	oneNodes := len(m.Snapshot(mesh)["one"].Nodes)
 
@@ -674,14 +656,14 @@ func (h *harness) testStoppedCluster(t *testing.T) {
 		}
 	}()
 	var slowest time.Duration
-	took := eventually(t, 20*time.Second, "unreachable", func() string {
+	took := framework.EventuallyT(t, 20*time.Second, "unreachable", func() error {
 		t0 := time.Now()
 		snap := m.Snapshot(mesh)
 		slowest = max(slowest, time.Since(t0))
 		if snap["two"].Reachable {
-			return "still reachable"
+			return errors.New("still reachable")
 		}
-		return ""
+		return nil
 	})
 	<-stopped
 	if stopErr != nil {
@@ -689,7 +671,7 @@ func (h *harness) testStoppedCluster(t *testing.T) {
 	}
 	t.Logf("unreachable seen %s after SIGTERM to kube-apiserver (it exited after %s): %s", took.Round(time.Millisecond),
 		time.Since(start).Round(time.Millisecond), m.Snapshot(mesh)["two"].LastError)
-	eventually(t, 5*time.Second, "change reported", changes.seen(meshKey(mesh)))
+	framework.EventuallyT(t, 5*time.Second, "change reported", changes.seen(meshKey(mesh)))
 
 	// While it is down: the other clusters are served, the last known
 	// objects of the stopped one are kept, and Snapshot stays fast.
@@ -697,8 +679,8 @@ func (h *harness) testStoppedCluster(t *testing.T) {
 		t0 := time.Now()
 		snap := m.Snapshot(mesh)
 		slowest = max(slowest, time.Since(t0))
-		if s := usable(snap["one"]); s != "" || len(snap["one"].Nodes) != oneNodes {
-			t.Errorf("member 1 while member 2 is down: %s nodes=%d", s, len(snap["one"].Nodes))
+		if err := usable(snap["one"]); err != nil || len(snap["one"].Nodes) != oneNodes {
+			t.Errorf("member 1 while member 2 is down: %v nodes=%d", err, len(snap["one"].Nodes))
 		}
 		two := snap["two"]
 		if two.Reachable || two.Reason != ErrUnreachable || two.LastError == "" || !two.Synced || !hasNode(two, before) {
@@ -730,19 +712,19 @@ func (h *harness) testStoppedCluster(t *testing.T) {
 	if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
 		t.Fatal(err)
 	}
-	took = eventually(t, 20*time.Second, "unreachable after a crash", func() string {
+	took = framework.EventuallyT(t, 20*time.Second, "unreachable after a crash", func() error {
 		if m.Snapshot(mesh)["two"].Reachable {
-			return "still reachable"
+			return errors.New("still reachable")
 		}
-		return ""
+		return nil
 	})
 	t.Logf("unreachable seen %s after SIGKILL to kube-apiserver: %s", took.Round(time.Millisecond), m.Snapshot(mesh)["two"].LastError)
-	eventually(t, 5*time.Second, "change reported", changes.seen(meshKey(mesh)))
-	eventually(t, 10*time.Second, "process gone", func() string {
+	framework.EventuallyT(t, 5*time.Second, "change reported", changes.seen(meshKey(mesh)))
+	framework.EventuallyT(t, 10*time.Second, "process gone", func() error {
 		if h.env.ClusterRunning(member2) {
-			return "still running"
+			return errors.New("still running")
 		}
-		return ""
+		return nil
 	})
 	h.restartAndCheck(t, m, mesh, member2, "two")
 }
@@ -756,7 +738,7 @@ func (h *harness) restartAndCheck(t *testing.T, m *Manager, mesh *meshv1alpha1.C
 		t.Fatal(err)
 	}
 	ready := time.Since(start)
-	took := eventually(t, 20*time.Second, "reachable again", func() string {
+	took := framework.EventuallyT(t, 20*time.Second, "reachable again", func() error {
 		return usable(m.Snapshot(mesh)[entry])
 	})
 	t.Logf("kube-apiserver ready %s after start; reachable again %s after that", ready.Round(time.Millisecond), took.Round(time.Millisecond))
@@ -764,11 +746,11 @@ func (h *harness) restartAndCheck(t *testing.T, m *Manager, mesh *meshv1alpha1.C
 	// The caches follow the cluster again at once, not after the informer's backoff.
 	start = time.Now()
 	after := h.createNode(t, cluster, "after-restart")
-	eventually(t, 10*time.Second, "new node after restart", func() string {
+	framework.EventuallyT(t, 10*time.Second, "new node after restart", func() error {
 		if !hasNode(m.Snapshot(mesh)[entry], after) {
-			return "not yet"
+			return errors.New("not yet")
 		}
-		return ""
+		return nil
 	})
 	t.Logf("node created after the restart visible %s after creation", time.Since(start).Round(time.Millisecond))
 }
@@ -786,7 +768,7 @@ func (h *harness) testFrozenCluster(t *testing.T) {
 	mesh := newMesh(ns, "frozen", localEntry("host"), remoteEntry("one", "member-1"))
 	m, _ := h.startManager(t, func(c *Config) { c.ProbeInterval = DefaultProbeInterval })
 	m.Ensure(mesh)
-	eventually(t, 30*time.Second, "usable", allUsable(m, mesh))
+	framework.EventuallyT(t, 30*time.Second, "usable", allUsable(m, mesh))
 
 	if err := syscall.Kill(pid, syscall.SIGSTOP); err != nil {
 		t.Fatal(err)
@@ -797,21 +779,21 @@ func (h *harness) testFrozenCluster(t *testing.T) {
 			_ = syscall.Kill(pid, syscall.SIGCONT)
 		}
 	}()
-	took := eventually(t, DefaultProbeInterval+DefaultProbeTimeout+5*time.Second, "frozen server unreachable", func() string {
+	took := framework.EventuallyT(t, DefaultProbeInterval+DefaultProbeTimeout+5*time.Second, "frozen server unreachable", func() error {
 		if m.Snapshot(mesh)["one"].Reachable {
-			return "still reachable"
+			return errors.New("still reachable")
 		}
-		return ""
+		return nil
 	})
 	t.Logf("frozen kube-apiserver seen unreachable after %s (probe interval %s, timeout %s): %s", took.Round(time.Millisecond),
 		DefaultProbeInterval, DefaultProbeTimeout, m.Snapshot(mesh)["one"].LastError)
-	if s := usable(m.Snapshot(mesh)["host"]); s != "" {
-		t.Errorf("host cluster while member 1 is frozen: %s", s)
+	if err := usable(m.Snapshot(mesh)["host"]); err != nil {
+		t.Errorf("host cluster while member 1 is frozen: %v", err)
 	}
 	if err := syscall.Kill(pid, syscall.SIGCONT); err != nil {
 		t.Fatal(err)
 	}
 	resumed = true
-	took = eventually(t, DefaultProbeInterval+DefaultProbeTimeout+5*time.Second, "thawed server reachable", allUsable(m, mesh))
+	took = framework.EventuallyT(t, DefaultProbeInterval+DefaultProbeTimeout+5*time.Second, "thawed server reachable", allUsable(m, mesh))
 	t.Logf("thawed kube-apiserver reachable again after %s", took.Round(time.Millisecond))
 }

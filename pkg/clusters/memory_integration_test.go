@@ -36,27 +36,27 @@ func TestCacheMemory(t *testing.T) {
 	mesh := newMesh(ns, "mem", localEntry("host"), remoteEntry("member", "member"))
 	m, _ := h.startManager(t)
 	m.Ensure(mesh)
-	eventually(t, 30*time.Second, "usable", allUsable(m, mesh))
+	framework.EventuallyT(t, 30*time.Second, "usable", allUsable(m, mesh))
 
 	writer := env.RESTConfig(member1, framework.UserAdmin)
 	writer.QPS, writer.Burst = 1000, 1000
 	client := kubernetes.NewForConfigOrDie(writer)
-	cached := func(n int) func() string {
-		return func() string {
+	cached := func(n int) func() error {
+		return func() error {
 			if got := len(m.Snapshot(mesh)["member"].Nodes); got < n {
-				return fmt.Sprintf("%d nodes cached", got)
+				return fmt.Errorf("%d nodes cached", got)
 			}
-			return ""
+			return nil
 		}
 	}
 
 	start := time.Now()
 	createRealisticNodes(t, ctx, client, 0, batch)
 	t.Logf("created %d nodes in %s", batch, time.Since(start).Round(time.Millisecond))
-	eventually(t, 60*time.Second, "first batch cached", cached(batch))
+	framework.EventuallyT(t, 60*time.Second, "first batch cached", cached(batch))
 	heap1 := heapInUse()
 	createRealisticNodes(t, ctx, client, batch, batch)
-	eventually(t, 60*time.Second, "second batch cached", cached(2*batch))
+	framework.EventuallyT(t, 60*time.Second, "second batch cached", cached(2*batch))
 	heap2 := heapInUse()
 	slim := heap2 - heap1
 	t.Logf("Node cache with transform: %.2f MiB per %d nodes (%d bytes per node)", mib(slim), batch, slim/batch)

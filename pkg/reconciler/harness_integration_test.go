@@ -26,18 +26,20 @@ import (
 	kilov1alpha1 "github.com/kilo-mesh/kilo-mesh-apiserver/pkg/apis/kilo/v1alpha1"
 	meshv1alpha1 "github.com/kilo-mesh/kilo-mesh-apiserver/pkg/apis/mesh/v1alpha1"
 	"github.com/kilo-mesh/kilo-mesh-apiserver/pkg/clusters"
+	"github.com/kilo-mesh/kilo-mesh-apiserver/pkg/plancache"
 	"github.com/kilo-mesh/kilo-mesh-apiserver/pkg/planner"
 	"github.com/kilo-mesh/kilo-mesh-apiserver/test/framework"
 )
 
 // harness runs reconcilers in the test process against real
 // kube-apiservers: the member clusters of a framework environment, the
-// real clusters.Manager and planner, and ClusterMeshes served by cluster 0
+// real clusters.Manager and plan cache, and ClusterMeshes served by cluster 0
 // through a stand-in CRD (testdata/clustermeshes-crd.yaml).
 type harness struct {
 	env      *framework.Env
 	ns       string
 	mgr      *clusters.Manager
+	plans    *plancache.Cache
 	meshes   cache.SharedIndexInformer
 	meshREST rest.Interface
 	ctx      context.Context
@@ -96,18 +98,11 @@ func newHarness(t *testing.T, n int) *harness {
 			return h.meshREST.Get().Resource(meshResource).VersionedParams(&o, metav1.ParameterCodec).Watch(ctx)
 		},
 	}, &meshv1alpha1.ClusterMesh{}, 0, cache.Indexers{})
-	// What the server's wiring does: the manager follows the meshes.
-	if _, err := h.meshes.AddEventHandler(cache.ResourceEventHandlerFuncs{
-		AddFunc:    func(obj any) { h.mgr.Ensure(obj.(*meshv1alpha1.ClusterMesh)) },
-		UpdateFunc: func(_, obj any) { h.mgr.Ensure(obj.(*meshv1alpha1.ClusterMesh)) },
-		DeleteFunc: func(obj any) {
-			if d, ok := obj.(cache.DeletedFinalStateUnknown); ok {
-				obj = d.Obj
-			}
-			m := obj.(*meshv1alpha1.ClusterMesh)
-			h.mgr.Forget(m.Namespace, m.Name)
-		},
-	}); err != nil {
+	// The server's wiring: the plan cache follows the meshes.
+	if h.plans, err = plancache.New(plancache.Config{Members: h.mgr}); err != nil {
+		t.Fatal(err)
+	}
+	if err := h.plans.FollowMeshes(h.meshes); err != nil {
 		t.Fatal(err)
 	}
 	var wg sync.WaitGroup
@@ -121,20 +116,6 @@ func newHarness(t *testing.T, n int) *harness {
 func secretName(i int) string { return fmt.Sprintf("cluster-%d-kubeconfig", i) }
 
 func clusterName(i int) string { return fmt.Sprintf("cluster-%d", i) }
-
-// snapshotPlanner is the views' planner: Snapshot, then Compute.
-type snapshotPlanner struct{ mgr *clusters.Manager }
-
-func (p snapshotPlanner) Plan(mesh *meshv1alpha1.ClusterMesh) (*planner.Plan, error) {
-	in := planner.Input{
-		MeshNamespace: mesh.Namespace, MeshName: mesh.Name, MeshUID: mesh.UID,
-		Spec: mesh.Spec, Now: time.Now(), Clusters: map[string]planner.ClusterSnapshot{},
-	}
-	for name, st := range p.mgr.Snapshot(mesh) {
-		in.Clusters[name] = planner.ClusterSnapshot{Reachable: st.Reachable && st.Synced, Error: st.LastError, Nodes: st.Nodes, Peers: st.Peers}
-	}
-	return planner.Compute(in)
-}
 
 // reconciler starts a reconciler until the test ends or stop is called.
 func (h *harness) reconciler(t *testing.T, identity string, tune func(*Options)) (r *Reconciler, stop func()) {
@@ -151,7 +132,7 @@ func (h *harness) reconciler(t *testing.T, identity string, tune func(*Options))
 		Options:  *opts,
 		Meshes:   h.meshes,
 		Clusters: h.mgr,
-		Planner:  snapshotPlanner{h.mgr},
+		Planner:  h.plans,
 		MeshREST: h.meshREST,
 		Kube:     h.env.Client(framework.HostCluster, framework.UserAdmin),
 		Identity: identity,
@@ -306,7 +287,7 @@ func (h *harness) createPeer(t *testing.T, i int, p *kilov1alpha1.Peer) *kilov1a
 // managed Peers the plan desires, as the plan has them.
 func (h *harness) matchesPlan(t *testing.T, mesh *meshv1alpha1.ClusterMesh, n int) error {
 	t.Helper()
-	plan, err := snapshotPlanner{h.mgr}.Plan(mesh)
+	plan, err := h.plans.Plan(mesh)
 	if err != nil {
 		return err
 	}
@@ -341,39 +322,15 @@ func (h *harness) matchesPlan(t *testing.T, mesh *meshv1alpha1.ClusterMesh, n in
 // peerWrites reads the write requests for Peers kube-apiserver i served.
 func (h *harness) peerWrites(t *testing.T, i int) float64 {
 	t.Helper()
-	raw, err := h.env.Client(i, framework.UserAdmin).Discovery().RESTClient().Get().AbsPath("/metrics").DoRaw(h.ctx)
+	scrape, err := framework.Scrape(h.ctx, h.env.RESTConfig(i, framework.UserAdmin))
 	if err != nil {
 		t.Fatal(err)
 	}
-	var sum float64
-	for _, line := range strings.Split(string(raw), "\n") {
-		if !strings.HasPrefix(line, "apiserver_request_total{") || !strings.Contains(line, `resource="peers"`) {
-			continue
-		}
-		for _, v := range []string{"POST", "PUT", "PATCH", "APPLY", "DELETE"} {
-			if strings.Contains(line, `verb="`+v+`"`) {
-				var x float64
-				fmt.Sscan(line[strings.LastIndex(line, " ")+1:], &x)
-				sum += x
-			}
-		}
+	w, err := framework.RequestWrites(scrape, kilov1alpha1.GroupName, "peers")
+	if err != nil {
+		t.Fatal(err)
 	}
-	return sum
-}
-
-func eventually(t *testing.T, timeout time.Duration, what string, f func() error) {
-	t.Helper()
-	deadline := time.Now().Add(timeout)
-	for {
-		err := f()
-		if err == nil {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%s: not within %s: %v", what, timeout, err)
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
+	return w
 }
 
 // events returns the messages of the mesh's events with reason.

@@ -41,8 +41,8 @@ func TestReconcileLifecycle(t *testing.T) {
 	mesh := h.createMesh(t, "life", 2)
 	uid := string(mesh.UID)
 
-	eventually(t, converge, "Peers as planned", func() error { return h.matchesPlan(t, mesh, 2) })
-	eventually(t, converge, "Ready", func() error { return ready(h.mesh(t, mesh.Name)) })
+	framework.EventuallyT(t, converge, "Peers as planned", func() error { return h.matchesPlan(t, mesh, 2) })
+	framework.EventuallyT(t, converge, "Ready", func() error { return ready(h.mesh(t, mesh.Name)) })
 	m := h.mesh(t, mesh.Name)
 	if !slices.Contains(m.Finalizers, Finalizer) {
 		t.Errorf("finalizers = %v", m.Finalizers)
@@ -80,7 +80,7 @@ func TestReconcileLifecycle(t *testing.T) {
 			t.Fatal(err)
 		}
 		name := planner.PeerName(h.ns, mesh.Name, clusterName(1), "location:a")
-		eventually(t, converge, "the new key", func() error {
+		framework.EventuallyT(t, converge, "the new key", func() error {
 			p := h.peers(t, 0, uid)[name]
 			if p == nil || p.Spec.PublicKey != key {
 				return fmt.Errorf("Peer %s = %+v", name, p)
@@ -94,13 +94,13 @@ func TestReconcileLifecycle(t *testing.T) {
 			t.Fatal(err)
 		}
 		name := planner.PeerName(h.ns, mesh.Name, clusterName(1), "location:b")
-		eventually(t, converge, "the Peer deleted", func() error {
+		framework.EventuallyT(t, converge, "the Peer deleted", func() error {
 			if h.peers(t, 0, uid)[name] != nil {
 				return errors.New("still there")
 			}
 			return nil
 		})
-		eventually(t, converge, "Peers as planned", func() error { return h.matchesPlan(t, mesh, 2) })
+		framework.EventuallyT(t, converge, "Peers as planned", func() error { return h.matchesPlan(t, mesh, 2) })
 	})
 
 	t.Run("a node going silent drops out without any event", func(t *testing.T) {
@@ -112,13 +112,13 @@ func TestReconcileLifecycle(t *testing.T) {
 			t.Fatal(err)
 		}
 		name := planner.PeerName(h.ns, mesh.Name, clusterName(1), "location:c")
-		eventually(t, converge, "location c's Peer created", func() error {
+		framework.EventuallyT(t, converge, "location c's Peer created", func() error {
 			if h.peers(t, 0, uid)[name] == nil {
 				return errors.New("not yet")
 			}
 			return nil
 		})
-		eventually(t, converge, "location c's Peer pruned once its node expired", func() error {
+		framework.EventuallyT(t, converge, "location c's Peer pruned once its node expired", func() error {
 			if h.peers(t, 0, uid)[name] != nil {
 				return errors.New("still there")
 			}
@@ -132,12 +132,12 @@ func TestReconcileLifecycle(t *testing.T) {
 		if _, err := res.Patch(h.ctx, name, types.MergePatchType, []byte(`{"spec":{"allowedIPs":["10.99.0.0/24"],"persistentKeepalive":7}}`), metav1.PatchOptions{}); err != nil {
 			t.Fatal(err)
 		}
-		eventually(t, converge, "the edit undone", func() error { return h.matchesPlan(t, mesh, 2) })
+		framework.EventuallyT(t, converge, "the edit undone", func() error { return h.matchesPlan(t, mesh, 2) })
 		old := h.peers(t, 1, uid)[name]
 		if err := res.Delete(h.ctx, name, metav1.DeleteOptions{}); err != nil {
 			t.Fatal(err)
 		}
-		eventually(t, converge, "the Peer back", func() error {
+		framework.EventuallyT(t, converge, "the Peer back", func() error {
 			if p := h.peers(t, 1, uid)[name]; p == nil || p.UID == old.UID {
 				return errors.New("not back yet")
 			}
@@ -147,7 +147,7 @@ func TestReconcileLifecycle(t *testing.T) {
 
 	t.Run("deleting the mesh removes its Peers", func(t *testing.T) {
 		h.deleteMesh(t, mesh.Name)
-		eventually(t, converge, "mesh and Peers gone", func() error {
+		framework.EventuallyT(t, converge, "mesh and Peers gone", func() error {
 			if h.mesh(t, mesh.Name) != nil {
 				return errors.New("mesh still there")
 			}
@@ -191,7 +191,7 @@ func TestReconcileNeverTouchesForeignPeers(t *testing.T) {
 
 	h.reconciler(t, "only", nil)
 	mesh := h.createMesh(t, name, 2)
-	eventually(t, converge, "Ready", func() error {
+	framework.EventuallyT(t, converge, "Ready", func() error {
 		if n := len(h.peers(t, 1, string(mesh.UID))); n != 1 {
 			return fmt.Errorf("cluster 1 holds %d Peers", n)
 		}
@@ -203,7 +203,7 @@ func TestReconcileNeverTouchesForeignPeers(t *testing.T) {
 	if got := len(h.peers(t, 1, string(mesh.UID))); got != 1 {
 		t.Errorf("cluster 1 holds %d of the mesh's Peers, want location b only", got)
 	}
-	eventually(t, converge, "conflict events", func() error {
+	framework.EventuallyT(t, converge, "conflict events", func() error {
 		for _, reason := range []string{planner.ConflictNameTaken, planner.ConflictPublicKeyInUse} {
 			if len(h.events(t, name, reason)) == 0 {
 				return fmt.Errorf("no %s event", reason)
@@ -213,7 +213,7 @@ func TestReconcileNeverTouchesForeignPeers(t *testing.T) {
 	})
 
 	h.deleteMesh(t, name)
-	eventually(t, converge, "mesh gone", func() error {
+	framework.EventuallyT(t, converge, "mesh gone", func() error {
 		if h.mesh(t, name) != nil {
 			return errors.New("still there")
 		}
@@ -237,15 +237,15 @@ func TestReconcileUnreachableCluster(t *testing.T) {
 	h.reconciler(t, "only", func(o *Options) { o.MeshDeletionTimeout = 5 * time.Second })
 	mesh := h.createMesh(t, "far", 2)
 	uid := string(mesh.UID)
-	eventually(t, converge, "Peers as planned", func() error { return h.matchesPlan(t, mesh, 2) })
-	eventually(t, converge, "Ready", func() error { return ready(h.mesh(t, mesh.Name)) })
+	framework.EventuallyT(t, converge, "Peers as planned", func() error { return h.matchesPlan(t, mesh, 2) })
+	framework.EventuallyT(t, converge, "Ready", func() error { return ready(h.mesh(t, mesh.Name)) })
 	kept := h.peers(t, 0, uid)
 	onFar := h.peers(t, 1, uid)
 
 	if err := h.env.StopCluster(1); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, converge, "ClustersReachable False", func() error {
+	framework.EventuallyT(t, converge, "ClustersReachable False", func() error {
 		m := h.mesh(t, mesh.Name)
 		c := meta.FindStatusCondition(m.Status.Conditions, meshv1alpha1.ConditionClustersReachable)
 		if c == nil || c.Status != metav1.ConditionFalse || !strings.Contains(c.Message, clusterName(1)) {
@@ -266,14 +266,14 @@ func TestReconcileUnreachableCluster(t *testing.T) {
 	if err := h.env.StartCluster(h.ctx, 1); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, 2*converge, "Ready again", func() error { return ready(h.mesh(t, mesh.Name)) })
+	framework.EventuallyT(t, 2*converge, "Ready again", func() error { return ready(h.mesh(t, mesh.Name)) })
 
 	// Deleting with cluster 1 down: cluster 0 is cleaned at once, the mesh
 	// waits for cluster 1 until the timeout, then goes with a warning.
 	if err := h.env.StopCluster(1); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, converge, "unreachable again", func() error {
+	framework.EventuallyT(t, converge, "unreachable again", func() error {
 		c := meta.FindStatusCondition(h.mesh(t, mesh.Name).Status.Conditions, meshv1alpha1.ConditionClustersReachable)
 		if c == nil || c.Status != metav1.ConditionFalse {
 			return fmt.Errorf("ClustersReachable = %+v", c)
@@ -281,7 +281,7 @@ func TestReconcileUnreachableCluster(t *testing.T) {
 		return nil
 	})
 	h.deleteMesh(t, mesh.Name)
-	eventually(t, converge, "cluster 0 cleaned, waiting", func() error {
+	framework.EventuallyT(t, converge, "cluster 0 cleaned, waiting", func() error {
 		if n := len(h.peers(t, 0, uid)); n > 0 {
 			return fmt.Errorf("cluster 0 holds %d Peers", n)
 		}
@@ -294,7 +294,7 @@ func TestReconcileUnreachableCluster(t *testing.T) {
 		}
 		return nil
 	})
-	eventually(t, converge, "released", func() error {
+	framework.EventuallyT(t, converge, "released", func() error {
 		if h.mesh(t, mesh.Name) != nil {
 			return errors.New("still there")
 		}
@@ -317,7 +317,7 @@ func TestReconcileLeaderElection(t *testing.T) {
 	h.nodes(t, 1)
 	a, stopA := h.reconciler(t, "a", nil)
 	b, stopB := h.reconciler(t, "b", nil)
-	eventually(t, converge, "one leader", func() error {
+	framework.EventuallyT(t, converge, "one leader", func() error {
 		if a.Leading() == b.Leading() {
 			return fmt.Errorf("a leading %v, b leading %v", a.Leading(), b.Leading())
 		}
@@ -328,13 +328,13 @@ func TestReconcileLeaderElection(t *testing.T) {
 		leader, standby, stopLeader = b, a, stopB
 	}
 	mesh := h.createMesh(t, "elected", 2)
-	eventually(t, converge, "Peers as planned", func() error { return h.matchesPlan(t, mesh, 2) })
+	framework.EventuallyT(t, converge, "Peers as planned", func() error { return h.matchesPlan(t, mesh, 2) })
 	if standby.Leading() || !leader.Leading() {
 		t.Fatal("leadership moved without a failure")
 	}
 
 	stopLeader()
-	eventually(t, converge, "the standby leading", func() error {
+	framework.EventuallyT(t, converge, "the standby leading", func() error {
 		if !standby.Leading() {
 			return errors.New("not yet")
 		}
@@ -344,5 +344,5 @@ func TestReconcileLeaderElection(t *testing.T) {
 	if err := h.env.Dynamic(1, framework.UserAdmin).Resource(kilov1alpha1.PeerResource).Delete(h.ctx, name, metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, converge, "the new leader restores the Peer", func() error { return h.matchesPlan(t, mesh, 2) })
+	framework.EventuallyT(t, converge, "the new leader restores the Peer", func() error { return h.matchesPlan(t, mesh, 2) })
 }

@@ -3,14 +3,12 @@
 package e2e
 
 import (
-	"bufio"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"maps"
 	"slices"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -23,6 +21,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
 	"sigs.k8s.io/yaml"
 
 	kilov1alpha1 "github.com/kilo-mesh/kilo-mesh-apiserver/pkg/apis/kilo/v1alpha1"
@@ -278,23 +277,6 @@ func (rc *rcEnv) allMatchView(t *testing.T, mesh *meshv1alpha1.ClusterMesh, clus
 	return errors.Join(errs...)
 }
 
-// eventually polls f until it succeeds or timeout passes, and returns how
-// long it took.
-func eventually(t *testing.T, timeout time.Duration, what string, f func() error) time.Duration {
-	t.Helper()
-	start := time.Now()
-	var err error
-	for {
-		if err = f(); err == nil {
-			return time.Since(start)
-		}
-		if time.Since(start) > timeout {
-			t.Fatalf("%s: not within %s: %v", what, timeout, err)
-		}
-		time.Sleep(200 * time.Millisecond)
-	}
-}
-
 func wantCondition(mesh *meshv1alpha1.ClusterMesh, typ string, status metav1.ConditionStatus, reason string) error {
 	if mesh == nil {
 		return errors.New("the mesh is gone")
@@ -374,67 +356,14 @@ func (rc *rcEnv) unchanged(t *testing.T, i int, want map[string]*kilov1alpha1.Pe
 	return nil
 }
 
-// writes sums the write requests kube-apiserver i (or the mesh server)
-// served for a resource, from apiserver_request_total.
-func writes(metrics []byte, group, resource string) float64 {
-	var sum float64
-	s := bufio.NewScanner(strings.NewReader(string(metrics)))
-	s.Buffer(make([]byte, 1<<20), 1<<20)
-	for s.Scan() {
-		line := s.Text()
-		if !strings.HasPrefix(line, "apiserver_request_total{") ||
-			!strings.Contains(line, `group="`+group+`"`) || !strings.Contains(line, `resource="`+resource+`"`) {
-			continue
-		}
-		write := false
-		for _, v := range []string{"POST", "PUT", "PATCH", "APPLY", "DELETE", "DELETECOLLECTION"} {
-			write = write || strings.Contains(line, `verb="`+v+`"`)
-		}
-		if !write {
-			continue
-		}
-		f := strings.Fields(line)
-		if v, err := strconv.ParseFloat(f[len(f)-1], 64); err == nil {
-			sum += v
-		}
-	}
-	return sum
-}
-
-func (rc *rcEnv) clusterMetrics(t *testing.T, i int) []byte {
+// scrape reads /metrics of the API server cfg points at.
+func scrape(t *testing.T, cfg *rest.Config) []byte {
 	t.Helper()
-	raw, err := rc.kube(i).Discovery().RESTClient().Get().AbsPath("/metrics").DoRaw(context.Background())
-	if err != nil {
-		t.Fatalf("metrics of cluster %d: %v", i, err)
-	}
-	return raw
-}
-
-func serverMetrics(t *testing.T, m *framework.MeshServer) []byte {
-	t.Helper()
-	client, err := kubernetes.NewForConfig(m.DirectRESTConfig(framework.UserAdmin))
+	raw, err := framework.Scrape(context.Background(), cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
-	raw, err := client.Discovery().RESTClient().Get().AbsPath("/metrics").DoRaw(context.Background())
-	if err != nil {
-		t.Fatalf("metrics of the mesh server: %v", err)
-	}
 	return raw
-}
-
-// metricSum sums the samples of a metric (any labels) in a scrape.
-func metricSum(metrics []byte, name string) float64 {
-	var sum float64
-	for _, line := range strings.Split(string(metrics), "\n") {
-		if strings.HasPrefix(line, name+"{") || strings.HasPrefix(line, name+" ") {
-			f := strings.Fields(line)
-			if v, err := strconv.ParseFloat(f[len(f)-1], 64); err == nil {
-				sum += v
-			}
-		}
-	}
-	return sum
 }
 
 func toUnstructured(obj map[string]any) *unstructured.Unstructured {
@@ -467,7 +396,7 @@ func TestReconciler(t *testing.T) {
 	mesh := rc.createMesh(t, name)
 
 	t.Run("Peers appear on every cluster and match the peers view", func(t *testing.T) {
-		took := eventually(t, rcConverge, "Peers as the view shows", func() error { return rc.allMatchView(t, mesh) })
+		took := framework.EventuallyT(t, rcConverge, "Peers as the view shows", func() error { return rc.allMatchView(t, mesh) })
 		t.Logf("Peers on %d clusters match the view %s after the mesh was created", rcClusters, took.Round(time.Millisecond))
 		for i := range rcClusters {
 			have, err := rc.peers(t, i, mesh.UID)
@@ -495,7 +424,7 @@ func TestReconciler(t *testing.T) {
 	})
 
 	t.Run("status reports conditions and per-cluster figures", func(t *testing.T) {
-		eventually(t, rcConverge, "Ready", func() error {
+		framework.EventuallyT(t, rcConverge, "Ready", func() error {
 			return wantCondition(rc.mesh(t, name), meshv1alpha1.ConditionReady, metav1.ConditionTrue, reconciler.ReasonReady)
 		})
 		m := rc.mesh(t, name)
@@ -531,7 +460,7 @@ func TestReconciler(t *testing.T) {
 	})
 
 	t.Run("events name skipped nodes and conflicts", func(t *testing.T) {
-		eventually(t, rcConverge, "events", func() error {
+		framework.EventuallyT(t, rcConverge, "events", func() error {
 			skipped := rc.events(t, name, reconciler.EventNodesSkipped)
 			if !slices.ContainsFunc(skipped, func(m string) bool { return strings.Contains(m, "(NoPodCIDR): c1-nopod") }) {
 				return fmt.Errorf("no NodesSkipped event for c1-nopod: %q", skipped)
@@ -561,7 +490,7 @@ func TestReconciler(t *testing.T) {
 			t.Fatal(err)
 		}
 		rc.keys[1]["c1-a1"] = key
-		took := eventually(t, rcConverge, "new key on clusters 0 and 2", func() error {
+		took := framework.EventuallyT(t, rcConverge, "new key on clusters 0 and 2", func() error {
 			for _, i := range []int{0, 2} {
 				p, err := rc.peerOf(t, mesh, i, 1, "location:a")
 				if err != nil {
@@ -580,7 +509,7 @@ func TestReconciler(t *testing.T) {
 		if err := rc.env.AnnotateNode(ctx, 2, "c2-b1", map[string]string{kilov1alpha1.AnnotationEndpoint: "198.51.100.23:51821"}); err != nil {
 			t.Fatal(err)
 		}
-		eventually(t, rcConverge, "new endpoint on clusters 0 and 1", func() error {
+		framework.EventuallyT(t, rcConverge, "new endpoint on clusters 0 and 1", func() error {
 			for _, i := range []int{0, 1} {
 				p, err := rc.peerOf(t, mesh, i, 2, "location:b")
 				if err != nil {
@@ -598,7 +527,7 @@ func TestReconciler(t *testing.T) {
 		if err := rc.env.AnnotateNode(ctx, 0, "c0-a2", map[string]string{kilov1alpha1.AnnotationLeader: "true"}); err != nil {
 			t.Fatal(err)
 		}
-		eventually(t, rcConverge, "location a of cluster 0 led by c0-a2", func() error {
+		framework.EventuallyT(t, rcConverge, "location a of cluster 0 led by c0-a2", func() error {
 			for _, i := range []int{1, 2} {
 				p, err := rc.peerOf(t, mesh, i, 0, "location:a")
 				if err != nil {
@@ -634,11 +563,11 @@ func TestReconciler(t *testing.T) {
 				return nil
 			}
 		}
-		eventually(t, rcConverge, "the new node's pod CIDR advertised", has(true))
+		framework.EventuallyT(t, rcConverge, "the new node's pod CIDR advertised", has(true))
 		if err := rc.kube(2).CoreV1().Nodes().Delete(ctx, k.Name, metav1.DeleteOptions{}); err != nil {
 			t.Fatal(err)
 		}
-		eventually(t, rcConverge, "the deleted node's pod CIDR withdrawn", has(false))
+		framework.EventuallyT(t, rcConverge, "the deleted node's pod CIDR withdrawn", has(false))
 		if err := rc.allMatchView(t, mesh); err != nil {
 			t.Error(err)
 		}
@@ -652,7 +581,7 @@ func TestReconciler(t *testing.T) {
 		if err := rc.dyn(2).Resource(kilov1alpha1.PeerResource).Delete(ctx, p.Name, metav1.DeleteOptions{}); err != nil {
 			t.Fatal(err)
 		}
-		took := eventually(t, rcConverge, "the Peer recreated", func() error {
+		took := framework.EventuallyT(t, rcConverge, "the Peer recreated", func() error {
 			q, err := rc.peerOf(t, mesh, 2, 0, "location:b")
 			if err != nil {
 				return err
@@ -677,21 +606,29 @@ func TestReconciler(t *testing.T) {
 		if _, err := rc.dyn(1).Resource(kilov1alpha1.PeerResource).Patch(ctx, p.Name, types.MergePatchType, patch, metav1.PatchOptions{}); err != nil {
 			t.Fatal(err)
 		}
-		eventually(t, rcConverge, "the Peer restored", func() error { return rc.matchesView(t, mesh, 1) })
+		framework.EventuallyT(t, rcConverge, "the Peer restored", func() error { return rc.matchesView(t, mesh, 1) })
 	})
 
 	t.Run("steady state writes nothing", func(t *testing.T) {
-		eventually(t, rcConverge, "Ready", func() error {
+		framework.EventuallyT(t, rcConverge, "Ready", func() error {
 			return wantCondition(rc.mesh(t, name), meshv1alpha1.ConditionReady, metav1.ConditionTrue, reconciler.ReasonReady)
 		})
 		// Let the last writes' echoes settle.
 		time.Sleep(3 * time.Second)
+		writes := func(cfg *rest.Config, group, resource string) float64 {
+			t.Helper()
+			w, err := framework.RequestWrites(scrape(t, cfg), group, resource)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return w
+		}
 		count := func() (peers, meshes, leases float64) {
 			for i := range rcClusters {
-				peers += writes(rc.clusterMetrics(t, i), kilov1alpha1.GroupName, "peers")
+				peers += writes(rc.env.RESTConfig(i, framework.UserAdmin), kilov1alpha1.GroupName, "peers")
 			}
-			meshes = writes(serverMetrics(t, rc.server), meshv1alpha1.GroupName, "clustermeshes")
-			leases = writes(rc.clusterMetrics(t, framework.HostCluster), "coordination.k8s.io", "leases")
+			meshes = writes(rc.server.DirectRESTConfig(framework.UserAdmin), meshv1alpha1.GroupName, "clustermeshes")
+			leases = writes(rc.env.RESTConfig(framework.HostCluster, framework.UserAdmin), "coordination.k8s.io", "leases")
 			return
 		}
 		p0, m0, l0 := count()
@@ -717,7 +654,7 @@ func TestReconciler(t *testing.T) {
 		if err := rc.env.StopCluster(2); err != nil {
 			t.Fatal(err)
 		}
-		eventually(t, 2*rcConverge, "ClustersReachable False", func() error {
+		framework.EventuallyT(t, 2*rcConverge, "ClustersReachable False", func() error {
 			m := rc.mesh(t, name)
 			if err := wantCondition(m, meshv1alpha1.ConditionClustersReachable, metav1.ConditionFalse, reconciler.ReasonUnreachable); err != nil {
 				return err
@@ -736,7 +673,7 @@ func TestReconciler(t *testing.T) {
 		if err := rc.env.AnnotateNode(ctx, 0, "c0-b1", map[string]string{kilov1alpha1.AnnotationEndpoint: "198.51.100.3:51820"}); err != nil {
 			t.Fatal(err)
 		}
-		eventually(t, rcConverge, "cluster-0's change on cluster 1", func() error {
+		framework.EventuallyT(t, rcConverge, "cluster-0's change on cluster 1", func() error {
 			p, err := rc.peerOf(t, mesh, 1, 0, "location:b")
 			if err != nil {
 				return err
@@ -767,7 +704,7 @@ func TestReconciler(t *testing.T) {
 		if err := rc.env.TouchKiloNodes(ctx, 2); err != nil {
 			t.Fatal(err)
 		}
-		took := eventually(t, 3*rcConverge, "Ready again", func() error {
+		took := framework.EventuallyT(t, 3*rcConverge, "Ready again", func() error {
 			if err := wantCondition(rc.mesh(t, name), meshv1alpha1.ConditionReady, metav1.ConditionTrue, reconciler.ReasonReady); err != nil {
 				return err
 			}
@@ -802,7 +739,7 @@ func TestReconciler(t *testing.T) {
 			if err := rc.dyn(i).Resource(kilov1alpha1.PeerResource).Delete(ctx, p.Name, metav1.DeleteOptions{}); err != nil {
 				t.Fatal(err)
 			}
-			eventually(t, rcConverge, "the deleted Peer back", func() error {
+			framework.EventuallyT(t, rcConverge, "the deleted Peer back", func() error {
 				q, err := rc.peerOf(t, mesh, i, src, group)
 				if err == nil && q.UID == p.UID {
 					return errors.New("not replaced yet")
@@ -811,12 +748,20 @@ func TestReconciler(t *testing.T) {
 			})
 		}
 		const written = "kilo_mesh_peer_writes_total"
+		wrote := func(m *framework.MeshServer) (float64, error) {
+			return framework.MetricSum(scrape(t, m.DirectRESTConfig(framework.UserAdmin)), written)
+		}
 		restore(0, 2, "location:a")
-		if w := metricSum(serverMetrics(t, second), written); w != 0 {
+		switch w, err := wrote(second); {
+		case errors.Is(err, framework.ErrNoSamples):
+			// Never wrote: the counter has no sample before its first write.
+		case err != nil:
+			t.Fatal(err)
+		case w != 0:
 			t.Errorf("the standby replica wrote %v Peers", w)
 		}
-		if w := metricSum(serverMetrics(t, rc.server), written); w == 0 {
-			t.Error("the leader reports no Peer writes")
+		if w, err := wrote(rc.server); err != nil || w == 0 {
+			t.Errorf("the leader reports no Peer writes: %v %v", w, err)
 		}
 		if h := holder(); h != first {
 			t.Errorf("the Lease moved from %s to %s without a failure", first, h)
@@ -829,7 +774,7 @@ func TestReconciler(t *testing.T) {
 		if err := rc.server.Stop(); err != nil {
 			t.Fatal(err)
 		}
-		took := eventually(t, rcConverge, "the standby leading", func() error {
+		took := framework.EventuallyT(t, rcConverge, "the standby leading", func() error {
 			if h := holder(); h == first || h == "" {
 				return fmt.Errorf("holder %q", h)
 			}
@@ -837,8 +782,8 @@ func TestReconciler(t *testing.T) {
 		})
 		t.Logf("standby took over %s after the leader stopped", took.Round(time.Millisecond))
 		restore(1, 0, "location:b")
-		if w := metricSum(serverMetrics(t, second), written); w == 0 {
-			t.Error("the new leader reports no Peer writes")
+		if w, err := wrote(second); err != nil || w == 0 {
+			t.Errorf("the new leader reports no Peer writes: %v %v", w, err)
 		}
 		if err := second.Stop(); err != nil {
 			t.Fatal(err)
@@ -848,19 +793,19 @@ func TestReconciler(t *testing.T) {
 		if err := rc.server.Start(startCtx); err != nil {
 			t.Fatalf("restarting the first server: %v", err)
 		}
-		eventually(t, rcConverge, "Peers as the view shows", func() error { return rc.allMatchView(t, mesh) })
+		framework.EventuallyT(t, rcConverge, "Peers as the view shows", func() error { return rc.allMatchView(t, mesh) })
 	})
 
 	t.Run("metrics and readyz", func(t *testing.T) {
 		// The restarted server leads again once the standby let go.
-		eventually(t, rcConverge, "the restarted server reconciling", func() error {
-			m := serverMetrics(t, rc.server)
+		framework.EventuallyT(t, rcConverge, "the restarted server reconciling", func() error {
+			m := scrape(t, rc.server.DirectRESTConfig(framework.UserAdmin))
 			for _, name := range []string{
 				"kilo_mesh_reconcile_duration_seconds_count", "kilo_mesh_queue_depth",
 				"kilo_mesh_peers_managed", "kilo_mesh_cluster_reachable",
 			} {
-				if !strings.Contains(string(m), name) {
-					return fmt.Errorf("/metrics lacks %s", name)
+				if _, err := framework.MetricSum(m, name); err != nil {
+					return err
 				}
 			}
 			return nil
@@ -882,7 +827,7 @@ func TestReconciler(t *testing.T) {
 		if err := rc.meshes().Delete(ctx, name, metav1.DeleteOptions{}); err != nil {
 			t.Fatal(err)
 		}
-		took := eventually(t, rcConverge, "the mesh and its Peers gone", func() error {
+		took := framework.EventuallyT(t, rcConverge, "the mesh and its Peers gone", func() error {
 			if rc.mesh(t, name) != nil {
 				return errors.New("the mesh is still there")
 			}
@@ -908,8 +853,8 @@ func TestReconciler(t *testing.T) {
 	t.Run("deleting a mesh with an unreachable member waits, then releases it with a warning", func(t *testing.T) {
 		const name2 = "mesh-two"
 		mesh2 := rc.createMesh(t, name2)
-		eventually(t, rcConverge, "Peers as the view shows", func() error { return rc.allMatchView(t, mesh2) })
-		eventually(t, rcConverge, "status with applied Peers", func() error {
+		framework.EventuallyT(t, rcConverge, "Peers as the view shows", func() error { return rc.allMatchView(t, mesh2) })
+		framework.EventuallyT(t, rcConverge, "status with applied Peers", func() error {
 			return wantCondition(rc.mesh(t, name2), meshv1alpha1.ConditionPeersApplied, metav1.ConditionTrue, "")
 		})
 		left, err := rc.peers(t, 2, mesh2.UID)
@@ -919,14 +864,14 @@ func TestReconciler(t *testing.T) {
 		if err := rc.env.StopCluster(2); err != nil {
 			t.Fatal(err)
 		}
-		eventually(t, 2*rcConverge, "cluster 2 unreachable", func() error {
+		framework.EventuallyT(t, 2*rcConverge, "cluster 2 unreachable", func() error {
 			return wantCondition(rc.mesh(t, name2), meshv1alpha1.ConditionClustersReachable, metav1.ConditionFalse, "")
 		})
 		deleted := time.Now()
 		if err := rc.meshes().Delete(ctx, name2, metav1.DeleteOptions{}); err != nil {
 			t.Fatal(err)
 		}
-		eventually(t, rcConverge, "the deletion waiting for cluster-2", func() error {
+		framework.EventuallyT(t, rcConverge, "the deletion waiting for cluster-2", func() error {
 			m := rc.mesh(t, name2)
 			if err := wantCondition(m, meshv1alpha1.ConditionReady, metav1.ConditionFalse, reconciler.ReasonRemovalBlocked); err != nil {
 				return err
@@ -945,7 +890,7 @@ func TestReconciler(t *testing.T) {
 			}
 			return nil
 		})
-		eventually(t, rcDeletionTimeout+rcConverge, "the mesh released", func() error {
+		framework.EventuallyT(t, rcDeletionTimeout+rcConverge, "the mesh released", func() error {
 			if rc.mesh(t, name2) != nil {
 				return errors.New("still there")
 			}

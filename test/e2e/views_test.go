@@ -25,6 +25,9 @@ import (
 // Nodes (cluster 1 in location granularity, cluster 2 in full), the real
 // server behind the aggregation layer, read with kubectl get --raw.
 
+// viewsSettle bounds how long a change on a member cluster takes to show in the views.
+const viewsSettle = 30 * time.Second
+
 const viewsMesh = `apiVersion: mesh.kilo.squat.ai/v1alpha1
 kind: ClusterMesh
 metadata:
@@ -167,14 +170,6 @@ func (v *viewsEnv) plan(t *testing.T) *meshv1alpha1.ClusterMeshPlan {
 	return p
 }
 
-// waitFor polls f until it holds.
-func waitFor(t *testing.T, what string, f func() error) {
-	t.Helper()
-	if err := framework.Eventually(context.Background(), 200*time.Millisecond, 30*time.Second, func(context.Context) error { return f() }); err != nil {
-		t.Fatalf("%s: %v", what, err)
-	}
-}
-
 func clusterPlan(p *meshv1alpha1.ClusterMeshPlan, name string) *meshv1alpha1.ClusterPlan {
 	for i := range p.Clusters {
 		if p.Clusters[i].Name == name {
@@ -198,7 +193,7 @@ func TestViews(t *testing.T) {
 
 	t.Run("plan explains every node and group", func(t *testing.T) {
 		var p *meshv1alpha1.ClusterMeshPlan
-		waitFor(t, "all clusters reachable in the plan", func() error {
+		framework.EventuallyT(t, viewsSettle, "all clusters reachable in the plan", func() error {
 			p = v.plan(t)
 			for _, c := range p.Clusters {
 				if !c.Reachable {
@@ -308,7 +303,7 @@ func TestViews(t *testing.T) {
 		if err := v.env.AnnotateNode(context.Background(), 1, "w3", map[string]string{kilov1alpha1.AnnotationKey: key}); err != nil {
 			t.Fatal(err)
 		}
-		waitFor(t, "the new key in the peers of east", func() error {
+		framework.EventuallyT(t, viewsSettle, "the new key in the peers of east", func() error {
 			out, err := v.raw(t, framework.UserViewerA, "peers?cluster=east")
 			if err != nil {
 				return err
@@ -341,7 +336,7 @@ func TestViews(t *testing.T) {
 		if _, err := v.env.Client(framework.HostCluster, framework.UserAdmin).CoreV1().Secrets(v.ns).Update(context.Background(), secret, metav1.UpdateOptions{}); err != nil {
 			t.Fatal(err)
 		}
-		waitFor(t, "west showing cluster 2's nodes", func() error {
+		framework.EventuallyT(t, viewsSettle, "west showing cluster 2's nodes", func() error {
 			west := clusterPlan(v.plan(t), "west")
 			if nodeDecision(west, "n1") == nil || nodeDecision(west, "w1") != nil {
 				return fmt.Errorf("west still shows %d nodes of cluster 1", len(west.Nodes))
@@ -352,7 +347,7 @@ func TestViews(t *testing.T) {
 		if _, err := v.env.Client(framework.HostCluster, framework.UserAdmin).CoreV1().Secrets(v.ns).Update(context.Background(), secret, metav1.UpdateOptions{}); err != nil {
 			t.Fatal(err)
 		}
-		waitFor(t, "west back on cluster 1", func() error {
+		framework.EventuallyT(t, viewsSettle, "west back on cluster 1", func() error {
 			if nodeDecision(clusterPlan(v.plan(t), "west"), "w1") == nil {
 				return fmt.Errorf("west not back on cluster 1")
 			}
@@ -377,7 +372,7 @@ func TestViews(t *testing.T) {
 			if _, err := v.env.Client(framework.HostCluster, framework.UserAdmin).CoreV1().Secrets(v.ns).Update(context.Background(), secret, metav1.UpdateOptions{}); err != nil {
 				t.Fatal(err)
 			}
-			waitFor(t, rule+" named in the plan", func() error {
+			framework.EventuallyT(t, viewsSettle, rule+" named in the plan", func() error {
 				north := clusterPlan(v.plan(t), "north")
 				if north.Reachable || !strings.Contains(north.Error, rule) {
 					return fmt.Errorf("north: reachable %v, error %q", north.Reachable, north.Error)
@@ -392,7 +387,7 @@ func TestViews(t *testing.T) {
 		if _, err := v.env.Client(framework.HostCluster, framework.UserAdmin).CoreV1().Secrets(v.ns).Update(context.Background(), secret, metav1.UpdateOptions{}); err != nil {
 			t.Fatal(err)
 		}
-		waitFor(t, "north reachable again", func() error {
+		framework.EventuallyT(t, viewsSettle, "north reachable again", func() error {
 			if north := clusterPlan(v.plan(t), "north"); !north.Reachable {
 				return fmt.Errorf("north: %s", north.Error)
 			}
@@ -404,7 +399,7 @@ func TestViews(t *testing.T) {
 		if err := v.env.StopCluster(2); err != nil {
 			t.Fatal(err)
 		}
-		waitFor(t, "north unreachable", func() error {
+		framework.EventuallyT(t, viewsSettle, "north unreachable", func() error {
 			p := v.plan(t)
 			if north := clusterPlan(p, "north"); north.Reachable {
 				return fmt.Errorf("north still reachable")
@@ -425,7 +420,7 @@ func TestViews(t *testing.T) {
 		if err := v.env.StartCluster(context.Background(), 2); err != nil {
 			t.Fatal(err)
 		}
-		waitFor(t, "north reachable again", func() error {
+		framework.EventuallyT(t, viewsSettle, "north reachable again", func() error {
 			if north := clusterPlan(v.plan(t), "north"); !north.Reachable {
 				return fmt.Errorf("north: %s", north.Error)
 			}

@@ -823,29 +823,3 @@ func (e *Env) setupTenants(ctx context.Context) error {
 	}
 	return nil
 }
-
-// Eventually calls f every interval until it returns nil, ctx ends or
-// timeout passes; the error then carries f's last error. For conditions
-// that settle asynchronously (reconciliation, RBAC caches: delegated
-// authorization caches answers for 10 s).
-func Eventually(ctx context.Context, interval, timeout time.Duration, f func(context.Context) error) error {
-	return poll(ctx, interval, timeout, f)
-}
-
-// poll calls f every interval until it returns nil, ctx ends or timeout
-// passes; the error then carries f's last error.
-func poll(ctx context.Context, interval, timeout time.Duration, f func(context.Context) error) error {
-	ctx, cancel := context.WithTimeout(ctx, timeout)
-	defer cancel()
-	for {
-		err := f(ctx)
-		if err == nil {
-			return nil
-		}
-		select {
-		case <-ctx.Done():
-			return fmt.Errorf("%w (last error: %v)", ctx.Err(), err)
-		case <-time.After(interval):
-		}
-	}
-}
