@@ -3,56 +3,23 @@ package apiserver
 import (
 	"context"
 	"fmt"
-	"net"
 	"testing"
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/apimachinery/pkg/runtime/schema"
 	genericapirequest "k8s.io/apiserver/pkg/endpoints/request"
-	"k8s.io/apiserver/pkg/registry/generic"
-	genericregistry "k8s.io/apiserver/pkg/registry/generic/registry"
 	"k8s.io/apiserver/pkg/registry/rest"
-	"k8s.io/apiserver/pkg/storage/storagebackend"
 	"k8s.io/client-go/tools/cache"
 
 	meshv1alpha1 "github.com/kilo-mesh/kilo-mesh-apiserver/pkg/apis/mesh/v1alpha1"
-	"github.com/kilo-mesh/kilo-mesh-apiserver/pkg/etcd"
 	"github.com/kilo-mesh/kilo-mesh-apiserver/pkg/registry/clustermesh"
+	"github.com/kilo-mesh/kilo-mesh-apiserver/test/framework/storagetest"
 )
-
-type optsGetter struct{ opts generic.RESTOptions }
-
-func (g optsGetter) GetRESTOptions(schema.GroupResource, runtime.Object) (generic.RESTOptions, error) {
-	return g.opts, nil
-}
-
-func freeURL(t *testing.T) string {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	return fmt.Sprintf("http://%s", l.Addr())
-}
 
 // TestMeshInformer: the in-process informer sees meshes of every namespace
 // as they are created, updated and deleted through the real storage.
 func TestMeshInformer(t *testing.T) {
-	client := freeURL(t)
-	server, err := etcd.Start(context.Background(), etcd.Config{DataDir: t.TempDir(), ClientURL: client, PeerURL: freeURL(t)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(server.Close)
-	config := storagebackend.NewDefaultConfig(etcdPathPrefix, Codecs.LegacyCodec(meshv1alpha1.SchemeGroupVersion))
-	config.Transport.ServerList = []string{client}
-	meshes, _, err := clustermesh.NewREST(Scheme, optsGetter{generic.RESTOptions{
-		StorageConfig: config.ForResource(meshv1alpha1.Resource("clustermeshes")), Decorator: genericregistry.StorageWithCacher(),
-		DeleteCollectionWorkers: 1, ResourcePrefix: "clustermeshes",
-	}})
+	meshes, _, err := clustermesh.NewREST(Scheme, storagetest.RESTOptions(t, NewOptions().RecommendedOptions.Etcd))
 	if err != nil {
 		t.Fatal(err)
 	}

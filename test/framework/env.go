@@ -437,7 +437,7 @@ func randomHex(n int) string {
 }
 
 func (e *Env) startEtcd(ctx context.Context) error {
-	ports, err := freePorts(2)
+	ports, err := FreePorts(2)
 	if err != nil {
 		return err
 	}
@@ -480,7 +480,7 @@ func (e *Env) startEtcd(ctx context.Context) error {
 }
 
 func (e *Env) startClusters(ctx context.Context) error {
-	ports, err := freePorts(len(e.clusters))
+	ports, err := FreePorts(len(e.clusters))
 	if err != nil {
 		return err
 	}

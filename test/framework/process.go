@@ -189,20 +189,11 @@ func tailFile(path string, n int) string {
 	return string(bytes.Join(lines, []byte("\n")))
 }
 
-// freePort asks the kernel for a free TCP port on 127.0.0.1. The port is
-// released before it is used, so another process may grab it in between; the
-// window is short and the caller sees a clear start error if it happens.
-func freePort() (int, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, err
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port, nil
-}
-
-// freePorts returns n distinct free ports.
-func freePorts(n int) ([]int, error) {
+// FreePorts returns n distinct free TCP ports on 127.0.0.1. The ports are
+// released before they are used, so another process may grab one in
+// between; the window is short and the caller sees a clear start error if
+// it happens.
+func FreePorts(n int) ([]int, error) {
 	// Hold all listeners open until every port is known, so the kernel
 	// hands out distinct ports.
 	var ls []net.Listener

@@ -2,8 +2,6 @@ package clustermesh_test
 
 import (
 	"context"
-	"fmt"
-	"net"
 	"testing"
 
 	apiequality "k8s.io/apimachinery/pkg/api/equality"
@@ -11,47 +9,25 @@ import (
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/apimachinery/pkg/runtime/schema"
 	genericapirequest "k8s.io/apiserver/pkg/endpoints/request"
-	"k8s.io/apiserver/pkg/registry/generic"
 	genericregistrytest "k8s.io/apiserver/pkg/registry/generic/testing"
 	"k8s.io/apiserver/pkg/registry/rest"
-	"k8s.io/apiserver/pkg/storage/storagebackend"
 
 	meshv1alpha1 "github.com/kilo-mesh/kilo-mesh-apiserver/pkg/apis/mesh/v1alpha1"
 	"github.com/kilo-mesh/kilo-mesh-apiserver/pkg/apiserver"
-	"github.com/kilo-mesh/kilo-mesh-apiserver/pkg/etcd"
 	"github.com/kilo-mesh/kilo-mesh-apiserver/pkg/registry/clustermesh"
+	"github.com/kilo-mesh/kilo-mesh-apiserver/test/framework/storagetest"
 )
 
-func freeURL(t *testing.T) string {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	return fmt.Sprintf("http://%s", l.Addr())
-}
-
-// newStorage runs the product's own embedded etcd and builds the real storage on it.
+// newStorage builds the real storage, as the server's defaults configure
+// it, on the product's own embedded etcd; only without the watch cache,
+// which answers "storage is (re)initializing" until its first list, while
+// the generic registry tester uses the store as soon as it exists.
 func newStorage(t *testing.T) (*clustermesh.REST, *clustermesh.StatusREST) {
 	t.Helper()
-	client, peer := freeURL(t), freeURL(t)
-	server, err := etcd.Start(context.Background(), etcd.Config{DataDir: t.TempDir(), ClientURL: client, PeerURL: peer})
-	if err != nil {
-		t.Fatalf("starting embedded etcd: %v", err)
-	}
-	t.Cleanup(server.Close)
-	config := storagebackend.NewDefaultConfig("/registry/mesh.kilo.squat.ai", apiserver.Codecs.LegacyCodec(meshv1alpha1.SchemeGroupVersion))
-	config.Transport.ServerList = []string{client}
-	opts := generic.RESTOptions{
-		StorageConfig:           config.ForResource(meshv1alpha1.Resource("clustermeshes")),
-		Decorator:               generic.UndecoratedStorage,
-		DeleteCollectionWorkers: 1,
-		ResourcePrefix:          "clustermeshes",
-	}
-	meshes, status, err := clustermesh.NewREST(apiserver.Scheme, optsGetter{opts})
+	opts := apiserver.NewOptions().RecommendedOptions.Etcd
+	opts.EnableWatchCache = false
+	meshes, status, err := clustermesh.NewREST(apiserver.Scheme, storagetest.RESTOptions(t, opts))
 	if err != nil {
 		t.Fatalf("building storage: %v", err)
 	}
@@ -61,12 +37,6 @@ func newStorage(t *testing.T) (*clustermesh.REST, *clustermesh.StatusREST) {
 
 // testNamespace is the namespace the generic registry tester works in.
 const testNamespace = "test"
-
-type optsGetter struct{ opts generic.RESTOptions }
-
-func (g optsGetter) GetRESTOptions(_ schema.GroupResource, _ runtime.Object) (generic.RESTOptions, error) {
-	return g.opts, nil
-}
 
 func validMesh() *meshv1alpha1.ClusterMesh {
 	return &meshv1alpha1.ClusterMesh{
