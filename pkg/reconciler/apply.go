@@ -8,6 +8,7 @@ import (
 	"sync"
 	"sync/atomic"
 
+	"golang.org/x/sync/errgroup"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -50,59 +51,82 @@ type targetResult struct {
 // ownership check against the cache; a Peer someone else owns is reported
 // and left alone.
 func applyTarget(ctx context.Context, w targetWork) targetResult {
-	res := targetResult{targetOutcome: targetOutcome{reconciled: true}}
-	write := make(map[string]bool, len(w.target.Create)+len(w.target.Update))
-	for _, n := range w.target.Create {
-		write[n] = true
-	}
-	for _, u := range w.target.Update {
-		write[u.Name] = true
-		klog.V(4).InfoS("Peer differs from the plan", "cluster", w.cluster, "peer", u.Name, "fields", u.Fields)
-	}
+	p := newTargetPass(ctx, w)
+	p.applyDesired()
+	p.deleteOwned(w.target.Delete)
+	return p.wait()
+}
 
-	var mu sync.Mutex
-	sem := make(chan struct{}, writeParallelism)
-	var wg sync.WaitGroup
+// targetPass is one pass of writes on one target cluster: the one bounded
+// parallel writer of the reconciler, for a plan's changes and for the
+// removal of a deleted mesh's Peers alike.
+type targetPass struct {
+	targetWork
+	ctx context.Context
+	// writes runs at most writeParallelism writes at once; each write
+	// records its own outcome, so the group's error is not used.
+	writes errgroup.Group
 	// A cluster that stops answering mid-pass would make every remaining
 	// write wait for its timeout: the first failure without an answer from
 	// the API server stops the pass on that cluster.
-	var unreachable atomic.Bool
-	skipped := 0
-	record := func(f func(*targetResult)) {
-		mu.Lock()
-		defer mu.Unlock()
-		f(&res)
-	}
-	failed := func(err error) {
+	unreachable atomic.Bool
+	skipped     atomic.Int64
+
+	mu  sync.Mutex
+	res targetResult
+}
+
+func newTargetPass(ctx context.Context, w targetWork) *targetPass {
+	p := &targetPass{targetWork: w, ctx: ctx, res: targetResult{targetOutcome: targetOutcome{reconciled: true}}}
+	p.writes.SetLimit(writeParallelism)
+	return p
+}
+
+// write runs f in the bounded group, unless the cluster stopped answering.
+func (p *targetPass) write(f func() error) {
+	p.writes.Go(func() error {
+		if p.unreachable.Load() {
+			p.skipped.Add(1)
+			return nil
+		}
 		var status apierrors.APIStatus
-		if !errors.As(err, &status) {
-			unreachable.Store(true)
+		if err := f(); err != nil && !errors.As(err, &status) {
+			p.unreachable.Store(true)
 		}
+		return nil
+	})
+}
+
+func (p *targetPass) record(f func(*targetResult)) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	f(&p.res)
+}
+
+// applyDesired applies the desired Peers the plan creates or updates.
+func (p *targetPass) applyDesired() {
+	write := make(map[string]bool, len(p.target.Create)+len(p.target.Update))
+	for _, n := range p.target.Create {
+		write[n] = true
 	}
-	for _, want := range w.desired {
+	for _, u := range p.target.Update {
+		write[u.Name] = true
+		klog.V(4).InfoS("Peer differs from the plan", "cluster", p.cluster, "peer", u.Name, "fields", u.Fields)
+	}
+	for _, want := range p.desired {
 		if !write[want.Name] {
-			res.applied++ // unchanged or kept: as planned
+			p.record(func(r *targetResult) { r.applied++ }) // unchanged or kept: as planned
 			continue
 		}
-		have := w.cached[want.Name]
-		if have != nil && !w.owns(have) {
-			record(func(r *targetResult) { r.events = append(r.events, nameTaken(w.cluster, want.Name)) })
+		have := p.cached[want.Name]
+		if have != nil && !p.owns(have) {
+			p.record(func(r *targetResult) { r.events = append(r.events, nameTaken(p.cluster, want.Name)) })
 			continue
 		}
-		if unreachable.Load() {
-			skipped++
-			continue
-		}
-		wg.Add(1)
-		sem <- struct{}{}
-		go func() {
-			defer func() { <-sem; wg.Done() }()
-			n, err := applyPeer(ctx, w.client, want, have)
-			w.count("apply", n, err)
-			if err != nil {
-				failed(err)
-			}
-			record(func(r *targetResult) {
+		p.write(func() error {
+			n, err := applyPeer(p.ctx, p.client, want, have)
+			p.count("apply", n, err)
+			p.record(func(r *targetResult) {
 				switch {
 				case err == nil:
 					r.applied++
@@ -114,47 +138,48 @@ func applyTarget(ctx context.Context, w targetWork) targetResult {
 				case apierrors.IsConflict(err) && have == nil:
 					// Created meanwhile by someone else, with other values:
 					// the apply without force refused to take it over.
-					r.events = append(r.events, nameTaken(w.cluster, want.Name))
+					r.events = append(r.events, nameTaken(p.cluster, want.Name))
 				default:
 					r.errors = append(r.errors, fmt.Sprintf("applying Peer %s: %v", want.Name, err))
 				}
 			})
-		}()
+			return err
+		})
 	}
-	for _, name := range w.target.Delete {
-		have := w.cached[name]
-		if have == nil || !w.owns(have) {
-			continue // gone already, or no longer ours: nothing to delete
-		}
-		if unreachable.Load() {
-			skipped++
+}
+
+// deleteOwned deletes the named Peers that the cache shows as the mesh's;
+// a name gone already, or no longer the mesh's, is left alone.
+func (p *targetPass) deleteOwned(names []string) {
+	for _, name := range names {
+		have := p.cached[name]
+		if have == nil || !p.owns(have) {
 			continue
 		}
-		wg.Add(1)
-		sem <- struct{}{}
-		go func() {
-			defer func() { <-sem; wg.Done() }()
-			err := deletePeer(ctx, w.client, name, have.UID)
-			w.count("delete", 1, err)
-			if err != nil {
-				failed(err)
-			}
-			record(func(r *targetResult) {
+		p.write(func() error {
+			err := deletePeer(p.ctx, p.client, name, have.UID)
+			p.count("delete", 1, err)
+			p.record(func(r *targetResult) {
 				if err != nil {
 					r.errors = append(r.errors, fmt.Sprintf("deleting Peer %s: %v", name, err))
 					return
 				}
 				r.deleted++
 			})
-		}()
+			return err
+		})
 	}
-	wg.Wait()
-	// Goroutines finish in any order; the status and events need a stable one.
-	slices.Sort(res.errors)
-	if skipped > 0 {
-		res.errors = append(res.errors, fmt.Sprintf("%d more writes not attempted: the cluster stopped answering", skipped))
+}
+
+// wait waits for the pass's writes and returns what they did.
+func (p *targetPass) wait() targetResult {
+	_ = p.writes.Wait() // every write records its own error
+	// Writes finish in any order; the status and events need a stable one.
+	slices.Sort(p.res.errors)
+	if n := p.skipped.Load(); n > 0 {
+		p.res.errors = append(p.res.errors, fmt.Sprintf("%d more writes not attempted: the cluster stopped answering", n))
 	}
-	return res
+	return p.res
 }
 
 func (w targetWork) owns(p *kilov1alpha1.Peer) bool {

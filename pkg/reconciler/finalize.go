@@ -2,10 +2,10 @@ package reconciler
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
-	"sync"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -109,47 +109,29 @@ func mayHoldPeers(mesh *meshv1alpha1.ClusterMesh, cluster string, st clusters.Cl
 	return cs != nil && cs.PeersApplied > 0
 }
 
-// removePeers deletes every Peer of the mesh the cluster's cache holds.
+// removePeers deletes every Peer of the mesh the cluster's cache holds,
+// with the delete half of a pass.
 func (r *Reconciler) removePeers(ctx context.Context, mesh *meshv1alpha1.ClusterMesh, cluster string, st clusters.ClusterState) (int, error) {
-	var owned []string
-	cached := byName(st.Peers)
+	names := make([]string, 0, len(st.Peers))
 	for _, p := range st.Peers {
 		if planner.IsManagedBy(p, mesh.Namespace, mesh.Name, mesh.UID) {
-			owned = append(owned, p.Name)
+			names = append(names, p.Name)
 		}
 	}
-	if len(owned) == 0 {
+	if len(names) == 0 {
 		return 0, nil
 	}
 	client, err := r.clusters.PeerClient(mesh, cluster)
 	if err != nil {
 		return 0, err
 	}
-	w := targetWork{mesh: mesh, cluster: cluster}
-	var mu sync.Mutex
-	var errs []string
-	sem := make(chan struct{}, writeParallelism)
-	var wg sync.WaitGroup
-	for _, name := range owned {
-		wg.Add(1)
-		sem <- struct{}{}
-		go func() {
-			defer func() { <-sem; wg.Done() }()
-			err := deletePeer(ctx, client, name, cached[name].UID)
-			w.count("delete", 1, err)
-			if err != nil {
-				mu.Lock()
-				errs = append(errs, fmt.Sprintf("deleting Peer %s: %v", name, err))
-				mu.Unlock()
-			}
-		}()
+	p := newTargetPass(ctx, targetWork{mesh: mesh, cluster: cluster, cached: byName(st.Peers), client: client})
+	p.deleteOwned(names)
+	res := p.wait()
+	if len(res.errors) > 0 {
+		return res.deleted, errors.New(summarize(res.errors, 3))
 	}
-	wg.Wait()
-	if len(errs) > 0 {
-		slices.Sort(errs)
-		return len(owned) - len(errs), fmt.Errorf("%s", summarize(errs, 3))
-	}
-	return len(owned), nil
+	return res.deleted, nil
 }
 
 // leftBehind names, per unreachable cluster, the Peers of the mesh that may
