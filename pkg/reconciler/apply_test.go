@@ -15,6 +15,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	kilov1alpha1 "github.com/kilo-mesh/kilo-mesh-apiserver/pkg/apis/kilo/v1alpha1"
+	"github.com/kilo-mesh/kilo-mesh-apiserver/pkg/clusters"
 	"github.com/kilo-mesh/kilo-mesh-apiserver/pkg/planner"
 )
 
@@ -54,6 +55,8 @@ func TestWithoutStrays(t *testing.T) {
 	}
 }
 
+var _ clusters.PeerClient = (*deletes)(nil)
+
 // deletes is a member cluster's Peer client as far as deletes go: it
 // counts them, the most at once, and answers with err.
 type deletes struct {
@@ -72,10 +75,6 @@ func (d *deletes) Delete(context.Context, string, metav1.DeleteOptions) error {
 	d.mu.Unlock()
 	time.Sleep(10 * time.Millisecond)
 	return d.err
-}
-
-func (d *deletes) Create(context.Context, *kilov1alpha1.Peer, metav1.CreateOptions) (*kilov1alpha1.Peer, error) {
-	return nil, errors.New("not a delete")
 }
 
 func (d *deletes) Update(context.Context, *kilov1alpha1.Peer, metav1.UpdateOptions) (*kilov1alpha1.Peer, error) {
