@@ -6,7 +6,7 @@ IMAGE     ?= kilo-mesh-apiserver:latest
 # few minutes on two cores.
 TEST_TIMEOUT ?= 30m
 
-.PHONY: all build run tools test test-unit test-integration test-e2e verify generate bench image clean
+.PHONY: all build run tools test test-unit test-integration test-e2e test-dataplane verify generate bench image clean
 
 all: build
 
@@ -22,7 +22,7 @@ run: tools
 	$(GO) build -o $(BIN_DIR)/localenv ./hack/localenv
 	exec $(BIN_DIR)/localenv
 
-test: verify test-unit test-integration test-e2e
+test: verify test-unit test-integration test-e2e test-dataplane
 
 # Pure logic, plus the storage on an embedded etcd in the test process.
 test-unit:
@@ -36,11 +36,19 @@ test-integration: tools
 test-e2e: tools
 	$(GO) test -count=1 -p 1 -tags e2e -timeout $(TEST_TIMEOUT) ./test/...
 
+# Packets through the Peers: every Kilo node a network namespace running
+# userspace WireGuard (test/dataplane). Needs root and iproute2 (it fails,
+# saying so, without them); -v prints the connectivity matrices and the
+# recovery times.
+test-dataplane: tools
+	$(GO) test -count=1 -p 1 -v -tags dataplane -timeout $(TEST_TIMEOUT) ./test/dataplane/...
+
 verify:
 	@test -z "$$(gofmt -l cmd pkg hack test)" || { gofmt -l cmd pkg hack test; echo "gofmt needed"; exit 1; }
 	$(GO) vet ./...
 	$(GO) vet -tags integration ./...
 	$(GO) vet -tags e2e ./...
+	$(GO) vet -tags dataplane ./...
 	bash hack/verify-codegen.sh
 
 generate:
