@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"net"
 	"net/netip"
 	"slices"
@@ -113,7 +114,12 @@ type Result struct {
 type probeOptions struct {
 	// Until is the deadline for a first answer.
 	Until time.Time
-	// Interval is the pause between probes while none is answered.
+	// Interval is the mean pause between probes while none is answered.
+	// Each pause is drawn from [Interval/2, 3*Interval/2): probes in both
+	// directions ticking in lockstep would make both WireGuard ends start
+	// their handshakes at the same instant, again and again, which real
+	// traffic does not (crossed handshakes both fail, and each side tries
+	// again when its next packet comes 5 s later).
 	Interval time.Duration
 	// RTTSamples is the number of echoes timed after the first answer.
 	RTTSamples int
@@ -169,7 +175,7 @@ func probe(p Pair, o probeOptions) Result {
 		}
 	}
 	for time.Now().Before(o.Until) {
-		wait := min(o.Interval, time.Until(o.Until))
+		wait := min(o.Interval/2+rand.N(o.Interval), time.Until(o.Until))
 		at, _, err := exchange(wait, true)
 		if err != nil {
 			r.Err = err
