@@ -337,13 +337,21 @@ func SweepStaleNetns(ctx context.Context) {
 	}
 }
 
-// InNetns runs f on an OS thread that has joined network namespace ns, then
-// returns the thread to the caller's namespace. Sockets f creates stay in
-// ns for their whole life, whichever thread uses them later; so this is how
-// a test listens and sends inside a namespace without a process there. f
-// must not start goroutines that expect ns (they run on other threads).
+// InNetns runs f on an OS thread that has joined the named network
+// namespace ns, then returns the thread to the caller's namespace. Sockets
+// f creates stay in ns for their whole life, whichever thread uses them
+// later; so this is how a test listens and sends inside a namespace without
+// a process there. f must not start goroutines that expect ns (they run on
+// other threads).
 func InNetns(ns string, f func() error) error {
-	target, err := os.Open(filepath.Join(netnsRunDir, ns))
+	return InNetnsPath(filepath.Join(netnsRunDir, ns), f)
+}
+
+// InNetnsPath is InNetns for the namespace at path, such as
+// /proc/<pid>/ns/net (see HostNetnsPath).
+func InNetnsPath(path string, f func() error) error {
+	ns := path
+	target, err := os.Open(path)
 	if err != nil {
 		return fmt.Errorf("opening network namespace %s: %w", ns, err)
 	}

@@ -5,10 +5,8 @@ import (
 	"fmt"
 	"net"
 	"net/netip"
-	"os"
-	"runtime"
 
-	"golang.org/x/sys/unix"
+	"github.com/kilo-mesh/kilo-mesh-apiserver/test/framework"
 )
 
 // How the agent reaches its kube-apiserver. The agent runs inside its
@@ -28,16 +26,7 @@ import (
 
 // hostDialer dials loopback addresses in another network namespace.
 type hostDialer struct {
-	netns *os.File
-}
-
-// newHostDialer opens the namespace at path (e.g. /proc/<pid>/ns/net).
-func newHostDialer(path string) (*hostDialer, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return nil, fmt.Errorf("opening the API server's network namespace: %w", err)
-	}
-	return &hostDialer{netns: f}, nil
+	netns string // its path
 }
 
 // checkLoopback refuses anything but an IP literal on loopback: no name is
@@ -58,35 +47,21 @@ func (d *hostDialer) DialContext(ctx context.Context, network, addr string) (net
 	if err := checkLoopback(addr); err != nil {
 		return nil, err
 	}
-	runtime.LockOSThread()
-	back := false
-	defer func() {
-		// A thread that could not return stays locked; the runtime ends
-		// it with this goroutine instead of reusing it.
-		if back {
-			runtime.UnlockOSThread()
-		}
-	}()
-	self, err := os.Open(fmt.Sprintf("/proc/self/task/%d/ns/net", unix.Gettid()))
+	var c net.Conn
+	err := framework.InNetnsPath(d.netns, func() error {
+		// An IP literal with one address: the dialer creates and connects
+		// the socket in this goroutine, hence on the locked thread (no
+		// parallel dials).
+		var dialer net.Dialer
+		var err error
+		c, err = dialer.DialContext(ctx, network, addr)
+		return err
+	})
 	if err != nil {
-		back = true
-		return nil, err
-	}
-	defer self.Close()
-	if err := unix.Setns(int(d.netns.Fd()), unix.CLONE_NEWNET); err != nil {
-		back = true
-		return nil, fmt.Errorf("joining the API server's network namespace: %w", err)
-	}
-	// An IP literal with one address: the dialer creates and connects the
-	// socket in this goroutine, hence on this thread (no parallel dials).
-	var dialer net.Dialer
-	c, dialErr := dialer.DialContext(ctx, network, addr)
-	if err := unix.Setns(int(self.Fd()), unix.CLONE_NEWNET); err != nil {
 		if c != nil {
 			c.Close()
 		}
-		return nil, fmt.Errorf("returning to the node's network namespace: %w", err)
+		return nil, err
 	}
-	back = true
-	return c, dialErr
+	return c, nil
 }

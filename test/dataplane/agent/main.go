@@ -80,6 +80,9 @@ func readKey(path string) (string, error) {
 }
 
 func run(ctx context.Context, o options) error {
+	if _, err := os.Stat(o.hostNetns); err != nil {
+		return fmt.Errorf("the API server's network namespace: %w", err)
+	}
 	if err := enableForwarding(); err != nil {
 		return err
 	}
@@ -97,11 +100,7 @@ func run(ctx context.Context, o options) error {
 	if err != nil {
 		return err
 	}
-	dialer, err := newHostDialer(o.hostNetns)
-	if err != nil {
-		return err
-	}
-	cfg.Dial = dialer.DialContext
+	cfg.Dial = (&hostDialer{netns: o.hostNetns}).DialContext
 	cfg.UserAgent = "kilo-mesh-dataplane-agent/" + o.node
 	kube, err := kubernetes.NewForConfig(cfg)
 	if err != nil {

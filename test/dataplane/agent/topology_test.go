@@ -12,6 +12,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	kilov1alpha1 "github.com/kilo-mesh/kilo-mesh-apiserver/pkg/apis/kilo/v1alpha1"
+	"github.com/kilo-mesh/kilo-mesh-apiserver/test/framework"
 )
 
 var now = time.Unix(1_800_000_000, 0)
@@ -29,27 +30,28 @@ type tn struct {
 	stale, noKey                              bool
 }
 
+// node builds the Node as kg leaves it, with the test framework's builder.
 func (n tn) node() *corev1.Node {
-	ann := map[string]string{
-		kilov1alpha1.AnnotationEndpoint: "203.0.113." + strconv.Itoa(n.key) + ":51820",
-		kilov1alpha1.AnnotationLastSeen: strconv.FormatInt(now.Unix(), 10),
-	}
-	if !n.noKey {
-		ann[kilov1alpha1.AnnotationKey] = testKey(n.key)
+	k := framework.KiloNode{
+		Name:        n.name,
+		Location:    n.loc,
+		Endpoint:    "203.0.113." + strconv.Itoa(n.key) + ":51820",
+		InternalIP:  n.internal,
+		PodCIDR:     n.pod,
+		WireGuardIP: n.wg,
+		Key:         testKey(n.key),
+		NoKey:       n.noKey,
+		Granularity: n.granularity,
+		LastSeen:    now,
 	}
 	if n.stale {
-		ann[kilov1alpha1.AnnotationLastSeen] = strconv.FormatInt(now.Add(-2*time.Minute).Unix(), 10)
+		k.LastSeen = now.Add(-2 * time.Minute)
 	}
-	set := func(k, v string) {
-		if v != "" {
-			ann[k] = v
-		}
+	node, err := k.Build()
+	if err != nil {
+		panic(err)
 	}
-	set(kilov1alpha1.AnnotationLocation, n.loc)
-	set(kilov1alpha1.AnnotationInternalIP, n.internal)
-	set(kilov1alpha1.AnnotationWireGuardIP, n.wg)
-	set(kilov1alpha1.AnnotationGranularity, n.granularity)
-	return &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: n.name, Annotations: ann}, Spec: corev1.NodeSpec{PodCIDR: n.pod}}
+	return node
 }
 
 func peerCR(name string, key int, allowed ...string) *kilov1alpha1.Peer {
