@@ -63,10 +63,10 @@ type Underlay struct {
 func NewUnderlay(ctx context.Context) (*Underlay, error) {
 	ipPath, err := exec.LookPath("ip")
 	if err != nil {
-		return nil, errors.New("the data-plane test needs iproute2's ip to make network namespaces: apt-get install --no-install-recommends iproute2")
+		return nil, errors.New("making network namespaces needs iproute2's ip: apt-get install --no-install-recommends iproute2")
 	}
 	if os.Geteuid() != 0 {
-		return nil, fmt.Errorf("the data-plane test makes network namespaces, veth pairs and TUN devices: run it as root (effective uid is %d)", os.Geteuid())
+		return nil, fmt.Errorf("making network namespaces, veth pairs and TUN devices needs root: run as root (effective uid is %d)", os.Geteuid())
 	}
 	SweepStaleNetns(ctx)
 	u := &Underlay{
@@ -226,12 +226,6 @@ func (u *Underlay) Start(ns, name, path string, args ...string) (*NetnsProcess, 
 	return p, nil
 }
 
-// Stop stops the process (SIGTERM, SIGKILL after grace).
-func (p *NetnsProcess) Stop(grace time.Duration) error { return p.proc.stop(grace) }
-
-// Restart starts the process again with the same arguments.
-func (p *NetnsProcess) Restart() error { return p.proc.start() }
-
 // Signal sends sig to the process.
 func (p *NetnsProcess) Signal(sig syscall.Signal) error {
 	pid := p.proc.pid()
@@ -240,9 +234,6 @@ func (p *NetnsProcess) Signal(sig syscall.Signal) error {
 	}
 	return syscall.Kill(pid, sig)
 }
-
-// Running reports whether the process runs.
-func (p *NetnsProcess) Running() bool { return p.proc.running() }
 
 // LogTail returns the last n lines of the process's log.
 func (p *NetnsProcess) LogTail(n int) string { return tailFile(p.LogPath, n) }
