@@ -6,6 +6,7 @@ import (
 	"crypto/ecdh"
 	"encoding/base64"
 	"fmt"
+	"maps"
 	"net/netip"
 	"os"
 	"os/exec"
@@ -32,11 +33,13 @@ type dataplane struct {
 	port            int
 	dev             *device.Device
 
-	// What was applied last; peers by public key.
+	// What was applied last; peers by public key. After a failed apply
+	// resync is set and the next one replaces every peer.
 	peers   map[string]wgPeer
 	routes  map[netip.Prefix]route
 	address netip.Prefix
 	up      bool
+	resync  bool
 }
 
 // newDataplane creates the TUN device and the WireGuard device on it,
@@ -110,7 +113,7 @@ func (d *dataplane) setPrivateKey(b64 string) error {
 func (d *dataplane) apply(ctx context.Context, cfg config) (err error) {
 	defer func() {
 		if err != nil {
-			d.peers, d.routes, d.address, d.up = map[string]wgPeer{}, map[netip.Prefix]route{}, netip.Prefix{}, false
+			d.peers, d.routes, d.address, d.up, d.resync = map[string]wgPeer{}, map[netip.Prefix]route{}, netip.Prefix{}, false, true
 		}
 	}()
 	want := map[string]wgPeer{}
@@ -124,7 +127,7 @@ func (d *dataplane) apply(ctx context.Context, cfg config) (err error) {
 			return fmt.Errorf("configuring WireGuard peers: %w", err)
 		}
 	}
-	d.peers = want
+	d.peers, d.resync = want, false
 
 	var cmds []string
 	switch {
@@ -150,7 +153,7 @@ func (d *dataplane) apply(ctx context.Context, cfg config) (err error) {
 	}
 	// Routes are replaced whenever anything changed: the kernel may have
 	// dropped some with the interface.
-	if len(cmds) > 0 || !mapsEqual(d.routes, wantRoutes) {
+	if len(cmds) > 0 || !maps.Equal(d.routes, wantRoutes) {
 		for _, dst := range sortedKeys(wantRoutes) {
 			r := wantRoutes[dst]
 			if r.Via.IsValid() {
@@ -171,9 +174,13 @@ func (d *dataplane) apply(ctx context.Context, cfg config) (err error) {
 
 // peerChanges returns the UAPI text that turns the applied peers into want:
 // removals, then every new or changed peer in full. Unchanged peers are
-// left alone, so their sessions survive.
+// left alone, so their sessions survive. After a failure (resync) what the
+// device holds is unknown: every peer is replaced.
 func (d *dataplane) peerChanges(want map[string]wgPeer) (string, error) {
 	var b strings.Builder
+	if d.resync {
+		b.WriteString("replace_peers=true\n")
+	}
 	for key := range d.peers {
 		if _, ok := want[key]; !ok {
 			h, err := hexKey(key)
@@ -213,18 +220,6 @@ func (d *dataplane) peerChanges(want map[string]wgPeer) (string, error) {
 
 func equalPeer(a, b wgPeer) bool {
 	return a.Endpoint == b.Endpoint && a.Keepalive == b.Keepalive && a.PresharedKey == b.PresharedKey && slices.Equal(a.AllowedIPs, b.AllowedIPs)
-}
-
-func mapsEqual(a, b map[netip.Prefix]route) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for k, v := range a {
-		if w, ok := b[k]; !ok || w != v {
-			return false
-		}
-	}
-	return true
 }
 
 // sortedKeys orders map keys by their text, so that the commands the
