@@ -96,6 +96,16 @@ func (b *Bed) MoveLeader(ctx context.Context, from, to *Node) (Recovery, error) 
 // measure makes change and times it: until the Peer of n's group satisfies
 // done on every other cluster of the mesh, and until every pod pair between
 // n's group and the other clusters, both ways, answers.
+//
+// Now and then both WireGuard ends of a pair start a handshake within one
+// round trip of each other (both have packets waiting, and both learnt the
+// new key or endpoint within milliseconds). Crossed handshakes both fail;
+// each end tries again with its next packet after 5 s (REKEY_TIMEOUT), or,
+// in a variant where one end believes it holds a session, after 15 s of
+// not hearing back. That is WireGuard's protocol, not a part of ours; it
+// shows as the 5 s outliers of docs/performance.md. Timing one direction
+// only does not avoid it: answers and packets in flight during the change
+// still start handshakes from the other end.
 func (b *Bed) measure(ctx context.Context, what string, n *Node, done func(*kilov1alpha1.Peer) bool, change func(context.Context) error) (Recovery, error) {
 	r := Recovery{What: what}
 	name := b.PeerName(n)
