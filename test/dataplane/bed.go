@@ -171,7 +171,8 @@ type Bed struct {
 	agentBin string
 	logf     func(string, ...any)
 	echo     *echoServers
-	stop     context.CancelFunc
+	stop     context.CancelFunc // ends checkIn
+	checkins sync.WaitGroup
 
 	mu           sync.Mutex
 	services     map[int]*Node // where each cluster's service address is
@@ -231,7 +232,7 @@ func Start(ctx context.Context, opts Options) (_ *Bed, err error) {
 			return nil, err
 		}
 	}
-	go b.checkIn(bgCtx)
+	b.checkins.Go(func() { b.checkIn(bgCtx) })
 	b.logf("bed ready in %s: %d clusters, %d nodes, %d agents", time.Since(start).Round(time.Millisecond),
 		Clusters, len(b.Nodes), len(b.underlay.Processes()))
 	return b, nil
@@ -251,7 +252,6 @@ func StartT(t testing.TB) *Bed {
 		if t.Failed() {
 			b.logFailure(t)
 		}
-		b.logf = func(string, ...any) {}
 		if err := b.Stop(); err != nil {
 			t.Errorf("stopping the data-plane bed: %v", err)
 		}
@@ -273,6 +273,7 @@ func (b *Bed) logFailure(t testing.TB) {
 func (b *Bed) Stop() error {
 	if b.stop != nil {
 		b.stop()
+		b.checkins.Wait()
 	}
 	var errs []error
 	if b.echo != nil {
