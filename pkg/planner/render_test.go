@@ -2,11 +2,13 @@ package planner
 
 import (
 	"bytes"
+	"encoding/json"
 	"flag"
 	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
 
@@ -68,14 +70,14 @@ func TestGoldenPlans(t *testing.T) {
 	}
 }
 
-func TestRenderPeerListYAML(t *testing.T) {
+func TestRenderPeerList(t *testing.T) {
 	in := applied(t)
 	in.Clusters["us"] = ClusterSnapshot{Error: "timeout"} // kept Peers come from the cluster: server fields must go
 	for _, p := range in.Clusters["eu"].Peers {
 		p.UID, p.Generation, p.Spec.PresharedKey = "1234", 3, ""
 	}
 	p := mustCompute(t, in)
-	out, err := RenderPeerListYAML(p, "eu")
+	out, err := RenderPeerList(p, "eu", PeerListYAML)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -112,9 +114,40 @@ func TestRenderPeerListYAML(t *testing.T) {
 		}
 	}
 
-	empty, err := RenderPeerListYAML(p, "nowhere")
-	if err != nil || !bytes.Contains(empty, []byte("items: []")) {
-		t.Errorf("empty list: %s, %v", empty, err)
+	// The JSON rendering is the same list, as JSON.
+	asJSON, err := RenderPeerList(p, "eu", PeerListJSON)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !json.Valid(asJSON) {
+		t.Fatalf("JSON rendering is not JSON:\n%s", asJSON)
+	}
+	fromYAML, err := yaml.YAMLToJSON(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var a, b interface{}
+	if err := json.Unmarshal(asJSON, &a); err != nil {
+		t.Fatal(err)
+	}
+	if err := json.Unmarshal(fromYAML, &b); err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(a, b) {
+		t.Errorf("JSON and YAML renderings differ:\n%s\n---\n%s", asJSON, out)
+	}
+
+	for _, format := range []PeerListFormat{PeerListYAML, PeerListJSON} {
+		empty, err := RenderPeerList(p, "nowhere", format)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var l struct {
+			Items []interface{} `json:"items"`
+		}
+		if err := yaml.Unmarshal(empty, &l); err != nil || l.Items == nil || len(l.Items) != 0 {
+			t.Errorf("empty list in format %d: want items: [], got %s (%v)", format, empty, err)
+		}
 	}
 }
 

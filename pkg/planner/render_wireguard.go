@@ -36,7 +36,7 @@ func RenderWireGuard(p *Plan, cluster string) []byte {
 		b.WriteString("\n[Peer]\n")
 		fmt.Fprintf(&b, "PublicKey = %s\n", peer.Spec.PublicKey)
 		fmt.Fprintf(&b, "AllowedIPs = %s\n", strings.Join(peer.Spec.AllowedIPs, ", "))
-		if e := wireGuardEndpoint(peer.Spec.Endpoint); e != "" {
+		if e := PeerEndpointString(peer.Spec.Endpoint); e != "" {
 			fmt.Fprintf(&b, "Endpoint = %s\n", e)
 		}
 		if peer.Spec.PersistentKeepalive > 0 {
@@ -46,8 +46,9 @@ func RenderWireGuard(p *Plan, cluster string) []byte {
 	return b.Bytes()
 }
 
-// wireGuardEndpoint is host:port with an IPv6 address in brackets.
-func wireGuardEndpoint(e *kilov1alpha1.PeerEndpoint) string {
+// PeerEndpointString is host:port with an IPv6 address in brackets, as
+// WireGuard and kubectl users write it; empty for no endpoint.
+func PeerEndpointString(e *kilov1alpha1.PeerEndpoint) string {
 	if e == nil {
 		return ""
 	}

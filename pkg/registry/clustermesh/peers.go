@@ -18,7 +18,9 @@ import (
 
 // PeersREST serves clustermeshes/NAME/peers: the desired Peers of every
 // member cluster; with ?cluster= those of one cluster as a list of Kilo
-// Peers that kubectl apply takes as it is; with ?format= as WireGuard or DOT text.
+// Peers that kubectl apply takes as it is, in JSON or YAML as the client
+// accepts; with ?format= as WireGuard or DOT text. kubectl get prints it as
+// a table of one row per Peer.
 type PeersREST struct {
 	meshes  rest.Getter
 	planner Planner
@@ -27,6 +29,7 @@ type PeersREST struct {
 var (
 	_ rest.GetterWithOptions = &PeersREST{}
 	_ rest.Storage           = &PeersREST{}
+	_ rest.TableConvertor    = &PeersREST{}
 )
 
 // NewPeersREST serves the desired Peers of the meshes in store.
@@ -67,13 +70,7 @@ func (r *PeersREST) Get(ctx context.Context, name string, options runtime.Object
 		if opts.Cluster == "" {
 			return allPeers(mesh, p), nil
 		}
-		// Streamed as rendered: the view's declared kind is of the mesh
-		// group, and the generic encoder would not convert Kilo's types.
-		list, err := planner.RenderPeerListYAML(p, opts.Cluster)
-		if err != nil {
-			return nil, err
-		}
-		return &textStream{contentType: "application/yaml", body: list}, nil
+		return &peerList{meshNamespace: mesh.Namespace, meshName: mesh.Name, cluster: opts.Cluster, plan: p}, nil
 	case meshv1alpha1.PeersFormatWireGuard:
 		if opts.Cluster == "" {
 			return nil, apierrors.NewBadRequest("format=wireguard needs cluster=<name>: a configuration belongs to one cluster")

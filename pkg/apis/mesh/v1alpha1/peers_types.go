@@ -85,8 +85,9 @@ func convertURLValuesToPeersOptions(in *url.Values, out *ClusterMeshPeersOptions
 			out.Cluster = values[0]
 		case "format":
 			out.Format = values[0]
-		case "pretty", "timeout":
-			// Generic parameters every GET accepts.
+		case "pretty", "timeout", "includeObject":
+			// Generic parameters every GET accepts; includeObject is the
+			// Table's (kubectl get --sort-by sends it).
 		default:
 			return fmt.Errorf("unknown query parameter %q: the peers view takes cluster and format", key)
 		}
