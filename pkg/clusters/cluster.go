@@ -56,6 +56,11 @@ type cluster struct {
 	opts   clusterOptions
 	health *health
 
+	// credentialExpiry is when the tenant's credential says it expires
+	// (CredentialExpiry); zero for the local cluster, reached with the
+	// server's own identity, which its platform renews.
+	credentialExpiry time.Time
+
 	transport http.RoundTripper
 	// peerWrite carries a request timeout; the informers' clients do not.
 	peerWrite dynamic.NamespaceableResourceInterface
@@ -83,6 +88,9 @@ type runningInformer struct {
 func newCluster(id clusterID, cfg *rest.Config, opts clusterOptions) (*cluster, error) {
 	c := &cluster{id: id, server: cfg.Host, opts: opts, meshes: map[types.NamespacedName]int{}}
 	c.health = newHealth(opts.clock, func() { c.opts.onChange(c) })
+	if id != localID {
+		c.credentialExpiry = CredentialExpiry(cfg)
+	}
 
 	var err error
 	cfg = rest.CopyConfig(cfg)
@@ -287,7 +295,7 @@ func (c *cluster) settled() bool {
 // state is what the caches hold now; no I/O.
 func (c *cluster) state() ClusterState {
 	h := c.health.view()
-	st := ClusterState{Reachable: h.reachable, Since: h.since, PeerCRD: h.peerCRD, Synced: c.synced(h)}
+	st := ClusterState{Reachable: h.reachable, Since: h.since, PeerCRD: h.peerCRD, Synced: c.synced(h), CredentialExpiry: c.credentialExpiry}
 	if h.problem != nil {
 		st.Reason, st.LastError = h.problem.Reason, h.problem.Error()
 	}

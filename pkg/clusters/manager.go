@@ -76,6 +76,10 @@ type ClusterState struct {
 	Reason Reason
 	// LastError explains Reason; never holds secret content.
 	LastError string
+	// CredentialExpiry is when the credential of the cluster's kubeconfig
+	// says it expires (CredentialExpiry); zero when it states no expiry or
+	// the cluster is the local one.
+	CredentialExpiry time.Time
 	// PeerCRD: the cluster serves kilo.squat.ai/v1alpha1 peers.
 	PeerCRD bool
 	// Synced: Nodes (and Peers, if PeerCRD) hold a complete list. An

@@ -116,6 +116,7 @@ func TestFollowMeshes(t *testing.T) {
 // TestSnapshot: what the planner may rely on of a member cluster's caches.
 func TestSnapshot(t *testing.T) {
 	nodes := []*corev1.Node{{ObjectMeta: metav1.ObjectMeta{Name: "n"}}}
+	expiry := time.Date(2027, 1, 2, 3, 4, 5, 0, time.UTC)
 	for _, tc := range []struct {
 		name string
 		in   clusters.ClusterState
@@ -129,10 +130,15 @@ func TestSnapshot(t *testing.T) {
 			planner.ClusterSnapshot{Reachable: true, Nodes: nodes}},
 		{"synced, then stopped answering: last known nodes kept", clusters.ClusterState{Synced: true, LastError: "timeout", Nodes: nodes},
 			planner.ClusterSnapshot{Error: "timeout", Nodes: nodes}},
+		{"credential expiry of a synced cluster", clusters.ClusterState{Synced: true, Reachable: true, Nodes: nodes, CredentialExpiry: expiry},
+			planner.ClusterSnapshot{Reachable: true, Nodes: nodes, CredentialExpiry: expiry}},
+		{"credential expiry of a cluster refusing it", clusters.ClusterState{LastError: "Unauthorized", CredentialExpiry: expiry},
+			planner.ClusterSnapshot{Error: "Unauthorized", CredentialExpiry: expiry}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			got := snapshot(tc.in)
-			if got.Reachable != tc.want.Reachable || got.Error != tc.want.Error || len(got.Nodes) != len(tc.want.Nodes) || len(got.Peers) != 0 {
+			if got.Reachable != tc.want.Reachable || got.Error != tc.want.Error || len(got.Nodes) != len(tc.want.Nodes) || len(got.Peers) != 0 ||
+				!got.CredentialExpiry.Equal(tc.want.CredentialExpiry) {
 				t.Errorf("snapshot = %+v, want %+v", got, tc.want)
 			}
 		})

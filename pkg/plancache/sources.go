@@ -46,13 +46,16 @@ func (s memberSource) onChange(f func(types.NamespacedName)) { s.members.AddChan
 // snapshot tells the planner what it may rely on: a cluster whose caches
 // never synced is as unknown as an unreachable one, and one that synced but
 // stopped answering keeps its last known nodes, so its Peers elsewhere stay.
+// The credential's expiry is known either way: an expired one is a likely
+// reason the cluster stopped answering.
 func snapshot(s clusters.ClusterState) planner.ClusterSnapshot {
 	if !s.Synced {
 		msg := s.LastError
 		if msg == "" {
 			msg = "the caches of this cluster have not synced yet"
 		}
-		return planner.ClusterSnapshot{Reachable: false, Error: msg}
+		return planner.ClusterSnapshot{Reachable: false, Error: msg, CredentialExpiry: s.CredentialExpiry}
 	}
-	return planner.ClusterSnapshot{Reachable: s.Reachable, Error: s.LastError, Nodes: s.Nodes, Peers: s.Peers}
+	return planner.ClusterSnapshot{Reachable: s.Reachable, Error: s.LastError, Nodes: s.Nodes, Peers: s.Peers,
+		CredentialExpiry: s.CredentialExpiry}
 }

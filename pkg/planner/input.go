@@ -39,4 +39,9 @@ type ClusterSnapshot struct {
 	Nodes []*corev1.Node
 	// Peers are all the Kilo Peers on the cluster now, managed or not.
 	Peers []*kilov1alpha1.Peer
+	// CredentialExpiry is when the credential the cluster is reached with
+	// expires, as the credential itself states; zero when it states none.
+	// Known whether or not the cluster is reachable: an expired credential
+	// is one reason a cluster stops answering.
+	CredentialExpiry time.Time
 }

@@ -132,6 +132,7 @@ func (pl *planner) loadSources() {
 	}
 	for _, s := range pl.sources {
 		snap, ok := pl.in.Clusters[s.name]
+		pl.checkCredential(s.name, snap.CredentialExpiry)
 		switch {
 		case !ok:
 			s.err = "no snapshot of the cluster was taken"

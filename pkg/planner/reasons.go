@@ -118,6 +118,8 @@ const (
 	WarningLocationIPsDropped      = "AllowedLocationIPsDropped"
 	WarningPodCIDRsNotAdvertised   = "PodCIDRsNotAdvertised"
 	WarningMalformedAnnotations    = "MalformedAnnotations"
+	WarningCredentialExpiring      = "CredentialExpiring"
+	WarningCredentialExpired       = "CredentialExpired"
 )
 
 // Reasons a managed Peer is kept as it is.

@@ -14,7 +14,8 @@ import (
 	"github.com/kilo-mesh/kilo-mesh-apiserver/pkg/planner"
 )
 
-// Event reasons beyond the plan's conflict reasons, which events reuse.
+// Event reasons beyond the plan's conflict reasons and credential warnings,
+// which events reuse.
 const (
 	EventNodesSkipped    = "NodesSkipped"
 	EventPeersChanged    = "PeersChanged"
@@ -73,8 +74,10 @@ func (f *eventFilter) forget(mesh types.NamespacedName) {
 }
 
 // planEvents are the persistent facts of a plan worth an event: nodes left
-// out of the mesh (per cluster and reason) and conflicts. Messages name
-// nodes, never node messages, which carry ages that change every second.
+// out of the mesh (per cluster and reason), conflicts, and member
+// credentials that expire soon. Messages name nodes, never node messages,
+// which carry ages that change every second; credential warnings name the
+// expiry, not a countdown, so each is announced once.
 func planEvents(plan *planner.Plan) []meshEvent {
 	var out []meshEvent
 	for _, c := range plan.View.Clusters {
@@ -101,6 +104,10 @@ func planEvents(plan *planner.Plan) []meshEvent {
 	}
 	for _, c := range plan.View.Conflicts {
 		out = append(out, meshEvent{Type: corev1.EventTypeWarning, Reason: c.Reason, Message: issueText(c)})
+	}
+	expiring, expired := credentialWarnings(plan)
+	for _, w := range append(expired, expiring...) {
+		out = append(out, meshEvent{Type: corev1.EventTypeWarning, Reason: w.Reason, Message: issueText(w)})
 	}
 	return out
 }

@@ -20,12 +20,17 @@ func TestPlanEvents(t *testing.T) {
 			{Node: "d", Reason: planner.ReasonNotReady, Message: "kg last checked in 2m0s ago"},
 		}}},
 		Conflicts: []meshv1alpha1.PlanIssue{{Reason: planner.ConflictPublicKeyInUse, Cluster: "eu", Target: "us", Message: "key k"}},
+		Warnings: []meshv1alpha1.PlanIssue{
+			{Reason: planner.WarningCredentialExpiring, Cluster: "us", Message: "expires at T"},
+			{Reason: planner.WarningPrivateEndpoint, Cluster: "us", Message: "not an event"},
+		},
 	}}
 	got := planEvents(p)
 	want := []meshEvent{
 		{Type: "Warning", Reason: EventNodesSkipped, Message: "cluster eu: 1 node(s) not advertised (NoPodCIDR): c"},
 		{Type: "Warning", Reason: EventNodesSkipped, Message: "cluster eu: 2 node(s) not advertised (NotReady): b, d"},
 		{Type: "Warning", Reason: planner.ConflictPublicKeyInUse, Message: "PublicKeyInUse (eu -> us): key k"},
+		{Type: "Warning", Reason: planner.WarningCredentialExpiring, Message: "CredentialExpiring (us): expires at T"},
 	}
 	if !slices.Equal(got, want) {
 		t.Errorf("planEvents =\n%v\nwant\n%v", got, want)

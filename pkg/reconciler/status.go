@@ -27,6 +27,8 @@ const (
 	ReasonNetworkConflicts   = "NetworkConflicts"
 	ReasonRemovalBlocked     = "WaitingForUnreachableClusters"
 	ReasonRemovalFailed      = "PeerRemovalFailed"
+	ReasonCredentialsExpire  = "CredentialsExpiring"
+	ReasonCredentialsExpired = "CredentialsExpired"
 )
 
 // targetOutcome is what one pass did on one target cluster.
@@ -71,6 +73,7 @@ func buildStatus(in statusInput) meshv1alpha1.ClusterMeshStatus {
 		setCondition(&st, gen, in.now, meshv1alpha1.ConditionPeersApplied, metav1.ConditionUnknown, ReasonPlanFailed, msg)
 		setCondition(&st, gen, in.now, meshv1alpha1.ConditionNetworksValid, metav1.ConditionUnknown, ReasonPlanFailed, msg)
 		setCondition(&st, gen, in.now, meshv1alpha1.ConditionClustersReachable, metav1.ConditionUnknown, ReasonPlanFailed, msg)
+		setCondition(&st, gen, in.now, meshv1alpha1.ConditionCredentialsValid, metav1.ConditionUnknown, ReasonPlanFailed, msg)
 		return st
 	}
 
@@ -83,6 +86,7 @@ func buildStatus(in statusInput) meshv1alpha1.ClusterMeshStatus {
 		st.Clusters = append(st.Clusters, clusterStatus(name, in.plan, in.outcomes[name], findClusterStatus(old.Clusters, name)))
 	}
 	setConditions(&st, in)
+	setCredentialsCondition(&st, in)
 	return st
 }
 

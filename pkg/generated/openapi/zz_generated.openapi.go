@@ -864,7 +864,7 @@ func schema_pkg_apis_mesh_v1alpha1_ClusterMeshStatus(ref common.ReferenceCallbac
 							},
 						},
 						SchemaProps: spec.SchemaProps{
-							Description: "conditions: Ready, ClustersReachable, PeersApplied, NetworksValid.",
+							Description: "conditions: Ready, ClustersReachable, PeersApplied, NetworksValid, CredentialsValid.",
 							Type:        []string{"array"},
 							Items: &spec.SchemaOrArray{
 								Schema: &spec.Schema{

@@ -125,6 +125,9 @@ const (
 	ConditionPeersApplied = "PeersApplied"
 	// ConditionNetworksValid is False when networks conflict with each other or with other meshes.
 	ConditionNetworksValid = "NetworksValid"
+	// ConditionCredentialsValid is False when the credential of a member
+	// cluster's kubeconfig expires within 30 days or has expired.
+	ConditionCredentialsValid = "CredentialsValid"
 )
 
 // ClusterMeshStatus is what the server last observed and applied.
@@ -132,7 +135,7 @@ type ClusterMeshStatus struct {
 	// observedGeneration is the generation of the spec this status describes.
 	// +optional
 	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
-	// conditions: Ready, ClustersReachable, PeersApplied, NetworksValid.
+	// conditions: Ready, ClustersReachable, PeersApplied, NetworksValid, CredentialsValid.
 	// +optional
 	// +listType=map
 	// +listMapKey=type
