@@ -8,11 +8,21 @@ import (
 	"github.com/spf13/cobra"
 	genericapiserver "k8s.io/apiserver/pkg/server"
 	"k8s.io/component-base/cli"
+	"k8s.io/component-base/logs"
 
 	"github.com/kilo-mesh/kilo-mesh-apiserver/pkg/apiserver"
 )
 
 func main() {
+	cmd := newCommand()
+	cmd.SetContext(genericapiserver.SetupSignalContext())
+	os.Exit(cli.Run(cmd))
+}
+
+// newCommand is the server's command with every flag it takes, the logging
+// flags included (cli.Run would add them too; adding them is idempotent),
+// so that docs/reference.md can be checked against the real flag set.
+func newCommand() *cobra.Command {
 	o := apiserver.NewOptions()
 	cmd := &cobra.Command{
 		Use:   "kilo-mesh-apiserver",
@@ -28,6 +38,6 @@ func main() {
 		},
 	}
 	o.AddFlags(cmd.Flags())
-	cmd.SetContext(genericapiserver.SetupSignalContext())
-	os.Exit(cli.Run(cmd))
+	logs.AddFlags(cmd.PersistentFlags())
+	return cmd
 }

@@ -55,10 +55,11 @@ spec:
 `
 
 type viewsEnv struct {
-	env *framework.Env
-	ns  string
+	env    *framework.Env
+	ns     string
+	server *framework.MeshServer
 	// north is the kubeconfig of cluster 2 for the least-privileged
-	// identity of artifacts/member.
+	// identity of artifacts/member, with a token valid for an hour.
 	north []byte
 	// fresh are the nodes kept Ready (last-seen refreshed), per cluster.
 	fresh [3][]string
@@ -69,7 +70,7 @@ func startViewsEnv(t *testing.T) *viewsEnv {
 	env := framework.StartT(t, framework.Options{Clusters: 3, Users: []framework.User{{Name: "mesh-editor", Groups: []string{"kilo-mesh:editors"}}}})
 	server := env.StartMeshServerT(t, framework.MeshServerOptions{ExtraArgs: []string{"--allowed-cidrs=10.0.0.0/8,192.168.0.0/16,fd00::/8"}})
 	ctx := context.Background()
-	v := &viewsEnv{env: env, ns: framework.NamespaceTenantA}
+	v := &viewsEnv{env: env, ns: framework.NamespaceTenantA, server: server}
 	t.Cleanup(func() {
 		if strings.Contains(server.Logs(), "is forbidden") {
 			t.Errorf("the server met Forbidden errors with the shipped RBAC (artifacts/deploy, artifacts/member)")
@@ -236,11 +237,20 @@ func TestViews(t *testing.T) {
 		}
 	})
 
+	t.Run("tables", func(t *testing.T) { testTables(t, v) })
+	t.Run("credential expiry", func(t *testing.T) { testCredentialExpiry(t, v) })
+
 	t.Run("peers of one cluster are what kubectl apply takes", func(t *testing.T) {
-		out, err := v.raw(t, framework.UserViewerA, "peers?cluster=east")
+		raw, err := v.raw(t, framework.UserViewerA, "peers?cluster=east")
 		if err != nil {
 			t.Fatal(err)
 		}
+		// kubectl get --raw asks for JSON; read it as YAML.
+		y, err := yaml.JSONToYAML([]byte(raw))
+		if err != nil {
+			t.Fatalf("peers of east are not JSON: %v\n%s", err, raw)
+		}
+		out := string(y)
 		for _, want := range []string{"kind: List", "apiVersion: kilo.squat.ai/v1alpha1", "kind: Peer", "10.52.1.0/24", "10.52.2.0/24", "192.168.1.11/32", "10.53.0.0/16", "dns: gw.north.example.com", "ip: 203.0.113.10"} {
 			if !strings.Contains(out, want) {
 				t.Errorf("peers of east lack %q:\n%s", want, out)
