@@ -56,19 +56,26 @@ var (
 		StabilityLevel: metrics.ALPHA,
 	}, []string{"mesh", "cluster", "operation"})
 
+	credentialExpiry = metrics.NewGaugeVec(&metrics.GaugeOpts{
+		Namespace:      metricsNamespace,
+		Name:           "member_credential_expiry_timestamp_seconds",
+		Help:           "When the credential of a member cluster's kubeconfig expires, in seconds since the epoch; absent when it states no expiry.",
+		StabilityLevel: metrics.ALPHA,
+	}, []string{"mesh", "cluster"})
+
 	registerOnce sync.Once
 )
 
 func registerMetrics() {
 	registerOnce.Do(func() {
-		legacyregistry.MustRegister(reconcileDuration, queueDepth, peersManaged, applyErrors, clusterReachable, peerWrites)
+		legacyregistry.MustRegister(reconcileDuration, queueDepth, peersManaged, applyErrors, clusterReachable, peerWrites, credentialExpiry)
 	})
 }
 
 // forgetMeshMetrics drops the series of a mesh that is gone, so that
 // deleted meshes do not linger in scrapes.
 func forgetMeshMetrics(mesh string) {
-	for _, v := range []*metrics.GaugeVec{peersManaged, clusterReachable} {
+	for _, v := range []*metrics.GaugeVec{peersManaged, clusterReachable, credentialExpiry} {
 		v.DeletePartialMatch(map[string]string{"mesh": mesh})
 	}
 	applyErrors.DeletePartialMatch(map[string]string{"mesh": mesh})

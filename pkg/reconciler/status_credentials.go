@@ -6,6 +6,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	meshv1alpha1 "github.com/kilo-mesh/kilo-mesh-apiserver/pkg/apis/mesh/v1alpha1"
+	"github.com/kilo-mesh/kilo-mesh-apiserver/pkg/clusters"
 	"github.com/kilo-mesh/kilo-mesh-apiserver/pkg/planner"
 )
 
@@ -47,4 +48,19 @@ func setCredentialsCondition(st *meshv1alpha1.ClusterMeshStatus, in statusInput)
 		items = append(items, issueText(w))
 	}
 	setCondition(st, gen, now, meshv1alpha1.ConditionCredentialsValid, metav1.ConditionFalse, reason, summarize(items, 3))
+}
+
+// reportCredentials exports the expiry of every member credential that
+// states one, so that alerts can be set on it at any distance, and drops
+// the series of a credential that no longer states one. states is nil when
+// the pass had no plan: nothing new is known then.
+func reportCredentials(mesh *meshv1alpha1.ClusterMesh, states map[string]clusters.ClusterState) {
+	name := mesh.Namespace + "/" + mesh.Name
+	for cluster, st := range states {
+		if exp := st.CredentialExpiry; !exp.IsZero() {
+			credentialExpiry.WithLabelValues(name, cluster).Set(float64(exp.Unix()))
+		} else {
+			credentialExpiry.DeleteLabelValues(name, cluster)
+		}
+	}
 }

@@ -80,6 +80,7 @@ func (r *Reconciler) sync(ctx context.Context, key types.NamespacedName) (syncRe
 		facts = append(facts, planEvents(plan)...)
 	}
 	r.report(mesh, plan, outcomes)
+	reportCredentials(mesh, states)
 
 	status := buildStatus(statusInput{mesh: mesh, plan: plan, planErr: planErr, outcomes: outcomes, now: metav1.NewTime(now)})
 	if statusChanged(&mesh.Status, &status) {
