@@ -53,8 +53,9 @@ func TestCredentialExpiry(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	notAfter := cert.NotAfter.UTC() // an hour from now
-	later, sooner := jwt(`{"exp":4102444800}`), jwt(`{"exp":946684800}`) // 2100, 2000
+	// The client certificate expires in an hour; the tokens in 2100 and 2000.
+	notAfter := cert.NotAfter.UTC()
+	later, sooner := jwt(`{"exp":4102444800}`), jwt(`{"exp":946684800}`)
 	for _, tc := range []struct {
 		name string
 		user *clientcmdapi.AuthInfo
