@@ -196,7 +196,8 @@ func (rc *rcEnv) view(t *testing.T, mesh string, i int) ([]kilov1alpha1.Peer, er
 	if err != nil {
 		return nil, fmt.Errorf("peers view of %s: %w", clusterName(i), err)
 	}
-	// The view renders what kubectl apply takes: a v1 List in YAML.
+	// The view renders what kubectl apply takes: a v1 List, in JSON here
+	// (the client accepts it first), which reads as YAML too.
 	var list kilov1alpha1.PeerList
 	if err := yaml.Unmarshal(raw, &list); err != nil {
 		return nil, fmt.Errorf("peers view of %s: %w", clusterName(i), err)
