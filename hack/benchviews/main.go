@@ -90,7 +90,7 @@ func run(ctx context.Context, clusters, nodes, perLoc, requests, cold int) error
 	base := cfg.Host + "/apis/mesh.kilo.squat.ai/v1alpha1/namespaces/" + ns + "/clustermeshes/bench/"
 	want := fmt.Sprintf(`"kiloReadyNodes":%d`, nodes)
 	if err := framework.Eventually(ctx, time.Second, 5*time.Minute, func(context.Context) error {
-		body, _, err := get(client, base+"plan")
+		body, _, err := get(client, base+"plan", "")
 		if err != nil {
 			return err
 		}
@@ -105,15 +105,21 @@ func run(ctx context.Context, clusters, nodes, perLoc, requests, cold int) error
 
 	fmt.Printf("# %d clusters x %d nodes (%d per location), through kube-apiserver's aggregation layer\n", clusters, nodes, perLoc)
 	fmt.Printf("%-36s %8s %10s %10s %10s %10s\n", "view", "GETs", "p50", "p99", "max", "bytes")
-	views := []string{"plan", "peers", "peers?cluster=c0", "peers?cluster=c0&format=wireguard", "peers?format=dot"}
-	for _, view := range views {
-		if err := measure(client, base, view, requests, 0); err != nil {
+	views := []view{
+		{path: "plan"}, {path: "peers"}, {path: "peers?cluster=c0"},
+		{path: "peers?cluster=c0&format=wireguard"}, {path: "peers?format=dot"},
+		// What kubectl get --subresource asks for, and the YAML list.
+		{path: "plan", accept: acceptTable}, {path: "peers", accept: acceptTable},
+		{path: "peers?cluster=c0", accept: "application/yaml"},
+	}
+	for _, v := range views {
+		if err := measure(client, base, v, requests, 0); err != nil {
 			return err
 		}
 	}
 	// Spaced past the cache's lifetime: every GET pays for a whole plan.
-	for _, view := range views[:3] {
-		if err := measure(client, base, view, cold, 1100*time.Millisecond); err != nil {
+	for _, v := range views[:3] {
+		if err := measure(client, base, v, cold, 1100*time.Millisecond); err != nil {
 			return err
 		}
 	}
@@ -123,21 +129,41 @@ func run(ctx context.Context, clusters, nodes, perLoc, requests, cold int) error
 	return nil
 }
 
+// acceptTable is the Accept header of kubectl get: a Table, else JSON.
+const acceptTable = "application/json;as=Table;v=v1;g=meta.k8s.io,application/json"
+
+// view is a path below the mesh and the Accept header to GET it with
+// (none: Go's client sends none, and the server answers JSON).
+type view struct {
+	path, accept string
+}
+
+func (v view) label() string {
+	switch v.accept {
+	case "":
+		return v.path
+	case acceptTable:
+		return v.path + " (table)"
+	default:
+		return v.path + " (" + strings.TrimPrefix(v.accept, "application/") + ")"
+	}
+}
+
 // measure GETs a view n times, pausing between GETs, and prints the figures.
-func measure(client *http.Client, base, view string, n int, pause time.Duration) error {
+func measure(client *http.Client, base string, v view, n int, pause time.Duration) error {
 	var lat []time.Duration
 	size := 0
 	for r := 0; r < n; r++ {
 		time.Sleep(pause)
-		body, d, err := get(client, base+view)
+		body, d, err := get(client, base+v.path, v.accept)
 		if err != nil {
-			return fmt.Errorf("%s: %w", view, err)
+			return fmt.Errorf("%s: %w", v.label(), err)
 		}
 		lat = append(lat, d)
 		size = len(body)
 	}
 	slices.Sort(lat)
-	label := view
+	label := v.label()
 	if pause > 0 {
 		label += " (cold)"
 	}
@@ -145,9 +171,16 @@ func measure(client *http.Client, base, view string, n int, pause time.Duration)
 	return nil
 }
 
-func get(c *http.Client, url string) (string, time.Duration, error) {
+func get(c *http.Client, url, accept string) (string, time.Duration, error) {
+	req, err := http.NewRequest(http.MethodGet, url, nil)
+	if err != nil {
+		return "", 0, err
+	}
+	if accept != "" {
+		req.Header.Set("Accept", accept)
+	}
 	start := time.Now()
-	resp, err := c.Get(url)
+	resp, err := c.Do(req)
 	if err != nil {
 		return "", 0, err
 	}
