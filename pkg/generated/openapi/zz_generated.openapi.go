@@ -42,6 +42,9 @@ func GetOpenAPIDefinitions(ref common.ReferenceCallback) map[string]common.OpenA
 		v1alpha1.PeerSpec{}.OpenAPIModelName():                    schema_pkg_apis_kilo_v1alpha1_PeerSpec(ref),
 		meshv1alpha1.ClusterEntry{}.OpenAPIModelName():            schema_pkg_apis_mesh_v1alpha1_ClusterEntry(ref),
 		meshv1alpha1.ClusterMesh{}.OpenAPIModelName():             schema_pkg_apis_mesh_v1alpha1_ClusterMesh(ref),
+		meshv1alpha1.ClusterMeshGrant{}.OpenAPIModelName():        schema_pkg_apis_mesh_v1alpha1_ClusterMeshGrant(ref),
+		meshv1alpha1.ClusterMeshGrantList{}.OpenAPIModelName():    schema_pkg_apis_mesh_v1alpha1_ClusterMeshGrantList(ref),
+		meshv1alpha1.ClusterMeshGrantSpec{}.OpenAPIModelName():    schema_pkg_apis_mesh_v1alpha1_ClusterMeshGrantSpec(ref),
 		meshv1alpha1.ClusterMeshList{}.OpenAPIModelName():         schema_pkg_apis_mesh_v1alpha1_ClusterMeshList(ref),
 		meshv1alpha1.ClusterMeshPeers{}.OpenAPIModelName():        schema_pkg_apis_mesh_v1alpha1_ClusterMeshPeers(ref),
 		meshv1alpha1.ClusterMeshPeersOptions{}.OpenAPIModelName(): schema_pkg_apis_mesh_v1alpha1_ClusterMeshPeersOptions(ref),
@@ -52,6 +55,7 @@ func GetOpenAPIDefinitions(ref common.ReferenceCallback) map[string]common.OpenA
 		meshv1alpha1.ClusterPlanSummary{}.OpenAPIModelName():      schema_pkg_apis_mesh_v1alpha1_ClusterPlanSummary(ref),
 		meshv1alpha1.ClusterStatus{}.OpenAPIModelName():           schema_pkg_apis_mesh_v1alpha1_ClusterStatus(ref),
 		meshv1alpha1.GroupPlan{}.OpenAPIModelName():               schema_pkg_apis_mesh_v1alpha1_GroupPlan(ref),
+		meshv1alpha1.HostAccessPlan{}.OpenAPIModelName():          schema_pkg_apis_mesh_v1alpha1_HostAccessPlan(ref),
 		meshv1alpha1.KeptPeer{}.OpenAPIModelName():                schema_pkg_apis_mesh_v1alpha1_KeptPeer(ref),
 		meshv1alpha1.NodeDecision{}.OpenAPIModelName():            schema_pkg_apis_mesh_v1alpha1_NodeDecision(ref),
 		meshv1alpha1.PeerUpdate{}.OpenAPIModelName():              schema_pkg_apis_mesh_v1alpha1_PeerUpdate(ref),
@@ -352,7 +356,7 @@ func schema_pkg_apis_mesh_v1alpha1_ClusterEntry(ref common.ReferenceCallback) co
 					},
 					"local": {
 						SchemaProps: spec.SchemaProps{
-							Description: "local marks the cluster this server runs in; it is reached with the server's own credentials. Exactly one cluster is local.",
+							Description: "local marks the cluster this server runs in; it is reached with the server's own credentials. At most one cluster is local.",
 							Type:        []string{"boolean"},
 							Format:      "",
 						},
@@ -526,6 +530,199 @@ func schema_pkg_apis_mesh_v1alpha1_ClusterMesh(ref common.ReferenceCallback) com
 		},
 		Dependencies: []string{
 			meshv1alpha1.ClusterMeshSpec{}.OpenAPIModelName(), meshv1alpha1.ClusterMeshStatus{}.OpenAPIModelName(), v1.ObjectMeta{}.OpenAPIModelName()},
+	}
+}
+
+func schema_pkg_apis_mesh_v1alpha1_ClusterMeshGrant(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "ClusterMeshGrant lets the ClusterMeshes of some namespaces reach into the cluster this server runs in (the host): put Kilo Peers there for their member clusters' networks, and advertise the host's networks to their members. Without a grant, only users who may create, update and delete peers.kilo.squat.ai on the host can create meshes with a local cluster. A grant names other tenants' namespaces: only cluster administrators should read or write grants.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"kind": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Kind is a string value representing the REST resource this object represents. Servers may infer this from the endpoint the client submits requests to. Cannot be updated. In CamelCase. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#types-kinds",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"apiVersion": {
+						SchemaProps: spec.SchemaProps{
+							Description: "APIVersion defines the versioned schema of this representation of an object. Servers should convert recognized schemas to the latest internal value, and may reject unrecognized values. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#resources",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"metadata": {
+						SchemaProps: spec.SchemaProps{
+							Default: map[string]interface{}{},
+							Ref:     ref(v1.ObjectMeta{}.OpenAPIModelName()),
+						},
+					},
+					"spec": {
+						SchemaProps: spec.SchemaProps{
+							Description: "spec says which namespaces are covered and what their meshes may do.",
+							Default:     map[string]interface{}{},
+							Ref:         ref(meshv1alpha1.ClusterMeshGrantSpec{}.OpenAPIModelName()),
+						},
+					},
+				},
+				Required: []string{"spec"},
+			},
+		},
+		Dependencies: []string{
+			meshv1alpha1.ClusterMeshGrantSpec{}.OpenAPIModelName(), v1.ObjectMeta{}.OpenAPIModelName()},
+	}
+}
+
+func schema_pkg_apis_mesh_v1alpha1_ClusterMeshGrantList(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "ClusterMeshGrantList is a list of ClusterMeshGrants.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"kind": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Kind is a string value representing the REST resource this object represents. Servers may infer this from the endpoint the client submits requests to. Cannot be updated. In CamelCase. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#types-kinds",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"apiVersion": {
+						SchemaProps: spec.SchemaProps{
+							Description: "APIVersion defines the versioned schema of this representation of an object. Servers should convert recognized schemas to the latest internal value, and may reject unrecognized values. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#resources",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"metadata": {
+						SchemaProps: spec.SchemaProps{
+							Default: map[string]interface{}{},
+							Ref:     ref(v1.ListMeta{}.OpenAPIModelName()),
+						},
+					},
+					"items": {
+						SchemaProps: spec.SchemaProps{
+							Type: []string{"array"},
+							Items: &spec.SchemaOrArray{
+								Schema: &spec.Schema{
+									SchemaProps: spec.SchemaProps{
+										Default: map[string]interface{}{},
+										Ref:     ref(meshv1alpha1.ClusterMeshGrant{}.OpenAPIModelName()),
+									},
+								},
+							},
+						},
+					},
+				},
+				Required: []string{"items"},
+			},
+		},
+		Dependencies: []string{
+			meshv1alpha1.ClusterMeshGrant{}.OpenAPIModelName(), v1.ListMeta{}.OpenAPIModelName()},
+	}
+}
+
+func schema_pkg_apis_mesh_v1alpha1_ClusterMeshGrantSpec(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "ClusterMeshGrantSpec says which namespaces a grant covers and what their meshes may route through the host. Several grants covering one namespace add up. Narrowing or deleting a grant takes effect at once: the Peers it no longer covers are removed from the host.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"namespaces": {
+						VendorExtensible: spec.VendorExtensible{
+							Extensions: spec.Extensions{
+								"x-kubernetes-list-type": "set",
+							},
+						},
+						SchemaProps: spec.SchemaProps{
+							Description: "namespaces are covered by name.",
+							Type:        []string{"array"},
+							Items: &spec.SchemaOrArray{
+								Schema: &spec.Schema{
+									SchemaProps: spec.SchemaProps{
+										Default: "",
+										Type:    []string{"string"},
+										Format:  "",
+									},
+								},
+							},
+						},
+					},
+					"namespaceSelector": {
+						SchemaProps: spec.SchemaProps{
+							Description: "namespaceSelector covers the namespaces whose labels it matches; an empty selector matches every namespace. A namespace matching either namespaces or namespaceSelector is covered.",
+							Ref:         ref(v1.LabelSelector{}.OpenAPIModelName()),
+						},
+					},
+					"memberNetworks": {
+						VendorExtensible: spec.VendorExtensible{
+							Extensions: spec.Extensions{
+								"x-kubernetes-list-type": "atomic",
+							},
+						},
+						SchemaProps: spec.SchemaProps{
+							Description: "memberNetworks are the networks (CIDRs) the member clusters of covered meshes may advertise into the host: every network the mesh declares for a cluster that is not local must lie inside one of them, and the Peers on the host carry only addresses inside them.",
+							Type:        []string{"array"},
+							Items: &spec.SchemaOrArray{
+								Schema: &spec.Schema{
+									SchemaProps: spec.SchemaProps{
+										Default: "",
+										Type:    []string{"string"},
+										Format:  "",
+									},
+								},
+							},
+						},
+					},
+					"localNetworks": {
+						VendorExtensible: spec.VendorExtensible{
+							Extensions: spec.Extensions{
+								"x-kubernetes-list-type": "atomic",
+							},
+						},
+						SchemaProps: spec.SchemaProps{
+							Description: "localNetworks are the networks (CIDRs) of the host that covered meshes may advertise to their members: every network the mesh declares for its local cluster must lie inside one of them.",
+							Type:        []string{"array"},
+							Items: &spec.SchemaOrArray{
+								Schema: &spec.Schema{
+									SchemaProps: spec.SchemaProps{
+										Default: "",
+										Type:    []string{"string"},
+										Format:  "",
+									},
+								},
+							},
+						},
+					},
+					"memberServers": {
+						VendorExtensible: spec.VendorExtensible{
+							Extensions: spec.Extensions{
+								"x-kubernetes-list-type": "atomic",
+							},
+						},
+						SchemaProps: spec.SchemaProps{
+							Description: "memberServers are the networks (CIDRs) the API servers named by the kubeconfigs of covered meshes may resolve to, in addition to the server's --member-server-cidrs.",
+							Type:        []string{"array"},
+							Items: &spec.SchemaOrArray{
+								Schema: &spec.Schema{
+									SchemaProps: spec.SchemaProps{
+										Default: "",
+										Type:    []string{"string"},
+										Format:  "",
+									},
+								},
+							},
+						},
+					},
+				},
+			},
+		},
+		Dependencies: []string{
+			v1.LabelSelector{}.OpenAPIModelName()},
 	}
 }
 
@@ -711,6 +908,12 @@ func schema_pkg_apis_mesh_v1alpha1_ClusterMeshPlan(ref common.ReferenceCallback)
 							Ref:         ref(v1.Time{}.OpenAPIModelName()),
 						},
 					},
+					"hostAccess": {
+						SchemaProps: spec.SchemaProps{
+							Description: "hostAccess says what the mesh may do on the local cluster, on what basis, and what is withheld.",
+							Ref:         ref(meshv1alpha1.HostAccessPlan{}.OpenAPIModelName()),
+						},
+					},
 					"clusters": {
 						VendorExtensible: spec.VendorExtensible{
 							Extensions: spec.Extensions{
@@ -798,7 +1001,7 @@ func schema_pkg_apis_mesh_v1alpha1_ClusterMeshPlan(ref common.ReferenceCallback)
 			},
 		},
 		Dependencies: []string{
-			meshv1alpha1.ClusterPlan{}.OpenAPIModelName(), meshv1alpha1.PlanIssue{}.OpenAPIModelName(), meshv1alpha1.TargetPlan{}.OpenAPIModelName(), v1.ObjectMeta{}.OpenAPIModelName(), v1.Time{}.OpenAPIModelName()},
+			meshv1alpha1.ClusterPlan{}.OpenAPIModelName(), meshv1alpha1.HostAccessPlan{}.OpenAPIModelName(), meshv1alpha1.PlanIssue{}.OpenAPIModelName(), meshv1alpha1.TargetPlan{}.OpenAPIModelName(), v1.ObjectMeta{}.OpenAPIModelName(), v1.Time{}.OpenAPIModelName()},
 	}
 }
 
@@ -819,7 +1022,7 @@ func schema_pkg_apis_mesh_v1alpha1_ClusterMeshSpec(ref common.ReferenceCallback)
 							},
 						},
 						SchemaProps: spec.SchemaProps{
-							Description: "clusters are the members of the mesh: at least two, exactly one of them local.",
+							Description: "clusters are the members of the mesh: at least two, at most one of them local. A mesh with a local cluster reaches into the cluster this server runs in, which needs the right to manage its Kilo Peers or a ClusterMeshGrant covering the mesh's namespace.",
 							Type:        []string{"array"},
 							Items: &spec.SchemaOrArray{
 								Schema: &spec.Schema{
@@ -864,7 +1067,7 @@ func schema_pkg_apis_mesh_v1alpha1_ClusterMeshStatus(ref common.ReferenceCallbac
 							},
 						},
 						SchemaProps: spec.SchemaProps{
-							Description: "conditions: Ready, ClustersReachable, PeersApplied, NetworksValid, CredentialsValid.",
+							Description: "conditions: Ready, ClustersReachable, PeersApplied, NetworksValid, CredentialsValid, Granted.",
 							Type:        []string{"array"},
 							Items: &spec.SchemaOrArray{
 								Schema: &spec.Schema{
@@ -1311,6 +1514,121 @@ func schema_pkg_apis_mesh_v1alpha1_GroupPlan(ref common.ReferenceCallback) commo
 				Required: []string{"name", "leader", "members", "ready"},
 			},
 		},
+	}
+}
+
+func schema_pkg_apis_mesh_v1alpha1_HostAccessPlan(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "HostAccessPlan is what a mesh may do on the local cluster (the one this server runs in) and why. The Granted condition of the mesh repeats it.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"granted": {
+						SchemaProps: spec.SchemaProps{
+							Description: "granted is true when nothing the mesh declares is withheld from or about the local cluster.",
+							Default:     false,
+							Type:        []string{"boolean"},
+							Format:      "",
+						},
+					},
+					"basis": {
+						SchemaProps: spec.SchemaProps{
+							Description: "basis is what the access rests on: NoLocalCluster, PeerRights, Grant, UpgradeGracePeriod or None.\n\nPossible enum values:\n - `\"Grant\"` : ClusterMeshGrants covering the mesh's namespace bound what crosses into and out of the local cluster.\n - `\"NoLocalCluster\"` : the mesh has no local cluster and asks for nothing there.\n - `\"None\"` : the mesh may not reach into the local cluster.\n - `\"PeerRights\"` : the mesh was last written by a user who may manage peers.kilo.squat.ai on the local cluster; nothing is withheld.\n - `\"UpgradeGracePeriod\"` : the mesh was stored before grants existed and no grant covers it; it keeps its access until gracePeriodEnds.",
+							Default:     "",
+							Type:        []string{"string"},
+							Format:      "",
+							Enum:        []interface{}{"Grant", "NoLocalCluster", "None", "PeerRights", "UpgradeGracePeriod"},
+						},
+					},
+					"reason": {
+						SchemaProps: spec.SchemaProps{
+							Description: "reason is a stable CamelCase identifier, the Granted condition's reason.",
+							Default:     "",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"message": {
+						SchemaProps: spec.SchemaProps{
+							Description: "message explains reason to a human.",
+							Default:     "",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"grants": {
+						VendorExtensible: spec.VendorExtensible{
+							Extensions: spec.Extensions{
+								"x-kubernetes-list-type": "atomic",
+							},
+						},
+						SchemaProps: spec.SchemaProps{
+							Description: "grants are the ClusterMeshGrants covering the mesh's namespace.",
+							Type:        []string{"array"},
+							Items: &spec.SchemaOrArray{
+								Schema: &spec.Schema{
+									SchemaProps: spec.SchemaProps{
+										Default: "",
+										Type:    []string{"string"},
+										Format:  "",
+									},
+								},
+							},
+						},
+					},
+					"memberNetworks": {
+						VendorExtensible: spec.VendorExtensible{
+							Extensions: spec.Extensions{
+								"x-kubernetes-list-type": "atomic",
+							},
+						},
+						SchemaProps: spec.SchemaProps{
+							Description: "memberNetworks are the networks members may advertise into the local cluster when basis is Grant.",
+							Type:        []string{"array"},
+							Items: &spec.SchemaOrArray{
+								Schema: &spec.Schema{
+									SchemaProps: spec.SchemaProps{
+										Default: "",
+										Type:    []string{"string"},
+										Format:  "",
+									},
+								},
+							},
+						},
+					},
+					"localNetworks": {
+						VendorExtensible: spec.VendorExtensible{
+							Extensions: spec.Extensions{
+								"x-kubernetes-list-type": "atomic",
+							},
+						},
+						SchemaProps: spec.SchemaProps{
+							Description: "localNetworks are the networks of the local cluster that may be advertised to members when basis is Grant.",
+							Type:        []string{"array"},
+							Items: &spec.SchemaOrArray{
+								Schema: &spec.Schema{
+									SchemaProps: spec.SchemaProps{
+										Default: "",
+										Type:    []string{"string"},
+										Format:  "",
+									},
+								},
+							},
+						},
+					},
+					"gracePeriodEnds": {
+						SchemaProps: spec.SchemaProps{
+							Description: "gracePeriodEnds is when a mesh stored before grants existed, and covered by none, loses its Peers on the local cluster.",
+							Ref:         ref(v1.Time{}.OpenAPIModelName()),
+						},
+					},
+				},
+				Required: []string{"granted", "basis", "reason", "message"},
+			},
+		},
+		Dependencies: []string{
+			v1.Time{}.OpenAPIModelName()},
 	}
 }
 

@@ -55,6 +55,10 @@ type ClusterMeshPlan struct {
 	// generatedAt is the time the plan was computed for; node readiness
 	// (kilo.squat.ai/last-seen) is judged against it.
 	GeneratedAt metav1.Time `json:"generatedAt"`
+	// hostAccess says what the mesh may do on the local cluster, on what
+	// basis, and what is withheld.
+	// +optional
+	HostAccess *HostAccessPlan `json:"hostAccess,omitempty"`
 	// clusters holds, for every member cluster, what was observed and decided
 	// about its nodes and groups, sorted by name.
 	// +optional
@@ -269,4 +273,58 @@ type PlanIssue struct {
 	Target string `json:"target,omitempty"`
 	// message explains the issue to a human.
 	Message string `json:"message"`
+}
+
+// HostAccessBasis is what a mesh's access to the local cluster rests on.
+// +enum
+type HostAccessBasis string
+
+const (
+	// HostAccessBasisNoLocalCluster: the mesh has no local cluster and asks for nothing there.
+	HostAccessBasisNoLocalCluster HostAccessBasis = "NoLocalCluster"
+	// HostAccessBasisPeerRights: the mesh was last written by a user who may
+	// manage peers.kilo.squat.ai on the local cluster; nothing is withheld.
+	HostAccessBasisPeerRights HostAccessBasis = "PeerRights"
+	// HostAccessBasisGrant: ClusterMeshGrants covering the mesh's namespace
+	// bound what crosses into and out of the local cluster.
+	HostAccessBasisGrant HostAccessBasis = "Grant"
+	// HostAccessBasisUpgradeGracePeriod: the mesh was stored before grants
+	// existed and no grant covers it; it keeps its access until
+	// gracePeriodEnds.
+	HostAccessBasisUpgradeGracePeriod HostAccessBasis = "UpgradeGracePeriod"
+	// HostAccessBasisNone: the mesh may not reach into the local cluster.
+	HostAccessBasisNone HostAccessBasis = "None"
+)
+
+// HostAccessPlan is what a mesh may do on the local cluster (the one this
+// server runs in) and why. The Granted condition of the mesh repeats it.
+type HostAccessPlan struct {
+	// granted is true when nothing the mesh declares is withheld from or
+	// about the local cluster.
+	Granted bool `json:"granted"`
+	// basis is what the access rests on: NoLocalCluster, PeerRights, Grant,
+	// UpgradeGracePeriod or None.
+	Basis HostAccessBasis `json:"basis"`
+	// reason is a stable CamelCase identifier, the Granted condition's reason.
+	Reason string `json:"reason"`
+	// message explains reason to a human.
+	Message string `json:"message"`
+	// grants are the ClusterMeshGrants covering the mesh's namespace.
+	// +optional
+	// +listType=atomic
+	Grants []string `json:"grants,omitempty"`
+	// memberNetworks are the networks members may advertise into the local
+	// cluster when basis is Grant.
+	// +optional
+	// +listType=atomic
+	MemberNetworks []string `json:"memberNetworks,omitempty"`
+	// localNetworks are the networks of the local cluster that may be
+	// advertised to members when basis is Grant.
+	// +optional
+	// +listType=atomic
+	LocalNetworks []string `json:"localNetworks,omitempty"`
+	// gracePeriodEnds is when a mesh stored before grants existed, and
+	// covered by none, loses its Peers on the local cluster.
+	// +optional
+	GracePeriodEnds *metav1.Time `json:"gracePeriodEnds,omitempty"`
 }

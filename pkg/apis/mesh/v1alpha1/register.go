@@ -29,6 +29,8 @@ func addKnownTypes(scheme *runtime.Scheme) error {
 		&ClusterMesh{},
 		&ClusterMeshList{},
 		&ClusterMeshPlan{},
+		&ClusterMeshGrant{},
+		&ClusterMeshGrantList{},
 	)
 	metav1.AddToGroupVersion(scheme, SchemeGroupVersion)
 	return nil

@@ -48,7 +48,10 @@ type ClusterMesh struct {
 
 // ClusterMeshSpec is the desired shape of a mesh.
 type ClusterMeshSpec struct {
-	// clusters are the members of the mesh: at least two, exactly one of them local.
+	// clusters are the members of the mesh: at least two, at most one of them
+	// local. A mesh with a local cluster reaches into the cluster this server
+	// runs in, which needs the right to manage its Kilo Peers or a
+	// ClusterMeshGrant covering the mesh's namespace.
 	// +listType=map
 	// +listMapKey=name
 	Clusters []ClusterEntry `json:"clusters"`
@@ -60,7 +63,7 @@ type ClusterEntry struct {
 	// name identifies the cluster within the mesh (a DNS-1123 label).
 	Name string `json:"name"`
 	// local marks the cluster this server runs in; it is reached with the
-	// server's own credentials. Exactly one cluster is local.
+	// server's own credentials. At most one cluster is local.
 	// +optional
 	Local bool `json:"local,omitempty"`
 	// kubeconfigSecretRef names a Secret in the mesh's namespace holding a
@@ -128,6 +131,9 @@ const (
 	// ConditionCredentialsValid is False when the credential of a member
 	// cluster's kubeconfig expires within 30 days or has expired.
 	ConditionCredentialsValid = "CredentialsValid"
+	// ConditionGranted says whether, and on what basis, the mesh may reach
+	// into the local cluster; False says what is withheld and why.
+	ConditionGranted = "Granted"
 )
 
 // ClusterMeshStatus is what the server last observed and applied.
@@ -135,7 +141,7 @@ type ClusterMeshStatus struct {
 	// observedGeneration is the generation of the spec this status describes.
 	// +optional
 	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
-	// conditions: Ready, ClustersReachable, PeersApplied, NetworksValid, CredentialsValid.
+	// conditions: Ready, ClustersReachable, PeersApplied, NetworksValid, CredentialsValid, Granted.
 	// +optional
 	// +listType=map
 	// +listMapKey=type

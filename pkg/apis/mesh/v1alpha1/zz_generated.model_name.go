@@ -32,6 +32,21 @@ func (in ClusterMesh) OpenAPIModelName() string {
 }
 
 // OpenAPIModelName returns the OpenAPI model name for this type.
+func (in ClusterMeshGrant) OpenAPIModelName() string {
+	return "ai.squat.kilo.mesh.v1alpha1.ClusterMeshGrant"
+}
+
+// OpenAPIModelName returns the OpenAPI model name for this type.
+func (in ClusterMeshGrantList) OpenAPIModelName() string {
+	return "ai.squat.kilo.mesh.v1alpha1.ClusterMeshGrantList"
+}
+
+// OpenAPIModelName returns the OpenAPI model name for this type.
+func (in ClusterMeshGrantSpec) OpenAPIModelName() string {
+	return "ai.squat.kilo.mesh.v1alpha1.ClusterMeshGrantSpec"
+}
+
+// OpenAPIModelName returns the OpenAPI model name for this type.
 func (in ClusterMeshList) OpenAPIModelName() string {
 	return "ai.squat.kilo.mesh.v1alpha1.ClusterMeshList"
 }
@@ -79,6 +94,11 @@ func (in ClusterStatus) OpenAPIModelName() string {
 // OpenAPIModelName returns the OpenAPI model name for this type.
 func (in GroupPlan) OpenAPIModelName() string {
 	return "ai.squat.kilo.mesh.v1alpha1.GroupPlan"
+}
+
+// OpenAPIModelName returns the OpenAPI model name for this type.
+func (in HostAccessPlan) OpenAPIModelName() string {
+	return "ai.squat.kilo.mesh.v1alpha1.HostAccessPlan"
 }
 
 // OpenAPIModelName returns the OpenAPI model name for this type.

@@ -61,6 +61,8 @@ func ValidateClusterMeshSpec(spec *meshv1alpha1.ClusterMeshSpec, path *field.Pat
 		errs = append(errs, field.Invalid(clustersPath, len(spec.Clusters), fmt.Sprintf("a mesh needs at least %d clusters", minClusters)))
 	}
 	names := sets.New[string]()
+	// A mesh without a local cluster joins the tenant's own clusters and
+	// asks nothing of the host; one with a local cluster needs host access.
 	locals := 0
 	var networks []Network
 	for i := range spec.Clusters {
@@ -76,15 +78,12 @@ func ValidateClusterMeshSpec(spec *meshv1alpha1.ClusterMeshSpec, path *field.Pat
 		if c.Local {
 			locals++
 			if locals > 1 {
-				errs = append(errs, field.Invalid(p.Child("local"), true, "exactly one cluster may be local"))
+				errs = append(errs, field.Invalid(p.Child("local"), true, "at most one cluster may be local"))
 			}
 		}
 		nets, netErrs := ClusterNetworks(c, p)
 		networks = append(networks, nets...)
 		errs = append(errs, netErrs...)
-	}
-	if locals == 0 && len(spec.Clusters) > 0 {
-		errs = append(errs, field.Required(clustersPath, "exactly one cluster must be local"))
 	}
 	return append(errs, validateNoOverlap(networks)...)
 }
