@@ -76,6 +76,8 @@ func testInput(t testing.TB) Input {
 			"home": {Reachable: true, Nodes: loadNodes(t, "home.yaml")},
 		},
 		Now: fixtureNow,
+		// The local cluster's access is the subject of hostaccess_test.go.
+		HostAccess: HostAccess{Mode: HostUnrestricted},
 	}
 }
 

@@ -25,6 +25,9 @@ type Input struct {
 	Clusters map[string]ClusterSnapshot
 	// Now is the time node readiness is judged against.
 	Now time.Time
+	// HostAccess is what the mesh may do on its local cluster; required
+	// when the spec has one.
+	HostAccess HostAccess
 }
 
 // ClusterSnapshot is what was read from one member cluster.

@@ -35,6 +35,8 @@ type planner struct {
 	keyClashes bool
 	// anyKept is true when some source's Peers are kept as they are.
 	anyKept bool
+	// hostRestricted is true when host access withholds something.
+	hostRestricted bool
 	// scratch is the buffer batches write into, reused by one after another.
 	scratch []byte
 }
@@ -61,12 +63,14 @@ func Compute(in Input) (*Plan, error) {
 	for _, s := range pl.sources {
 		pl.anyKept = pl.anyKept || s.keepReason != ""
 	}
+	pl.hostRestricted = pl.restrictedByHostAccess()
 
 	plan := &Plan{
 		View: meshv1alpha1.ClusterMeshPlan{
 			TypeMeta:    metav1.TypeMeta{APIVersion: meshv1alpha1.SchemeGroupVersion.String(), Kind: "ClusterMeshPlan"},
 			ObjectMeta:  metav1.ObjectMeta{Namespace: in.MeshNamespace, Name: in.MeshName},
 			GeneratedAt: metav1.NewTime(in.Now.UTC()),
+			HostAccess:  hostAccessView(&in.HostAccess),
 		},
 		DesiredPeers: make(map[string][]*kilov1alpha1.Peer, len(pl.sources)),
 	}
@@ -90,6 +94,9 @@ func validateInput(in *Input) error {
 	}
 	if in.Now.IsZero() {
 		errs = append(errs, errors.New("the current time is required"))
+	}
+	if err := validateHostAccess(in); err != nil {
+		errs = append(errs, err)
 	}
 	seen := map[string]bool{}
 	for _, c := range in.Spec.Clusters {

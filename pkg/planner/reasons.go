@@ -58,6 +58,9 @@ const (
 	ConflictDuplicateNode          = "DuplicateNodeName"
 	ConflictWireGuardCIDRExhausted = "WireGuardCIDRExhausted"
 	ConflictWireGuardIPOutsideCIDR = "WireGuardIPOutsideCIDR"
+	// The mesh's access to the local cluster withholds them (HostAccess).
+	ConflictHostAccessDenied  = "HostAccessDenied"
+	ConflictOutsideHostAccess = "OutsideHostAccess"
 )
 
 // IsNetworkConflict reports whether a conflict is about the mesh's
@@ -101,6 +104,11 @@ var conflictIsNetwork = map[string]bool{
 	ConflictEmptyPeer: false,
 	// The member cluster lists one node name twice: its data, not its networks.
 	ConflictDuplicateNode: false,
+	// What the mesh may do on the local cluster is the Granted condition's
+	// to say: an administrator's grant or a user's rights decide it, not
+	// the networks.
+	ConflictHostAccessDenied:  false,
+	ConflictOutsideHostAccess: false,
 }
 
 // Warning reasons: the plan stands, but traffic may not flow.
@@ -126,4 +134,17 @@ const (
 const (
 	KeptSourceUnreachable = "SourceUnreachable"
 	KeptNoReadyGroups     = "SourceHasNoReadyGroups"
+)
+
+// Host access reasons: why a mesh may or may not reach into the local
+// cluster. They are computed beside the grants (pkg/plancache), shown in
+// the plan's hostAccess and repeated by the Granted condition.
+const (
+	HostReasonNoLocalCluster     = "NoLocalCluster"
+	HostReasonPeerRights         = "PeerRights"
+	HostReasonGranted            = "Granted"
+	HostReasonNetworksNotGranted = "NetworksNotGranted"
+	HostReasonNoGrant            = "NoGrant"
+	HostReasonUpgradeGracePeriod = "UpgradeGracePeriod"
+	HostReasonGracePeriodExpired = "GracePeriodExpired"
 )

@@ -66,6 +66,8 @@ func TestIsNetworkConflict(t *testing.T) {
 		"ConflictInvalidPeer":            {ConflictInvalidPeer, false},
 		"ConflictEmptyPeer":              {ConflictEmptyPeer, false},
 		"ConflictDuplicateNode":          {ConflictDuplicateNode, false},
+		"ConflictHostAccessDenied":       {ConflictHostAccessDenied, false},
+		"ConflictOutsideHostAccess":      {ConflictOutsideHostAccess, false},
 	}
 	consts := conflictConstants(t)
 	for name, value := range consts {

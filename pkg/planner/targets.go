@@ -102,7 +102,7 @@ func (pl *planner) planTarget(t *source) (meshv1alpha1.TargetPlan, []*kilov1alph
 
 	var desired []*kilov1alpha1.Peer
 	keptNames := map[string]bool{}
-	if len(kept) == 0 && len(x.foreign) == 0 && !pl.keyClashes && !pl.overlapsOthers[t.idx] {
+	if len(kept) == 0 && len(x.foreign) == 0 && !pl.keyClashes && !pl.overlapsOthers[t.idx] && !pl.hostRestricted {
 		desired = pl.allBut(t)
 	} else {
 		desired = pl.checked(t, &x, kept, &tp, keptNames)
@@ -140,6 +140,12 @@ func (pl *planner) checked(t *source, x *existingPeers, kept []keptPeer, tp *mes
 		if e.src == t.idx {
 			continue
 		}
+		if pl.hostDenied(pl.sources[e.src], t) {
+			// A policy decision: the Peer goes, also if it exists.
+			reason, lead := pl.hostConflict()
+			pl.issues.conflict(reason, pl.sources[e.src].name, t.name, lead, e.name)
+			continue
+		}
 		if reason, lead, item := pl.withheld(t, e, x); reason != "" {
 			pl.issues.conflict(reason, pl.sources[e.src].name, t.name, lead, item)
 			if m := x.managedNamed(e.name); m != nil {
@@ -159,7 +165,7 @@ func (pl *planner) checked(t *source, x *existingPeers, kept []keptPeer, tp *mes
 	frozen, owners := pl.frozen(desired, x.foreign)
 	for _, i := range candidates {
 		e := pl.order[i]
-		if !pl.overlap[e.src][t.idx] && frozen == nil {
+		if _, bounded := pl.hostBound(pl.sources[e.src], t); !bounded && !pl.overlap[e.src][t.idx] && frozen == nil {
 			desired = append(desired, pl.templates[i])
 			continue
 		}
@@ -177,12 +183,14 @@ func (pl *planner) checked(t *source, x *existingPeers, kept []keptPeer, tp *mes
 }
 
 // containKept applies containment to a kept Peer: the addresses that lie
-// outside its source's declared networks, or overlap the target's, are
-// removed, since the spec says so whether or not the source can be seen.
-// It reports false when something was removed.
+// outside its source's declared networks, overlap the target's, or lie
+// outside what host access allows are removed, since the spec and the
+// grants say so whether or not the source can be seen. It reports false
+// when something was removed.
 func (pl *planner) containKept(t *source, k keptPeer) (kilov1alpha1.Peer, bool) {
 	p := keptCopy(k.peer)
 	src := pl.sources[pl.byName[k.source]]
+	bound, bounded := pl.hostBound(src, t)
 	var keep []string
 	for _, s := range p.Spec.AllowedIPs {
 		q, err := netip.ParsePrefix(s)
@@ -192,16 +200,20 @@ func (pl *planner) containKept(t *source, k keptPeer) (kilov1alpha1.Peer, bool) 
 		}
 		q = canonical(q)
 		why := ""
+		reason, lead := ConflictOverlapsTargetNetwork, "addresses of kept Peers that the mesh's networks no longer allow; removed"
 		if o, ok := overlapsAny(q, t.nets.all); ok {
 			why = fmt.Sprintf("%s of kept Peer %s overlaps %s of the target", s, p.Name, o)
 		} else if !validation.Within(q, src.nets.all) {
 			why = fmt.Sprintf("%s of kept Peer %s lies outside the networks declared for %s", s, p.Name, src.name)
+		} else if bounded && !validation.Within(q, bound) {
+			why = fmt.Sprintf("%s of kept Peer %s", s, p.Name)
+			reason, lead = pl.hostConflict()
 		}
 		if why == "" {
 			keep = append(keep, s)
 			continue
 		}
-		pl.issues.conflict(ConflictOverlapsTargetNetwork, src.name, t.name, "addresses of kept Peers that the mesh's networks no longer allow; removed", why)
+		pl.issues.conflict(reason, src.name, t.name, lead, why)
 	}
 	if len(keep) == len(p.Spec.AllowedIPs) {
 		return p, true
@@ -297,17 +309,22 @@ func (pl *planner) keep(t *source, k keptPeer, tp *meshv1alpha1.TargetPlan, kept
 }
 
 // forTarget is the export's Peer on target t: the template itself, unless
-// some of its addresses overlap the target's own networks or a frozen
-// address; then a copy of it with fewer addresses. It reports false when
-// no address is left.
+// some of its addresses lie outside what host access lets cross between
+// the two, overlap the target's own networks or a frozen address; then a
+// copy of it with fewer addresses. It reports false when no address is left.
 func (pl *planner) forTarget(t *source, e *export, template *kilov1alpha1.Peer, frozen *prefixIndex, owners []frozenOwner) (*kilov1alpha1.Peer, bool) {
 	checkTarget := pl.overlap[e.src][t.idx]
 	s := pl.sources[e.src]
+	bound, bounded := pl.hostBound(s, t)
 	var keep []string
 	dropping := false
 	for i, c := range e.final {
 		reason, lead, item := "", "", ""
-		if checkTarget {
+		if bounded && !validation.Within(c.prefix, bound) {
+			reason, lead = pl.hostConflict()
+			item = pl.describe(s, e, c)
+		}
+		if reason == "" && checkTarget {
 			if q, ok := overlapsAny(c.prefix, t.nets.all); ok {
 				reason, lead = ConflictOverlapsTargetNetwork, "addresses that overlap networks of the target cluster; left out of its Peers"
 				item = fmt.Sprintf("%s overlaps %s", pl.describe(s, e, c), q)
