@@ -1,7 +1,8 @@
 // Package admission holds the ClusterMesh rules that need more than the
-// object itself: the requester's right to read the Secrets a mesh borrows,
-// the networks an administrator allows, and networks claimed by other
-// tenants' meshes on shared clusters.
+// object itself: the requester's right to put Peers on the local cluster,
+// or a ClusterMeshGrant, recorded on the mesh; the requester's right to
+// read the Secrets a mesh borrows; the networks an administrator allows;
+// and networks claimed by other tenants' meshes on shared clusters.
 package admission
 
 import (
@@ -35,9 +36,11 @@ type Plugin struct {
 
 	mu     sync.RWMutex
 	meshes cache.Indexer
+	grants Grants
 }
 
 var (
+	_ admission.MutationInterface                     = &Plugin{}
 	_ admission.ValidationInterface                   = &Plugin{}
 	_ genericadmissioninit.WantsAuthorizer            = &Plugin{}
 	_ genericadmissioninit.WantsExternalKubeClientSet = &Plugin{}
@@ -97,6 +100,11 @@ func (p *Plugin) Validate(ctx context.Context, a admission.Attributes, _ admissi
 		return admission.NewForbidden(a, errs.ToAggregate())
 	}
 	errs := checkAllowed(mesh, p.allowed)
+	outside, err := p.checkGrant(mesh)
+	if err != nil {
+		return apierrors.NewInternalError(err)
+	}
+	errs = append(errs, outside...)
 	overlaps, err := p.checkOtherMeshes(ctx, mesh)
 	if err != nil {
 		return apierrors.NewInternalError(err)

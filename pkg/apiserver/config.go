@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"time"
 
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apiserver/pkg/registry/rest"
@@ -45,6 +46,9 @@ type ExtraConfig struct {
 	MemberBurst int
 	// Reconciler configures the controller that writes Peers.
 	Reconciler *reconciler.Options
+	// HostAccessGracePeriod is how long meshes stored before grants
+	// existed, and covered by none, keep their access to the local cluster.
+	HostAccessGracePeriod time.Duration
 }
 
 type completedConfig struct {
@@ -94,7 +98,15 @@ func (c CompletedConfig) New() (*Server, error) {
 	if err != nil {
 		return nil, fmt.Errorf("building the member-cluster caches: %w", err)
 	}
-	plans, err := plancache.New(plancache.Config{Members: members})
+	grantWiring, err := newGrants(c.GenericConfig.RESTOptionsGetter, c.GenericConfig.SharedInformerFactory)
+	if err != nil {
+		return nil, err
+	}
+	plans, err := plancache.New(plancache.Config{
+		Members:     members,
+		Grants:      grantWiring.index,
+		GracePeriod: c.ExtraConfig.HostAccessGracePeriod,
+	})
 	if err != nil {
 		return nil, err
 	}
@@ -103,6 +115,7 @@ func (c CompletedConfig) New() (*Server, error) {
 		return nil, err
 	}
 	c.ExtraConfig.Admission.SetMeshes(informer.GetIndexer())
+	c.ExtraConfig.Admission.SetGrants(grantWiring.index)
 
 	group := genericapiserver.NewDefaultAPIGroupInfo(meshv1alpha1.GroupName, Scheme, runtime.NewParameterCodec(Scheme), Codecs)
 	group.VersionedResourcesStorageMap[meshv1alpha1.SchemeGroupVersion.Version] = map[string]rest.Storage{
@@ -110,12 +123,16 @@ func (c CompletedConfig) New() (*Server, error) {
 		"clustermeshes/status": status,
 		"clustermeshes/plan":   clustermesh.NewPlanREST(meshes, plans),
 		"clustermeshes/peers":  clustermesh.NewPeersREST(meshes, plans),
+		"clustermeshgrants":    grantWiring.rest,
 	}
 	if err := generic.InstallAPIGroup(&group); err != nil {
 		return nil, fmt.Errorf("installing %s: %w", meshv1alpha1.GroupName, err)
 	}
 	if err := generic.AddReadyzChecks(meshCacheCheck(informer)); err != nil {
 		return nil, fmt.Errorf("adding readyz check: %w", err)
+	}
+	if err := grantWiring.install(generic); err != nil {
+		return nil, err
 	}
 	if err := generic.AddPostStartHook("kilo-mesh-caches", func(ctx genericapiserver.PostStartHookContext) error {
 		go informer.Run(ctx.Done())

@@ -15,13 +15,24 @@ import (
 	meshv1alpha1 "github.com/kilo-mesh/kilo-mesh-apiserver/pkg/apis/mesh/v1alpha1"
 )
 
+// storage is what an informer over the server's own storage needs.
+type storage interface {
+	rest.Lister
+	rest.Watcher
+}
+
 // newMeshInformer watches every ClusterMesh through the in-process storage:
 // the server reads its own objects without a loopback round trip, and every
 // replica (not only the leader) keeps member-cluster caches for the views.
-func newMeshInformer(store interface {
-	rest.Lister
-	rest.Watcher
-}) cache.SharedIndexInformer {
+func newMeshInformer(store storage) cache.SharedIndexInformer {
+	return newStorageInformer(store, &meshv1alpha1.ClusterMesh{}, cache.Indexers{
+		cache.NamespaceIndex: cache.MetaNamespaceIndexFunc,
+	})
+}
+
+// newStorageInformer watches every object of one of the server's own
+// resources through the in-process storage.
+func newStorageInformer(store storage, example runtime.Object, indexers cache.Indexers) cache.SharedIndexInformer {
 	lw := &cache.ListWatch{
 		ListWithContextFunc: func(ctx context.Context, opts metav1.ListOptions) (runtime.Object, error) {
 			internal, err := toInternalListOptions(opts)
@@ -42,9 +53,7 @@ func newMeshInformer(store interface {
 			return watch.Filter(w, unwrapCached), nil
 		},
 	}
-	return cache.NewSharedIndexInformer(lw, &meshv1alpha1.ClusterMesh{}, 0, cache.Indexers{
-		cache.NamespaceIndex: cache.MetaNamespaceIndexFunc,
-	})
+	return cache.NewSharedIndexInformer(lw, example, 0, indexers)
 }
 
 // unwrapCached hands the informer the object itself: the watch cache wraps

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net"
 	"net/netip"
+	"time"
 
 	"github.com/spf13/pflag"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -24,6 +25,7 @@ import (
 	"github.com/kilo-mesh/kilo-mesh-apiserver/pkg/clusters"
 	"github.com/kilo-mesh/kilo-mesh-apiserver/pkg/etcd"
 	generatedopenapi "github.com/kilo-mesh/kilo-mesh-apiserver/pkg/generated/openapi"
+	"github.com/kilo-mesh/kilo-mesh-apiserver/pkg/plancache"
 	"github.com/kilo-mesh/kilo-mesh-apiserver/pkg/reconciler"
 )
 
@@ -50,6 +52,9 @@ type Options struct {
 	MemberBurst int
 	// Reconciler configures the controller that writes Peers.
 	Reconciler *reconciler.Options
+	// HostAccessGracePeriod is how long meshes stored before grants
+	// existed, and covered by none, keep their access to the local cluster.
+	HostAccessGracePeriod time.Duration
 
 	// embeddedEtcd is decided in Complete: no --etcd-servers means embedded.
 	embeddedEtcd bool
@@ -68,6 +73,7 @@ func NewOptions() *Options {
 		Reconciler:            reconciler.NewOptions(),
 		MemberQPS:             clusters.DefaultQPS,
 		MemberBurst:           clusters.DefaultBurst,
+		HostAccessGracePeriod: plancache.DefaultGracePeriod,
 	}
 	// Objects are always stored as v1alpha1, whatever a client sent.
 	o.RecommendedOptions.Etcd.StorageConfig.EncodeVersioner = runtime.NewMultiGroupVersioner(
@@ -91,6 +97,9 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	fs.Float32Var(&o.MemberQPS, "member-cluster-qps", o.MemberQPS,
 		"Requests per second to each member cluster (watches and Peer writes); it sets how fast a new mesh's Peers appear.")
 	fs.IntVar(&o.MemberBurst, "member-cluster-burst", o.MemberBurst, "Burst of requests to each member cluster.")
+	fs.DurationVar(&o.HostAccessGracePeriod, "host-access-grace-period", o.HostAccessGracePeriod,
+		"How long ClusterMeshes stored before ClusterMeshGrants existed, and covered by none, keep their Peers on the cluster this server runs in "+
+			"(with Granted=False and an event) before losing them. Create the grants before upgrading.")
 	o.Reconciler.AddFlags(fs)
 }
 
@@ -131,6 +140,9 @@ func (o *Options) Validate() error {
 	if o.MemberQPS <= 0 || o.MemberBurst < 1 {
 		errs = append(errs, fmt.Errorf("--member-cluster-qps and --member-cluster-burst must be positive"))
 	}
+	if o.HostAccessGracePeriod < 0 {
+		errs = append(errs, fmt.Errorf("--host-access-grace-period must not be negative"))
+	}
 	if o.embeddedEtcd && o.DataDir == "" {
 		errs = append(errs, fmt.Errorf("--data-dir is required with the embedded etcd"))
 	}
@@ -163,6 +175,7 @@ func (o *Options) Config() (*Config, error) {
 		MemberQPS:                  o.MemberQPS,
 		MemberBurst:                o.MemberBurst,
 		Reconciler:                 o.Reconciler,
+		HostAccessGracePeriod:      o.HostAccessGracePeriod,
 	}}, nil
 }
 

@@ -93,8 +93,8 @@ func OutsideGrant(mesh *meshv1alpha1.ClusterMesh, c *Coverage) field.ErrorList {
 			if validation.Within(n.Prefix, allowed) {
 				continue
 			}
-			errs = append(errs, field.Forbidden(n.Path, fmt.Sprintf("%s is outside the %s of the ClusterMeshGrants covering namespace %q (%s)",
-				n.Prefix, list, c.Namespace, orNone(allowed))))
+			errs = append(errs, field.Invalid(n.Path, n.Prefix.String(), fmt.Sprintf("outside the %s of the ClusterMeshGrants covering namespace %q (%s)",
+				list, c.Namespace, orNone(allowed))))
 		}
 	}
 	return errs

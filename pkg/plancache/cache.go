@@ -6,10 +6,12 @@ package plancache
 
 import (
 	"errors"
+	"fmt"
 	"sync"
 	"time"
 
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/tools/cache"
 	"k8s.io/utils/clock"
 
 	meshv1alpha1 "github.com/kilo-mesh/kilo-mesh-apiserver/pkg/apis/mesh/v1alpha1"
@@ -26,6 +28,13 @@ const MaxAge = time.Second
 type Config struct {
 	// Members are the member-cluster caches: the plans' Nodes and Peers.
 	Members Members
+	// Grants say what ClusterMeshGrants allow each namespace; nil means
+	// there are none.
+	Grants Grants
+	// GracePeriod is how long a mesh stored before grants existed, and
+	// covered by none, keeps its access to the local cluster (the
+	// server's --host-access-grace-period).
+	GracePeriod time.Duration
 	// Clock judges node readiness and plan age; the real clock when nil.
 	Clock clock.PassiveClock
 }
@@ -42,6 +51,10 @@ type Cache struct {
 
 	mu    sync.Mutex
 	plans map[types.NamespacedName]*entry
+	// meshes are the stored meshes, set by FollowMeshes.
+	meshes cache.Store
+	// handlers hear of every mesh whose inputs changed.
+	handlers []func(types.NamespacedName)
 }
 
 // entry is one mesh's plan; its mutex makes concurrent requests wait for
@@ -66,16 +79,53 @@ func New(cfg Config) (*Cache, error) {
 	if clk == nil {
 		clk = clock.RealClock{}
 	}
+	if cfg.GracePeriod < 0 {
+		return nil, errors.New("plancache: GracePeriod must not be negative")
+	}
+	var g Grants = noGrants{}
+	if cfg.Grants != nil {
+		g = cfg.Grants
+	}
 	c := &Cache{
 		members: cfg.Members,
 		clock:   clk,
-		sources: []source{memberSource{cfg.Members}},
 		plans:   map[types.NamespacedName]*entry{},
 	}
+	c.sources = []source{memberSource{cfg.Members}, &hostSource{grants: g, grace: cfg.GracePeriod, meshesIn: c.meshesIn}}
 	for _, s := range c.sources {
-		s.onChange(c.invalidate)
+		s.onChange(c.changed)
 	}
 	return c, nil
+}
+
+// AddChangeHandler calls f with every mesh one of whose inputs changed,
+// after its cached plan was invalidated: the reconciler follows every
+// input of a plan this way, whatever the source.
+func (c *Cache) AddChangeHandler(f func(types.NamespacedName)) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.handlers = append(c.handlers, f)
+}
+
+// HasSynced reports whether every input source has read its inputs once.
+func (c *Cache) HasSynced() bool {
+	for _, s := range c.sources {
+		if !s.hasSynced() {
+			return false
+		}
+	}
+	return true
+}
+
+// changed invalidates a mesh's plan and tells the handlers.
+func (c *Cache) changed(key types.NamespacedName) {
+	c.invalidate(key)
+	c.mu.Lock()
+	handlers := c.handlers
+	c.mu.Unlock()
+	for _, f := range handlers {
+		f(key)
+	}
 }
 
 // invalidate marks the cached plan of a mesh as older than its inputs. A
@@ -87,6 +137,23 @@ func (c *Cache) invalidate(key types.NamespacedName) {
 	if e := c.plans[key]; e != nil {
 		e.reported++
 	}
+}
+
+// meshesIn lists the stored meshes of a namespace.
+func (c *Cache) meshesIn(namespace string) []types.NamespacedName {
+	c.mu.Lock()
+	store := c.meshes
+	c.mu.Unlock()
+	if store == nil {
+		return nil
+	}
+	var out []types.NamespacedName
+	for _, obj := range store.List() {
+		if m, ok := obj.(*meshv1alpha1.ClusterMesh); ok && m.Namespace == namespace {
+			out = append(out, types.NamespacedName{Namespace: m.Namespace, Name: m.Name})
+		}
+	}
+	return out
 }
 
 // forget drops the plan of a deleted mesh.
@@ -119,7 +186,11 @@ func (c *Cache) Plan(mesh *meshv1alpha1.ClusterMesh) (*planner.Plan, error) {
 		e.changes == changes && now.Sub(e.at) < MaxAge {
 		return e.plan, nil
 	}
-	plan, err := planner.Compute(c.input(mesh, now))
+	in, err := c.input(mesh, now)
+	if err != nil {
+		return nil, err
+	}
+	plan, err := planner.Compute(in)
 	if err != nil {
 		return nil, err
 	}
@@ -127,7 +198,7 @@ func (c *Cache) Plan(mesh *meshv1alpha1.ClusterMesh) (*planner.Plan, error) {
 	return plan, nil
 }
 
-func (c *Cache) input(mesh *meshv1alpha1.ClusterMesh, now time.Time) planner.Input {
+func (c *Cache) input(mesh *meshv1alpha1.ClusterMesh, now time.Time) (planner.Input, error) {
 	in := planner.Input{
 		MeshNamespace: mesh.Namespace,
 		MeshName:      mesh.Name,
@@ -136,7 +207,9 @@ func (c *Cache) input(mesh *meshv1alpha1.ClusterMesh, now time.Time) planner.Inp
 		Now:           now,
 	}
 	for _, s := range c.sources {
-		s.fill(mesh, &in)
+		if err := s.fill(mesh, &in); err != nil {
+			return planner.Input{}, fmt.Errorf("planning ClusterMesh %s/%s: %w", mesh.Namespace, mesh.Name, err)
+		}
 	}
-	return in
+	return in, nil
 }

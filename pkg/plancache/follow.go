@@ -12,9 +12,13 @@ import (
 
 // FollowMeshes keeps the member-cluster caches matched to the meshes the
 // informer stores (a cluster's caches start with the first mesh that names
-// it and stop with the last) and drops the plans of deleted meshes. The
-// server and the reconciler's tests both wire meshes to the cache with it.
+// it and stop with the last), drops the plans of deleted meshes, and lets
+// the other sources find the meshes of a namespace. The server and the
+// reconciler's tests both wire meshes to the cache with it.
 func (c *Cache) FollowMeshes(meshes cache.SharedInformer) error {
+	c.mu.Lock()
+	c.meshes = meshes.GetStore()
+	c.mu.Unlock()
 	if _, err := meshes.AddEventHandler(cache.ResourceEventHandlerFuncs{
 		AddFunc:    c.ensure,
 		UpdateFunc: func(_, obj any) { c.ensure(obj) },

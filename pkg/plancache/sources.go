@@ -14,8 +14,12 @@ import (
 // its stalest input: whatever else the planner comes to read (grants,
 // other meshes' claims) must be another source, never read around the cache.
 type source interface {
-	fill(mesh *meshv1alpha1.ClusterMesh, in *planner.Input)
+	// fill fails when the source cannot tell yet: no plan is better
+	// than one that acts on half the facts.
+	fill(mesh *meshv1alpha1.ClusterMesh, in *planner.Input) error
 	onChange(f func(types.NamespacedName))
+	// hasSynced reports whether the source has read its inputs once.
+	hasSynced() bool
 }
 
 // Members is what the cache uses of the member-cluster caches
@@ -33,15 +37,20 @@ var _ Members = (*clusters.Manager)(nil)
 // memberSource gives the planner the Nodes and Peers of every member cluster.
 type memberSource struct{ members Members }
 
-func (s memberSource) fill(mesh *meshv1alpha1.ClusterMesh, in *planner.Input) {
+func (s memberSource) fill(mesh *meshv1alpha1.ClusterMesh, in *planner.Input) error {
 	states := s.members.Snapshot(mesh)
 	in.Clusters = make(map[string]planner.ClusterSnapshot, len(states))
 	for name, st := range states {
 		in.Clusters[name] = snapshot(st)
 	}
+	return nil
 }
 
 func (s memberSource) onChange(f func(types.NamespacedName)) { s.members.AddChangeHandler(f) }
+
+// hasSynced is true: a member cluster whose caches have not synced is
+// planned as unknown (see snapshot), which decides nothing.
+func (s memberSource) hasSynced() bool { return true }
 
 // snapshot tells the planner what it may rely on: a cluster whose caches
 // never synced is as unknown as an unreachable one, and one that synced but

@@ -1,18 +1,16 @@
 package reconciler
 
 import (
-	"k8s.io/apimachinery/pkg/types"
-
 	meshv1alpha1 "github.com/kilo-mesh/kilo-mesh-apiserver/pkg/apis/mesh/v1alpha1"
 	"github.com/kilo-mesh/kilo-mesh-apiserver/pkg/clusters"
 )
 
 // Clusters is what the reconciler uses of the member-cluster manager: its
-// caches (read), its Peer clients (write) and its change notifications.
+// caches (read) and its Peer clients (write). Their changes reach the
+// reconciler through the Planner, like every other input of a plan.
 type Clusters interface {
 	Snapshot(mesh *meshv1alpha1.ClusterMesh) map[string]clusters.ClusterState
 	PeerClient(mesh *meshv1alpha1.ClusterMesh, cluster string) (clusters.PeerClient, error)
-	AddChangeHandler(f func(types.NamespacedName))
 	HasSynced() bool
 }
 

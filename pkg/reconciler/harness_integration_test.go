@@ -180,8 +180,14 @@ func (h *harness) nodes(t *testing.T, i int) map[string]string {
 func (h *harness) createMesh(t *testing.T, name string, n int) *meshv1alpha1.ClusterMesh {
 	t.Helper()
 	mesh := &meshv1alpha1.ClusterMesh{
-		TypeMeta:   metav1.TypeMeta{APIVersion: meshv1alpha1.SchemeGroupVersion.String(), Kind: "ClusterMesh"},
-		ObjectMeta: metav1.ObjectMeta{Namespace: h.ns, Name: name},
+		TypeMeta: metav1.TypeMeta{APIVersion: meshv1alpha1.SchemeGroupVersion.String(), Kind: "ClusterMesh"},
+		ObjectMeta: metav1.ObjectMeta{
+			Namespace: h.ns,
+			Name:      name,
+			// The CRD stands in for the server, without its admission: this is
+			// the record admission leaves when an admin (Peer rights) writes it.
+			Annotations: map[string]string{meshv1alpha1.AnnotationHostAccess: meshv1alpha1.HostAccessPeerRights},
+		},
 	}
 	for i := range n {
 		e := meshv1alpha1.ClusterEntry{

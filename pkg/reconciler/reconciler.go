@@ -29,10 +29,14 @@ const FieldManager = "kilo-mesh-apiserver"
 // Finalizer keeps a deleted ClusterMesh until its Peers are removed.
 const Finalizer = "mesh.kilo.squat.ai/peers"
 
-// Planner computes the plan of a mesh from the member-cluster caches; the
-// views use the same one, so what users preview is what gets applied.
+// Planner computes the plan of a mesh from the member-cluster caches and
+// the grants; the views use the same one, so what users preview is what
+// gets applied. It tells which meshes' inputs changed, whatever the input,
+// and whether it has read its inputs once.
 type Planner interface {
 	Plan(mesh *meshv1alpha1.ClusterMesh) (*planner.Plan, error)
+	AddChangeHandler(f func(types.NamespacedName))
+	HasSynced() bool
 }
 
 // Config is what the reconciler is built from.
@@ -109,7 +113,7 @@ func New(cfg Config) (*Reconciler, error) {
 	}); err != nil {
 		return nil, fmt.Errorf("watching ClusterMeshes: %w", err)
 	}
-	cfg.Clusters.AddChangeHandler(r.enqueue)
+	cfg.Planner.AddChangeHandler(r.enqueue)
 	return r, nil
 }
 

@@ -30,6 +30,10 @@ func (r *Reconciler) Run(ctx context.Context) error {
 	if !cache.WaitForNamedCacheSyncWithContext(ctx, r.meshes.HasSynced, r.clusters.HasSynced) {
 		return ctx.Err()
 	}
+	// Nothing is decided before the plans' other inputs (the grants) are known.
+	if !cache.WaitForNamedCacheSyncWithContext(ctx, r.planner.HasSynced) {
+		return ctx.Err()
+	}
 	if !r.opts.LeaderElection.LeaderElect {
 		r.lead(ctx)
 		return nil

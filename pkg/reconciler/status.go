@@ -74,6 +74,7 @@ func buildStatus(in statusInput) meshv1alpha1.ClusterMeshStatus {
 		setCondition(&st, gen, in.now, meshv1alpha1.ConditionNetworksValid, metav1.ConditionUnknown, ReasonPlanFailed, msg)
 		setCondition(&st, gen, in.now, meshv1alpha1.ConditionClustersReachable, metav1.ConditionUnknown, ReasonPlanFailed, msg)
 		setCondition(&st, gen, in.now, meshv1alpha1.ConditionCredentialsValid, metav1.ConditionUnknown, ReasonPlanFailed, msg)
+		setCondition(&st, gen, in.now, meshv1alpha1.ConditionGranted, metav1.ConditionUnknown, ReasonPlanFailed, msg)
 		return st
 	}
 
@@ -87,6 +88,7 @@ func buildStatus(in statusInput) meshv1alpha1.ClusterMeshStatus {
 	}
 	setConditions(&st, in)
 	setCredentialsCondition(&st, in)
+	setGranted(&st, in.mesh.Generation, in.plan)
 	return st
 }
 

@@ -78,6 +78,7 @@ func (r *Reconciler) sync(ctx context.Context, key types.NamespacedName) (syncRe
 	}
 	if plan != nil {
 		facts = append(facts, planEvents(plan)...)
+		facts = append(facts, grantedEvents(plan)...)
 	}
 	r.report(mesh, plan, outcomes)
 	reportCredentials(mesh, states)
@@ -97,7 +98,7 @@ func (r *Reconciler) sync(ctx context.Context, key types.NamespacedName) (syncRe
 	case len(writeErrs) > 0:
 		return syncResult{}, fmt.Errorf("writing Peers of %s: %s", key, strings.Join(writeErrs, "; "))
 	}
-	return syncResult{requeueAfter: nextExpiry(states, now)}, nil
+	return syncResult{requeueAfter: sooner(nextExpiry(states, now), untilGraceEnds(plan, now))}, nil
 }
 
 // applyPlan reconciles every reachable target at the same time: a slow or

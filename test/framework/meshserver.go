@@ -89,11 +89,12 @@ func DeployManifest(name string) (string, error) {
 	return filepath.Join(root, "artifacts", "deploy", name), nil
 }
 
-// InstallServerRBAC applies the namespace, the server's RBAC and the
-// aggregated user roles from artifacts/deploy to the host cluster, then
-// aggregates ClusterRoles. Idempotent; StartMeshServer calls it.
+// InstallServerRBAC applies the namespace, the server's RBAC, the
+// aggregated user roles and the grant reader role from artifacts/deploy to
+// the host cluster, then aggregates ClusterRoles. Idempotent;
+// StartMeshServer calls it.
 func (e *Env) InstallServerRBAC(ctx context.Context) error {
-	for _, name := range []string{"namespace.yaml", "rbac.yaml", "user-roles.yaml"} {
+	for _, name := range []string{"namespace.yaml", "rbac.yaml", "user-roles.yaml", "grant-roles.yaml"} {
 		path, err := DeployManifest(name)
 		if err != nil {
 			return err
