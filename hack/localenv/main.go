@@ -1,9 +1,11 @@
 // Command localenv is what `make run` runs: a local playground with real
 // kube-apiservers (cluster-0 hosts the mesh.kilo.squat.ai API, cluster-1.. are
 // members), kilo-mesh-apiserver behind the aggregation layer, Kilo-annotated
-// sample nodes on every cluster and the kubeconfig Secret of cluster-1 in the
-// namespace demo. It prints a KUBECONFIG and commands to try, and stops
-// everything on Ctrl-C.
+// sample nodes on every cluster, the kubeconfig Secret of cluster-1 in the
+// namespace demo, and the ClusterMeshGrant that lets demo's meshes reach
+// into cluster-0 (artifacts/examples/clustermeshgrant.yaml), since tenants
+// there hold edit and no Peer rights. It prints a KUBECONFIG and commands to
+// try, and stops everything on Ctrl-C.
 //
 // The mesh server's embedded etcd data lives in <run-dir>/mesh-data and is
 // kept across runs; the clusters are new on every run.
@@ -42,7 +44,7 @@ func main() {
 		nodes    = flag.Int("nodes", 3, "sample Kilo nodes per cluster")
 		runDir   = flag.String("run-dir", defaultRunDir, "state directory; the mesh server's data in <run-dir>/mesh-data is kept across runs")
 		fresh    = flag.Bool("fresh", false, "delete the mesh server's data first")
-		example  = flag.String("example", "", "manifest applied in namespace demo once the server is up (default: artifacts/examples/clustermesh.yaml, if present)")
+		example  = flag.String("example", "", "manifest applied in namespace demo as tenant-a once the server is up (default: artifacts/examples/clustermesh.yaml, if present)")
 	)
 	flag.Parse()
 	log.SetFlags(log.Ltime)
@@ -175,12 +177,17 @@ func run(ctx context.Context, stopSignals func(), runDir string, clusters, nodes
 			}
 		}
 	}
+	grant, err := applyDemoGrant(startCtx, env)
+	if err != nil {
+		return err
+	}
 	if example != "" {
-		out, _, err := env.Kubectl(startCtx, framework.HostCluster, framework.UserAdmin, "apply", "-n", demoNamespace, "-f", example)
+		// As the tenant, who holds edit in demo and no Peer rights: the grant is what lets the mesh in.
+		out, _, err := env.Kubectl(startCtx, framework.HostCluster, framework.UserTenantA, "apply", "-n", demoNamespace, "-f", example)
 		if err != nil {
-			log.Printf("applying %s: %v", example, err)
+			log.Printf("applying %s as %s: %v", example, framework.UserTenantA, err)
 		} else {
-			log.Printf("applied %s: %s", example, out)
+			log.Printf("applied %s as %s: %s", example, framework.UserTenantA, out)
 		}
 	}
 
@@ -188,7 +195,7 @@ func run(ctx context.Context, stopSignals func(), runDir string, clusters, nodes
 	if err := writeCombinedKubeconfig(env, kubeconfig); err != nil {
 		return err
 	}
-	printHelp(env, m, kubeconfig, example)
+	printHelp(env, m, kubeconfig, example, grant)
 
 	select {
 	case <-ctx.Done():
@@ -305,6 +312,23 @@ func setupDemo(ctx context.Context, env *framework.Env) error {
 	return env.GrantNamespaceRole(ctx, framework.HostCluster, demoNamespace, framework.UserTenantA, "edit")
 }
 
+// applyDemoGrant creates the ClusterMeshGrant of artifacts/examples as an
+// admin and says so: without it, tenant-a's mesh could not have a local
+// cluster. It returns the manifest's path.
+func applyDemoGrant(ctx context.Context, env *framework.Env) (string, error) {
+	root, err := framework.RepoRoot()
+	if err != nil {
+		return "", err
+	}
+	path := filepath.Join(root, "artifacts", "examples", "clustermeshgrant.yaml")
+	if _, stderr, err := env.Kubectl(ctx, framework.HostCluster, framework.UserAdmin, "apply", "-f", path); err != nil {
+		return "", fmt.Errorf("applying the demo's ClusterMeshGrant %s: %w: %s", path, err, stderr)
+	}
+	log.Printf("created ClusterMeshGrant demo (%s): the meshes of namespace %s may reach into %s within its networks",
+		path, demoNamespace, env.Cluster(framework.HostCluster).Name)
+	return path, nil
+}
+
 // writeCombinedKubeconfig writes one kubeconfig with a context
 // <cluster>-<user> for every cluster and user; the current context is
 // cluster-0-admin in namespace demo.
@@ -330,7 +354,7 @@ func writeCombinedKubeconfig(env *framework.Env, path string) error {
 	return clientcmd.WriteToFile(*cfg, path)
 }
 
-func printHelp(env *framework.Env, m *framework.MeshServer, kubeconfig, example string) {
+func printHelp(env *framework.Env, m *framework.MeshServer, kubeconfig, example, grant string) {
 	kubectl := env.KubectlPath()
 	fmt.Printf(`
 kilo-mesh local environment is up: %d clusters, kilo-mesh-apiserver at %s.
@@ -362,8 +386,12 @@ Try:
   kubectl --context cluster-0-tenant-b -n demo get cmesh       # forbidden
 `)
 	if example != "" {
-		fmt.Printf("  kubectl get cmesh -o yaml                                    # from %s\n", example)
+		fmt.Printf("  kubectl get cmesh -o yaml                                    # from %s, created by tenant-a\n", example)
 	}
+	fmt.Printf(`  kubectl get clustermeshgrants                                # created by the demo: %s
+  kubectl get cmesh demo -o jsonpath='{.status.conditions[?(@.type=="Granted")]}'
+  kubectl --context cluster-0-tenant-a get clustermeshgrants   # forbidden: grants are for admins
+`, grant)
 	fmt.Printf(`
 Logs: %s (kilo-mesh-apiserver), %s
 Press Ctrl-C to stop.

@@ -50,6 +50,12 @@ func run(m *testing.M) int {
 			fmt.Fprintf(os.Stderr, "%v\n", err)
 			return 1
 		}
+		// Tenants have edit in their namespace and no Peer rights on the
+		// host: without a grant their meshes could not have a local cluster.
+		if err := env.ApplyGrant(ctx, ns, framework.TenantGrant(ns)); err != nil {
+			fmt.Fprintf(os.Stderr, "%v\n", err)
+			return 1
+		}
 	}
 	code := m.Run()
 	if code != 0 {

@@ -133,6 +133,13 @@ func startViewsEnv(t *testing.T) *viewsEnv {
 	if _, err := env.Client(framework.HostCluster, framework.UserAdmin).CoreV1().Secrets(v.ns).Create(ctx, north, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
+	// The tenants have edit in their namespaces and no Peer rights on the
+	// host; an administrator lets their meshes use the host cluster.
+	for _, ns := range []string{framework.NamespaceTenantA, framework.NamespaceTenantB} {
+		if err := env.ApplyGrant(ctx, ns, framework.TenantGrant(ns)); err != nil {
+			t.Fatal(err)
+		}
+	}
 	v.kubectlIn(t, framework.UserTenantA, viewsMesh, "create", "-f", "-")
 	return v
 }
