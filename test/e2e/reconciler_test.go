@@ -819,8 +819,10 @@ func TestReconciler(t *testing.T) {
 		if err != nil {
 			t.Fatalf("/readyz?verbose: %v\n%s", err, raw)
 		}
-		// One check per cache, and none of the member clusters: they are
-		// the tenants', and must not take the server out of its Service.
+		// One check per cache of the server's own storage (meshes; grants
+		// with the local cluster's namespaces), and none of the member
+		// clusters: they are the tenants', and must not take the server out
+		// of its Service.
 		var caches []string
 		for _, line := range strings.Split(string(raw), "\n") {
 			name, ok := strings.CutPrefix(line, "[+]")
@@ -829,8 +831,8 @@ func TestReconciler(t *testing.T) {
 				caches = append(caches, name)
 			}
 		}
-		if !slices.Equal(caches, []string{"clustermesh-cache"}) {
-			t.Errorf("/readyz checks of caches %q, want only clustermesh-cache:\n%s", caches, raw)
+		if !slices.Equal(caches, []string{"clustermesh-cache", "clustermeshgrant-cache"}) {
+			t.Errorf("/readyz checks of caches %q, want only clustermesh-cache and clustermeshgrant-cache:\n%s", caches, raw)
 		}
 	})
 
