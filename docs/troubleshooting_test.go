@@ -21,6 +21,7 @@ var reasonSources = []struct {
 	{"Member cluster reasons", "pkg/clusters", func(c goConst) bool { return c.typ == "Reason" }},
 	{"Conditions", "pkg/apis/mesh/v1alpha1", prefixed("Condition")},
 	{"Condition reasons", "pkg/reconciler", prefixed("Reason")},
+	{"Host access reasons", "pkg/planner", prefixed("HostReason")},
 	{"Events", "pkg/reconciler", prefixed("Event")},
 }
 
