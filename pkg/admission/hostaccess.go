@@ -42,14 +42,11 @@ func (p *Plugin) SetGrants(g Grants) {
 // Kubernetes checks other objects; a metadata-only write keeps the stored
 // record. Whatever a client sent in the annotation is overwritten.
 func (p *Plugin) Admit(ctx context.Context, a admission.Attributes, _ admission.ObjectInterfaces) error {
-	if a.GetResource().GroupResource() != meshv1alpha1.Resource("clustermeshes") || a.GetSubresource() != "" {
-		return nil
+	mesh, old, err := meshWrite(a)
+	if mesh == nil || err != nil {
+		return err
 	}
-	mesh, ok := a.GetObject().(*meshv1alpha1.ClusterMesh)
-	if !ok {
-		return apierrors.NewBadRequest(fmt.Sprintf("expected a ClusterMesh, got %T", a.GetObject()))
-	}
-	if old, ok := a.GetOldObject().(*meshv1alpha1.ClusterMesh); ok && apiequality.Semantic.DeepEqual(old.Spec, mesh.Spec) {
+	if old != nil && apiequality.Semantic.DeepEqual(old.Spec, mesh.Spec) {
 		record(mesh, old.Annotations[meshv1alpha1.AnnotationHostAccess])
 		return nil
 	}

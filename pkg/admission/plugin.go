@@ -86,14 +86,11 @@ func (p *Plugin) ValidateInitialization() error {
 // Validate applies the rules to meshes only; the status subresource is the
 // server's own and never borrows credentials.
 func (p *Plugin) Validate(ctx context.Context, a admission.Attributes, _ admission.ObjectInterfaces) error {
-	if a.GetResource().GroupResource() != meshv1alpha1.Resource("clustermeshes") || a.GetSubresource() != "" {
-		return nil
+	mesh, old, err := meshWrite(a)
+	if mesh == nil || err != nil {
+		return err
 	}
-	mesh, ok := a.GetObject().(*meshv1alpha1.ClusterMesh)
-	if !ok {
-		return apierrors.NewBadRequest(fmt.Sprintf("expected a ClusterMesh, got %T", a.GetObject()))
-	}
-	if old, ok := a.GetOldObject().(*meshv1alpha1.ClusterMesh); ok && apiequality.Semantic.DeepEqual(old.Spec, mesh.Spec) {
+	if old != nil && apiequality.Semantic.DeepEqual(old.Spec, mesh.Spec) {
 		return nil // metadata-only writes borrow nothing new
 	}
 	if errs := p.checkSecrets(ctx, a, mesh); len(errs) > 0 {
@@ -114,6 +111,20 @@ func (p *Plugin) Validate(ctx context.Context, a admission.Attributes, _ admissi
 		return apierrors.NewInvalid(meshv1alpha1.SchemeGroupVersion.WithKind("ClusterMesh").GroupKind(), mesh.Name, errs)
 	}
 	return nil
+}
+
+// meshWrite is the mesh a request writes, and on update the stored one; nil
+// for anything else (the status subresource is the server's own).
+func meshWrite(a admission.Attributes) (mesh, old *meshv1alpha1.ClusterMesh, err error) {
+	if a.GetResource().GroupResource() != meshv1alpha1.Resource("clustermeshes") || a.GetSubresource() != "" {
+		return nil, nil, nil
+	}
+	mesh, ok := a.GetObject().(*meshv1alpha1.ClusterMesh)
+	if !ok {
+		return nil, nil, apierrors.NewBadRequest(fmt.Sprintf("expected a ClusterMesh, got %T", a.GetObject()))
+	}
+	old, _ = a.GetOldObject().(*meshv1alpha1.ClusterMesh)
+	return mesh, old, nil
 }
 
 // checkSecrets makes sure nobody borrows credentials they cannot read.

@@ -5,12 +5,12 @@ import (
 	"fmt"
 
 	"k8s.io/apimachinery/pkg/api/meta"
-	metatable "k8s.io/apimachinery/pkg/api/meta/table"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apiserver/pkg/registry/rest"
 
 	meshv1alpha1 "github.com/kilo-mesh/kilo-mesh-apiserver/pkg/apis/mesh/v1alpha1"
+	"github.com/kilo-mesh/kilo-mesh-apiserver/pkg/registry/tables"
 )
 
 // tableConvertor prints what a platform engineer checks first: is the mesh
@@ -33,26 +33,7 @@ var columns = []metav1.TableColumnDefinition{
 }
 
 func (tableConvertor) ConvertToTable(_ context.Context, obj runtime.Object, _ runtime.Object) (*metav1.Table, error) {
-	table := &metav1.Table{ColumnDefinitions: columns}
-	if m, err := meta.ListAccessor(obj); err == nil {
-		table.ResourceVersion = m.GetResourceVersion()
-		table.Continue = m.GetContinue()
-		table.RemainingItemCount = m.GetRemainingItemCount()
-	} else if m, err := meta.CommonAccessor(obj); err == nil {
-		table.ResourceVersion = m.GetResourceVersion()
-	}
-	rows, err := metatable.MetaToTableRow(obj, func(obj runtime.Object, _ metav1.Object, name, age string) ([]interface{}, error) {
-		m, ok := obj.(*meshv1alpha1.ClusterMesh)
-		if !ok {
-			return nil, fmt.Errorf("not a ClusterMesh: %T", obj)
-		}
-		return row(m, name, age), nil
-	})
-	if err != nil {
-		return nil, err
-	}
-	table.Rows = rows
-	return table, nil
+	return tables.Of(obj, columns, row)
 }
 
 func row(m *meshv1alpha1.ClusterMesh, name, age string) []interface{} {

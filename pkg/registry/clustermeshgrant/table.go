@@ -2,16 +2,14 @@ package clustermeshgrant
 
 import (
 	"context"
-	"fmt"
 	"strings"
 
-	"k8s.io/apimachinery/pkg/api/meta"
-	metatable "k8s.io/apimachinery/pkg/api/meta/table"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apiserver/pkg/registry/rest"
 
 	meshv1alpha1 "github.com/kilo-mesh/kilo-mesh-apiserver/pkg/apis/mesh/v1alpha1"
+	"github.com/kilo-mesh/kilo-mesh-apiserver/pkg/registry/tables"
 )
 
 // tableConvertor prints what an admin reviews: who is covered and which
@@ -30,26 +28,9 @@ var columns = []metav1.TableColumnDefinition{
 }
 
 func (tableConvertor) ConvertToTable(_ context.Context, obj runtime.Object, _ runtime.Object) (*metav1.Table, error) {
-	table := &metav1.Table{ColumnDefinitions: columns}
-	if m, err := meta.ListAccessor(obj); err == nil {
-		table.ResourceVersion = m.GetResourceVersion()
-		table.Continue = m.GetContinue()
-		table.RemainingItemCount = m.GetRemainingItemCount()
-	} else if m, err := meta.CommonAccessor(obj); err == nil {
-		table.ResourceVersion = m.GetResourceVersion()
-	}
-	rows, err := metatable.MetaToTableRow(obj, func(obj runtime.Object, _ metav1.Object, name, age string) ([]interface{}, error) {
-		g, ok := obj.(*meshv1alpha1.ClusterMeshGrant)
-		if !ok {
-			return nil, fmt.Errorf("not a ClusterMeshGrant: %T", obj)
-		}
-		return []interface{}{name, covered(&g.Spec), list(g.Spec.MemberNetworks), list(g.Spec.LocalNetworks), age, list(g.Spec.MemberServers)}, nil
+	return tables.Of(obj, columns, func(g *meshv1alpha1.ClusterMeshGrant, name, age string) []interface{} {
+		return []interface{}{name, covered(&g.Spec), list(g.Spec.MemberNetworks), list(g.Spec.LocalNetworks), age, list(g.Spec.MemberServers)}
 	})
-	if err != nil {
-		return nil, err
-	}
-	table.Rows = rows
-	return table, nil
 }
 
 // covered renders namespaces and selector the way kubectl renders
