@@ -68,17 +68,18 @@ func ClusterNetworks(c *meshv1alpha1.ClusterEntry, p *field.Path) ([]Network, fi
 }
 
 // validateNoOverlap reports every network that overlaps one declared before
-// it, inside one cluster or across clusters. A mesh holds tens of networks,
-// so comparing every pair is cheaper than anything cleverer.
+// it, inside one cluster or across clusters, naming the first of those.
 func validateNoOverlap(nets []Network) field.ErrorList {
+	prefixes := make([]netip.Prefix, len(nets))
+	key := make([]int, len(nets))
+	for i, n := range nets {
+		prefixes[i], key[i] = n.Prefix, i
+	}
 	var errs field.ErrorList
-	for i := range nets {
-		for j := 0; j < i; j++ {
-			if nets[i].Prefix.Overlaps(nets[j].Prefix) {
-				errs = append(errs, field.Invalid(nets[i].Path, nets[i].Prefix.String(),
-					fmt.Sprintf("overlaps %s (%s)", nets[j].Path, nets[j].Prefix)))
-				break
-			}
+	for i, j := range minOverlapping(prefixes, key) {
+		if j < i {
+			errs = append(errs, field.Invalid(nets[i].Path, nets[i].Prefix.String(),
+				fmt.Sprintf("overlaps %s (%s)", nets[j].Path, nets[j].Prefix)))
 		}
 	}
 	return errs

@@ -54,7 +54,12 @@ func ValidateClusterMeshStatusUpdate(m, old *meshv1alpha1.ClusterMesh) field.Err
 
 // ValidateClusterMeshSpec checks every cluster entry and that no two networks
 // of the mesh overlap: an overlap would let one cluster capture another's traffic.
+// A spec over the size limits is refused with those errors alone, before
+// any of it is parsed.
 func ValidateClusterMeshSpec(spec *meshv1alpha1.ClusterMeshSpec, path *field.Path) field.ErrorList {
+	if errs := validateLimits(spec, path); len(errs) > 0 {
+		return errs
+	}
 	var errs field.ErrorList
 	clustersPath := path.Child("clusters")
 	if len(spec.Clusters) < minClusters {
