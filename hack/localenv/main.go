@@ -151,9 +151,13 @@ func run(ctx context.Context, stopSignals func(), runDir string, clusters, nodes
 
 	portsFile := filepath.Join(runDir, "ports.json")
 	p := loadPorts(portsFile)
-	log.Printf("building and starting kilo-mesh-apiserver (data in %s)", meshData)
+	// The demo's member clusters listen on loopback, which the server refuses
+	// to dial unless told (by default it dials public addresses only).
+	log.Printf("building and starting kilo-mesh-apiserver (data in %s), allowed to reach member API servers in %s",
+		meshData, framework.MemberServerCIDR)
 	m, err := env.StartMeshServer(startCtx, framework.MeshServerOptions{
 		DataDir: meshData, Port: p.Secure, EtcdClientPort: p.EtcdClient, EtcdPeerPort: p.EtcdPeer,
+		MemberServerCIDRs: []string{framework.MemberServerCIDR},
 	})
 	if err != nil {
 		if m != nil {

@@ -3,6 +3,7 @@ package admission
 import (
 	"context"
 	"fmt"
+	"slices"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -12,58 +13,85 @@ import (
 	"github.com/kilo-mesh/kilo-mesh-apiserver/pkg/clusters"
 )
 
-// localIdentity names the cluster this server runs in; no server URL is
-// written like it.
-const localIdentity = "local"
+// Members is what admission reads of the member-cluster caches
+// (clusters.Manager): which physical cluster each stored mesh's entries
+// reach, as verified with that mesh's own credentials. Nothing is read
+// from a member cluster or a Secret of another mesh at admission.
+type Members interface {
+	// Identities is the verified identity of each cluster of a stored
+	// mesh, by name; "" where unknown.
+	Identities(mesh *meshv1alpha1.ClusterMesh) map[string]string
+	// ServerIdentities are the verified identities of the connections
+	// held to a server URL (a clusters.ServerIdentity).
+	ServerIdentities(server string) []string
+	// LocalIdentity is the local cluster's, "" while unknown.
+	LocalIdentity() string
+}
 
-// identities tells which physical cluster a mesh entry points at: the local
-// one, or the API server its kubeconfig names (clusters.ServerIdentity). Two
-// tenants with different credentials for one cluster share that cluster, so
-// credentials are not part of the identity.
-type identities struct {
+var _ Members = (*clusters.Manager)(nil)
+
+// entryRef is what admission knows of one cluster entry of the mesh being
+// written, read from its own Secrets (the requester may read them).
+type entryRef struct {
+	// server is the kubeconfig's server URL ("" for the local cluster, or
+	// when the Secret or its kubeconfig cannot be read yet).
+	server string
+	// candidates are the identities the entry may have: those verified for
+	// its server by connections that exist. A new mesh is not verified
+	// before it is stored (that would dial for a mesh admission may
+	// refuse); the plan checks it again once it is.
+	candidates []string
+}
+
+// kubeconfigs reads the kubeconfig server of every remote entry of the
+// mesh from the mesh's own namespace; a missing Secret or key, or a
+// kubeconfig without a usable server, leaves the entry unknown (the member
+// caches report it once the mesh is stored).
+type kubeconfigs struct {
 	client kubernetes.Interface
 }
 
-func newIdentities(c kubernetes.Interface) *identities { return &identities{client: c} }
-
-// of returns one identity per spec.clusters entry; "" when the kubeconfig
-// cannot be read yet (a Secret may be created after its mesh).
-func (ids *identities) of(ctx context.Context, mesh *meshv1alpha1.ClusterMesh) ([]string, error) {
+func (k *kubeconfigs) servers(ctx context.Context, mesh *meshv1alpha1.ClusterMesh) ([]string, error) {
 	out := make([]string, len(mesh.Spec.Clusters))
 	for i, c := range mesh.Spec.Clusters {
-		if c.Local {
-			out[i] = localIdentity
+		ref := c.KubeconfigSecretRef
+		if c.Local || ref == nil {
 			continue
 		}
-		if c.KubeconfigSecretRef == nil {
+		secret, err := k.client.CoreV1().Secrets(mesh.Namespace).Get(ctx, ref.Name, metav1.GetOptions{})
+		if apierrors.IsNotFound(err) {
 			continue
 		}
-		id, err := ids.remote(ctx, mesh.Namespace, c.KubeconfigSecretRef)
 		if err != nil {
-			return nil, err
+			return nil, fmt.Errorf("reading Secret %s/%s: %w", mesh.Namespace, ref.Name, err)
 		}
-		out[i] = id
+		key := ref.Key
+		if key == "" {
+			key = meshv1alpha1.DefaultKubeconfigKey
+		}
+		if server, err := clusters.ServerIdentity(secret.Data[key]); err == nil {
+			out[i] = server
+		}
 	}
 	return out, nil
 }
 
-func (ids *identities) remote(ctx context.Context, namespace string, ref *meshv1alpha1.SecretKeyReference) (string, error) {
-	secret, err := ids.client.CoreV1().Secrets(namespace).Get(ctx, ref.Name, metav1.GetOptions{})
-	if apierrors.IsNotFound(err) {
-		return "", nil
+// refs pairs each entry of the mesh being written with its candidates.
+func refs(mesh *meshv1alpha1.ClusterMesh, servers []string, members Members) []entryRef {
+	out := make([]entryRef, len(mesh.Spec.Clusters))
+	for i, c := range mesh.Spec.Clusters {
+		switch {
+		case c.Local:
+			if id := members.LocalIdentity(); id != "" {
+				out[i].candidates = []string{id}
+			}
+		case servers[i] != "":
+			out[i] = entryRef{server: servers[i], candidates: members.ServerIdentities(servers[i])}
+		}
 	}
-	if err != nil {
-		return "", fmt.Errorf("reading Secret %s/%s: %w", namespace, ref.Name, err)
-	}
-	key := ref.Key
-	if key == "" {
-		key = meshv1alpha1.DefaultKubeconfigKey
-	}
-	// A kubeconfig without a usable server names no cluster: the members'
-	// caches never connect through it either.
-	id, err := clusters.ServerIdentity(secret.Data[key])
-	if err != nil {
-		return "", nil
-	}
-	return id, nil
+	return out
+}
+
+func (r entryRef) is(identity string) bool {
+	return identity != "" && slices.Contains(r.candidates, identity)
 }

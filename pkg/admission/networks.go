@@ -1,11 +1,11 @@
 package admission
 
 import (
-	"context"
 	"fmt"
 	"net/netip"
 
 	"k8s.io/apimachinery/pkg/util/validation/field"
+	"k8s.io/client-go/tools/cache"
 
 	meshv1alpha1 "github.com/kilo-mesh/kilo-mesh-apiserver/pkg/apis/mesh/v1alpha1"
 	"github.com/kilo-mesh/kilo-mesh-apiserver/pkg/apis/mesh/validation"
@@ -27,19 +27,17 @@ func checkAllowed(mesh *meshv1alpha1.ClusterMesh, allowed []netip.Prefix) field.
 
 // checkOtherMeshes refuses networks that overlap those of another mesh, in
 // any namespace, when both meshes put Peers on a common cluster: that
-// cluster would route one range to two places. A cluster's own networks,
-// declared by both meshes, are not a conflict. The message names no other
-// tenant's mesh or network.
-func (p *Plugin) checkOtherMeshes(ctx context.Context, mesh *meshv1alpha1.ClusterMesh) (field.ErrorList, error) {
-	p.mu.RLock()
-	meshes := p.meshes
-	p.mu.RUnlock()
-	if meshes == nil {
-		return nil, fmt.Errorf("the mesh cache is not ready yet")
-	}
-	ours, err := p.identities.of(ctx, mesh)
-	if err != nil {
-		return nil, err
+// cluster would route one range to two places. Only what another mesh has
+// verified counts as its claim (a mesh whose credentials do not reach a
+// cluster claims nothing there, so nobody can squat a cluster by naming
+// it). A cluster's own networks, declared by both meshes, are not a
+// conflict. The message names no other tenant's mesh, Secret or network.
+func checkOtherMeshes(mesh *meshv1alpha1.ClusterMesh, ours []entryRef, meshes cache.Indexer, members Members) field.ErrorList {
+	entries := field.NewPath("spec", "clusters")
+	var mine [][]validation.Network
+	for i := range mesh.Spec.Clusters {
+		nets, _ := validation.ClusterNetworks(&mesh.Spec.Clusters[i], entries.Index(i))
+		mine = append(mine, nets)
 	}
 	var errs field.ErrorList
 	reported := map[string]bool{}
@@ -48,56 +46,58 @@ func (p *Plugin) checkOtherMeshes(ctx context.Context, mesh *meshv1alpha1.Cluste
 		if !ok || other.Namespace == mesh.Namespace && other.Name == mesh.Name {
 			continue
 		}
-		theirs, err := p.identities.of(ctx, other)
-		if err != nil {
-			return nil, err
-		}
+		theirs := members.Identities(other)
 		if !shareCluster(ours, theirs) {
 			continue
 		}
-		for i := range mesh.Spec.Clusters {
-			for j := range other.Spec.Clusters {
-				if ours[i] != "" && ours[i] == theirs[j] {
-					continue // the same cluster: its networks are its own in both meshes
+		// Their verified networks, with the cluster each belongs to.
+		var claims []netip.Prefix
+		var owner []string
+		for j := range other.Spec.Clusters {
+			id := theirs[other.Spec.Clusters[j].Name]
+			if id == "" {
+				continue
+			}
+			nets, _ := validation.ClusterNetworks(&other.Spec.Clusters[j], entries.Index(j))
+			for _, n := range nets {
+				claims, owner = append(claims, n.Prefix), append(owner, id)
+			}
+		}
+		for i, nets := range mine {
+			// The same cluster in both meshes: its networks are its own.
+			var against []netip.Prefix
+			for k, c := range claims {
+				if !ours[i].is(owner[k]) {
+					against = append(against, c)
 				}
-				for _, n := range overlapping(&mesh.Spec.Clusters[i], i, &other.Spec.Clusters[j]) {
-					if !reported[n.Path.String()] {
-						reported[n.Path.String()] = true
-						errs = append(errs, field.Invalid(n.Path, n.Prefix.String(),
-							"overlaps a network claimed by another ClusterMesh that shares a member cluster with this one"))
-					}
+			}
+			prefixes := make([]netip.Prefix, len(nets))
+			for k, n := range nets {
+				prefixes[k] = n.Prefix
+			}
+			for k, hit := range validation.OverlapsWith(prefixes, against) {
+				if path := nets[k].Path.String(); hit >= 0 && !reported[path] {
+					reported[path] = true
+					errs = append(errs, field.Invalid(nets[k].Path, nets[k].Prefix.String(),
+						"overlaps a network claimed by another ClusterMesh that shares a member cluster with this one"))
 				}
 			}
 		}
 	}
-	return errs, nil
+	return errs
 }
 
-func shareCluster(a, b []string) bool {
-	for _, x := range a {
-		for _, y := range b {
-			if x != "" && x == y {
+// shareCluster reports whether a stored mesh has verified a cluster that
+// one of our entries may be.
+func shareCluster(ours []entryRef, theirs map[string]string) bool {
+	for _, r := range ours {
+		for _, id := range theirs {
+			if r.is(id) {
 				return true
 			}
 		}
 	}
 	return false
-}
-
-// overlapping returns the networks of ours (entry i of its mesh) that overlap one of theirs.
-func overlapping(ours *meshv1alpha1.ClusterEntry, i int, theirs *meshv1alpha1.ClusterEntry) []validation.Network {
-	mine, _ := validation.ClusterNetworks(ours, field.NewPath("spec", "clusters").Index(i))
-	other, _ := validation.ClusterNetworks(theirs, field.NewPath("other"))
-	var out []validation.Network
-	for _, m := range mine {
-		for _, o := range other {
-			if m.Prefix.Overlaps(o.Prefix) {
-				out = append(out, m)
-				break
-			}
-		}
-	}
-	return out
 }
 
 func meshNetworks(mesh *meshv1alpha1.ClusterMesh) []validation.Network {

@@ -2,7 +2,11 @@ package admission
 
 import (
 	"net/netip"
+	"strings"
 	"testing"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/tools/cache"
 
 	meshv1alpha1 "github.com/kilo-mesh/kilo-mesh-apiserver/pkg/apis/mesh/v1alpha1"
 )
@@ -46,23 +50,71 @@ func TestCheckAllowed(t *testing.T) {
 	}
 }
 
-func TestOverlapping(t *testing.T) {
-	ours := &meshv1alpha1.ClusterEntry{Name: "a", PodCIDRs: []string{"10.42.0.0/16"}, WireguardCIDR: "10.4.0.0/16", ServiceCIDR: "10.43.0.0/16"}
-	theirs := &meshv1alpha1.ClusterEntry{Name: "z", PodCIDRs: []string{"10.42.128.0/17"}, WireguardCIDR: "10.9.0.0/16"}
-	got := overlapping(ours, 2, theirs)
-	if len(got) != 1 || got[0].Path.String() != "spec.clusters[2].podCIDRs[0]" {
-		t.Fatalf("want the pod CIDR of entry 2, got %v", got)
-	}
-	if got := overlapping(ours, 0, &meshv1alpha1.ClusterEntry{PodCIDRs: []string{"192.168.0.0/16"}}); len(got) != 0 {
-		t.Fatalf("disjoint networks reported: %v", got)
-	}
+// fakeMembers answers identities from a table: the member caches' answers
+// are the input of a pure decision here.
+type fakeMembers struct {
+	ids     map[string]map[string]string // by mesh name, by cluster name
+	servers map[string][]string
+	local   string
 }
 
-func TestShareCluster(t *testing.T) {
-	if shareCluster([]string{"local", ""}, []string{"", "https://b.example.com:443"}) {
-		t.Error("unknown identities must not count as shared")
+func (f fakeMembers) Identities(m *meshv1alpha1.ClusterMesh) map[string]string { return f.ids[m.Name] }
+func (f fakeMembers) ServerIdentities(s string) []string                       { return f.servers[s] }
+func (f fakeMembers) LocalIdentity() string                                    { return f.local }
+
+// TestCheckOtherMeshes: only verified claims of other meshes count, on a
+// cluster both meshes may share, and a cluster's own networks are no conflict.
+func TestCheckOtherMeshes(t *testing.T) {
+	stored := &meshv1alpha1.ClusterMesh{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "tenant-z", Name: "theirs"},
+		Spec: meshv1alpha1.ClusterMeshSpec{Clusters: []meshv1alpha1.ClusterEntry{
+			{Name: "home", Local: true, PodCIDRs: []string{"10.42.0.0/16"}, WireguardCIDR: "10.4.0.0/16"},
+			{Name: "far", KubeconfigSecretRef: &meshv1alpha1.SecretKeyReference{Name: "s"}, PodCIDRs: []string{"10.52.0.0/16"}, WireguardCIDR: "10.5.0.0/16"},
+			{Name: "unverified", KubeconfigSecretRef: &meshv1alpha1.SecretKeyReference{Name: "u"}, PodCIDRs: []string{"10.62.0.0/16"}, WireguardCIDR: "10.6.0.0/16"},
+		}},
 	}
-	if !shareCluster([]string{"local", "https://a.example.com:443"}, []string{"https://a.example.com:443"}) {
-		t.Error("same server not seen as shared")
+	meshes := cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{})
+	if err := meshes.Add(stored); err != nil {
+		t.Fatal(err)
+	}
+	members := fakeMembers{
+		ids:     map[string]map[string]string{"theirs": {"home": "L", "far": "F", "unverified": ""}},
+		servers: map[string][]string{"https://far:443": {"F"}},
+		local:   "L",
+	}
+	ours := func(entries ...meshv1alpha1.ClusterEntry) *meshv1alpha1.ClusterMesh {
+		return &meshv1alpha1.ClusterMesh{ObjectMeta: metav1.ObjectMeta{Namespace: "mine", Name: "ours"}, Spec: meshv1alpha1.ClusterMeshSpec{Clusters: entries}}
+	}
+	local := meshv1alpha1.ClusterEntry{Name: "a", Local: true, PodCIDRs: []string{"10.42.0.0/16"}, WireguardCIDR: "10.4.0.0/16"}
+	remote := func(pod string) meshv1alpha1.ClusterEntry {
+		return meshv1alpha1.ClusterEntry{Name: "b", KubeconfigSecretRef: &meshv1alpha1.SecretKeyReference{Name: "b"}, PodCIDRs: []string{pod}, WireguardCIDR: "10.9.0.0/16"}
+	}
+	for _, tc := range []struct {
+		name    string
+		mesh    *meshv1alpha1.ClusterMesh
+		servers []string
+		want    []string
+	}{
+		{"disjoint", ours(local, remote("10.72.0.0/16")), []string{"", "https://x:443"}, nil},
+		{"overlaps a verified claim on the shared local cluster", ours(local, remote("10.52.128.0/17")), []string{"", "https://x:443"},
+			[]string{"spec.clusters[1].podCIDRs[0]"}},
+		{"overlaps only an unverified claim", ours(local, remote("10.62.0.0/24")), []string{"", "https://x:443"}, nil},
+		{"the same cluster as theirs: its own networks", ours(local, remote("10.52.0.0/16")), []string{"", "https://far:443"}, nil},
+		{"no cluster in common", ours(remote("10.52.0.0/16")), []string{"https://x:443"}, nil},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var got []string
+			for _, e := range checkOtherMeshes(tc.mesh, refs(tc.mesh, tc.servers, members), meshes, members) {
+				got = append(got, e.Field)
+				for _, secret := range []string{"tenant-z", "theirs", "10.52.0.0/16", "far"} {
+					if strings.Contains(e.Error(), secret) {
+						t.Errorf("the error names %q of another tenant: %s", secret, e.Error())
+					}
+				}
+			}
+			if strings.Join(got, ",") != strings.Join(tc.want, ",") {
+				t.Errorf("errors at %v, want %v", got, tc.want)
+			}
+		})
 	}
 }

@@ -1,8 +1,9 @@
 // Package admission holds the ClusterMesh rules that need more than the
 // object itself: the requester's right to put Peers on the local cluster,
 // or a ClusterMeshGrant, recorded on the mesh; the requester's right to
-// read the Secrets a mesh borrows; the networks an administrator allows;
-// and networks claimed by other tenants' meshes on shared clusters.
+// read the Secrets a mesh borrows; the member API servers the server may
+// dial for the mesh's namespace; the networks an administrator allows; and
+// networks claimed by other tenants' meshes on shared clusters.
 package admission
 
 import (
@@ -22,6 +23,7 @@ import (
 	"k8s.io/client-go/tools/cache"
 
 	meshv1alpha1 "github.com/kilo-mesh/kilo-mesh-apiserver/pkg/apis/mesh/v1alpha1"
+	"github.com/kilo-mesh/kilo-mesh-apiserver/pkg/clusters"
 )
 
 // PluginName is the name of the plugin in the admission chain.
@@ -30,13 +32,16 @@ const PluginName = "ClusterMeshPolicy"
 // Plugin enforces the cross-object rules on create and update of a ClusterMesh.
 type Plugin struct {
 	*admission.Handler
-	allowed    []netip.Prefix
-	authorizer authorizer.Authorizer
-	identities *identities
+	allowed     []netip.Prefix
+	authorizer  authorizer.Authorizer
+	kubeconfigs *kubeconfigs
+	resolver    Resolver
 
-	mu     sync.RWMutex
-	meshes cache.Indexer
-	grants Grants
+	mu      sync.RWMutex
+	meshes  cache.Indexer
+	members Members
+	policy  clusters.ServerPolicy
+	grants  Grants
 }
 
 var (
@@ -62,22 +67,29 @@ func (p *Plugin) SetAuthorizer(a authorizer.Authorizer) { p.authorizer = a }
 
 // SetExternalKubeClientSet receives the client of the local cluster, where
 // kubeconfig Secrets live.
-func (p *Plugin) SetExternalKubeClientSet(c kubernetes.Interface) { p.identities = newIdentities(c) }
+func (p *Plugin) SetExternalKubeClientSet(c kubernetes.Interface) {
+	p.kubeconfigs = &kubeconfigs{client: c}
+}
 
-// SetMeshes gives the plugin every stored mesh. The informer is built after
-// the admission chain, so it arrives late; until then no request is served.
-func (p *Plugin) SetMeshes(meshes cache.Indexer) {
+// SetMeshes gives the plugin every stored mesh, the member-cluster caches
+// that verified their clusters, and the policy of member API servers. They
+// are built after the admission chain, so they arrive late; until then no
+// request is served.
+func (p *Plugin) SetMeshes(meshes cache.Indexer, members Members, policy clusters.ServerPolicy) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	p.meshes = meshes
+	p.meshes, p.members, p.policy = meshes, members, policy
 }
+
+// SetResolver replaces the resolver of member API server names (tests).
+func (p *Plugin) SetResolver(r Resolver) { p.resolver = r }
 
 // ValidateInitialization fails the server's start when a dependency is missing.
 func (p *Plugin) ValidateInitialization() error {
 	if p.authorizer == nil {
 		return fmt.Errorf("%s needs an authorizer", PluginName)
 	}
-	if p.identities == nil {
+	if p.kubeconfigs == nil {
 		return fmt.Errorf("%s needs a client of the local cluster", PluginName)
 	}
 	return nil
@@ -96,17 +108,24 @@ func (p *Plugin) Validate(ctx context.Context, a admission.Attributes, _ admissi
 	if errs := p.checkSecrets(ctx, a, mesh); len(errs) > 0 {
 		return admission.NewForbidden(a, errs.ToAggregate())
 	}
-	errs := checkAllowed(mesh, p.allowed)
+	p.mu.RLock()
+	meshes, members, policy := p.meshes, p.members, p.policy
+	p.mu.RUnlock()
+	if meshes == nil || members == nil || policy == nil {
+		return apierrors.NewInternalError(fmt.Errorf("the mesh cache is not ready yet"))
+	}
+	servers, err := p.kubeconfigs.servers(ctx, mesh)
+	if err != nil {
+		return apierrors.NewInternalError(err)
+	}
+	errs := p.checkServers(ctx, mesh, servers, policy)
+	errs = append(errs, checkAllowed(mesh, p.allowed)...)
 	outside, err := p.checkGrant(mesh)
 	if err != nil {
 		return apierrors.NewInternalError(err)
 	}
 	errs = append(errs, outside...)
-	overlaps, err := p.checkOtherMeshes(ctx, mesh)
-	if err != nil {
-		return apierrors.NewInternalError(err)
-	}
-	errs = append(errs, overlaps...)
+	errs = append(errs, checkOtherMeshes(mesh, refs(mesh, servers, members), meshes, members)...)
 	if len(errs) > 0 {
 		return apierrors.NewInvalid(meshv1alpha1.SchemeGroupVersion.WithKind("ClusterMesh").GroupKind(), mesh.Name, errs)
 	}

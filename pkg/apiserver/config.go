@@ -44,6 +44,11 @@ type ExtraConfig struct {
 	// MemberQPS and MemberBurst bound the requests to each member cluster.
 	MemberQPS   float32
 	MemberBurst int
+	// ServerPolicy says where each namespace's member API servers may be
+	// (--member-server-cidrs); the member caches and admission apply it.
+	ServerPolicy clusters.ServerPolicy
+	// MaxMemberNodes bounds the Nodes cached of one member cluster.
+	MaxMemberNodes int
 	// Reconciler configures the controller that writes Peers.
 	Reconciler *reconciler.Options
 	// HostAccessGracePeriod is how long meshes stored before grants
@@ -94,6 +99,8 @@ func (c CompletedConfig) New() (*Server, error) {
 		AllowInsecureSkipTLSVerify: c.ExtraConfig.AllowInsecureSkipTLSVerify,
 		QPS:                        c.ExtraConfig.MemberQPS,
 		Burst:                      c.ExtraConfig.MemberBurst,
+		ServerPolicy:               c.ExtraConfig.ServerPolicy,
+		MaxNodes:                   c.ExtraConfig.MaxMemberNodes,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("building the member-cluster caches: %w", err)
@@ -114,7 +121,11 @@ func (c CompletedConfig) New() (*Server, error) {
 	if err := plans.FollowMeshes(informer); err != nil {
 		return nil, err
 	}
-	c.ExtraConfig.Admission.SetMeshes(informer.GetIndexer())
+	policy := c.ExtraConfig.ServerPolicy
+	if policy == nil {
+		policy = clusters.StaticServerPolicy(nil)
+	}
+	c.ExtraConfig.Admission.SetMeshes(informer.GetIndexer(), members, policy)
 	c.ExtraConfig.Admission.SetGrants(grantWiring.index)
 
 	group := genericapiserver.NewDefaultAPIGroupInfo(meshv1alpha1.GroupName, Scheme, runtime.NewParameterCodec(Scheme), Codecs)

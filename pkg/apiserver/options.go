@@ -50,6 +50,11 @@ type Options struct {
 	// MemberQPS and MemberBurst bound the requests to each member cluster.
 	MemberQPS   float32
 	MemberBurst int
+	// MemberServerCIDRs are the networks member API servers may be in;
+	// empty allows public addresses only.
+	MemberServerCIDRs []string
+	// MaxMemberNodes bounds the Nodes cached of one member cluster.
+	MaxMemberNodes int
 	// Reconciler configures the controller that writes Peers.
 	Reconciler *reconciler.Options
 	// HostAccessGracePeriod is how long meshes stored before grants
@@ -60,6 +65,8 @@ type Options struct {
 	embeddedEtcd bool
 	// admission enforces the rules that need other objects; built in Complete.
 	admission *meshadmission.Plugin
+	// memberServers is MemberServerCIDRs parsed in Complete.
+	memberServers []netip.Prefix
 }
 
 // NewOptions returns options with the defaults of a single replica.
@@ -74,6 +81,7 @@ func NewOptions() *Options {
 		MemberQPS:             clusters.DefaultQPS,
 		MemberBurst:           clusters.DefaultBurst,
 		HostAccessGracePeriod: plancache.DefaultGracePeriod,
+		MaxMemberNodes:        clusters.DefaultMaxNodes,
 	}
 	// Objects are always stored as v1alpha1, whatever a client sent.
 	o.RecommendedOptions.Etcd.StorageConfig.EncodeVersioner = runtime.NewMultiGroupVersioner(
@@ -100,6 +108,12 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	fs.DurationVar(&o.HostAccessGracePeriod, "host-access-grace-period", o.HostAccessGracePeriod,
 		"How long ClusterMeshes stored before ClusterMeshGrants existed, and covered by none, keep their Peers on the cluster this server runs in "+
 			"(with Granted=False and an event) before losing them. Create the grants before upgrading.")
+	fs.StringSliceVar(&o.MemberServerCIDRs, "member-server-cidrs", o.MemberServerCIDRs,
+		"Networks the API servers of member clusters may have addresses in, e.g. 203.0.113.0/24,10.20.0.0/16; checked on the address "+
+			"actually dialled. Empty allows public addresses only. Loopback, link-local, unspecified and cloud metadata addresses are "+
+			"refused unless a network inside their range is listed (e.g. 127.0.0.0/8).")
+	fs.IntVar(&o.MaxMemberNodes, "max-member-nodes", o.MaxMemberNodes,
+		"Most Nodes cached of one member cluster; a cluster with more is not used, and its meshes say so, so that no member can exhaust the server's memory.")
 	o.Reconciler.AddFlags(fs)
 }
 
@@ -114,6 +128,9 @@ func (o *Options) Complete() error {
 	allowed, err := parseCIDRs(o.AllowedCIDRs)
 	if err != nil {
 		return fmt.Errorf("--allowed-cidrs: %w", err)
+	}
+	if o.memberServers, err = parseServerCIDRs(o.MemberServerCIDRs); err != nil {
+		return fmt.Errorf("--member-server-cidrs: %w", err)
 	}
 	o.admission = meshadmission.New(allowed)
 	o.admission.Register(o.RecommendedOptions.Admission.Plugins)
@@ -133,10 +150,27 @@ func parseCIDRs(in []string) ([]netip.Prefix, error) {
 	return out, nil
 }
 
+// parseServerCIDRs parses networks of member API servers: unlike mesh
+// networks they may be single addresses, loopback or a default route.
+func parseServerCIDRs(in []string) ([]netip.Prefix, error) {
+	out := make([]netip.Prefix, 0, len(in))
+	for _, s := range in {
+		p, err := netip.ParsePrefix(s)
+		if err != nil || p != p.Masked() {
+			return nil, fmt.Errorf("%q must be a CIDR in canonical form, such as 203.0.113.0/24 or 127.0.0.0/8", s)
+		}
+		out = append(out, p)
+	}
+	return out, nil
+}
+
 // Validate reports every invalid option at once.
 func (o *Options) Validate() error {
 	errs := o.RecommendedOptions.Validate()
 	errs = append(errs, o.Reconciler.Validate()...)
+	if o.MaxMemberNodes < 1 {
+		errs = append(errs, fmt.Errorf("--max-member-nodes must be positive"))
+	}
 	if o.MemberQPS <= 0 || o.MemberBurst < 1 {
 		errs = append(errs, fmt.Errorf("--member-cluster-qps and --member-cluster-burst must be positive"))
 	}
@@ -174,6 +208,8 @@ func (o *Options) Config() (*Config, error) {
 		AllowInsecureSkipTLSVerify: o.AllowInsecureKubeconfigs,
 		MemberQPS:                  o.MemberQPS,
 		MemberBurst:                o.MemberBurst,
+		ServerPolicy:               clusters.StaticServerPolicy(o.memberServers),
+		MaxMemberNodes:             o.MaxMemberNodes,
 		Reconciler:                 o.Reconciler,
 		HostAccessGracePeriod:      o.HostAccessGracePeriod,
 	}}, nil

@@ -3,6 +3,7 @@ package clusters
 import (
 	"errors"
 	"fmt"
+	"net/netip"
 	"time"
 
 	"k8s.io/apimachinery/pkg/types"
@@ -59,7 +60,7 @@ func (m *Manager) bindLocked(mesh types.NamespacedName, name string, spec bindin
 	b := &binding{name: name, spec: spec, since: m.cfg.Clock.Now()}
 	switch {
 	case spec.local:
-		b.cluster, b.err = m.acquireClusterLocked(mesh, localID, m.local)
+		b.cluster, b.err = m.acquireClusterLocked(mesh, localID, m.local, nil)
 	case spec.secretName == "":
 		b.err = newError(ErrNoSecretRef, "", "a cluster that is not local needs kubeconfigSecretRef")
 	default:
@@ -88,13 +89,13 @@ func (m *Manager) unbindLocked(mesh types.NamespacedName, b *binding) {
 // resolveLocked points a Secret binding at the cluster its kubeconfig names
 // now, or at the reason it cannot; it reports whether anything changed.
 func (m *Manager) resolveLocked(mesh types.NamespacedName, b *binding) bool {
-	cfg, id, err := m.kubeconfigLocked(b)
+	cfg, allowed, id, err := m.kubeconfigLocked(b)
 	var c *cluster
 	if err == nil {
 		if b.cluster != nil && b.cluster.id == id {
 			return false
 		}
-		c, err = m.acquireClusterLocked(mesh, id, cfg)
+		c, err = m.acquireClusterLocked(mesh, id, cfg, allowed)
 	}
 	log := m.log.WithValues("mesh", mesh, "cluster", b.name, "secret", b.secret)
 	if err != nil {
@@ -121,29 +122,39 @@ func (m *Manager) resolveLocked(mesh types.NamespacedName, b *binding) bool {
 	return true
 }
 
-// kubeconfigLocked reads and validates the kubeconfig of a Secret binding.
-func (m *Manager) kubeconfigLocked(b *binding) (*rest.Config, clusterID, *Error) {
+// kubeconfigLocked reads and validates the kubeconfig of a Secret binding,
+// and checks its server against the namespace's server policy. The
+// identity of the result includes the policy, so that meshes share a
+// connection only when they are allowed the same servers.
+func (m *Manager) kubeconfigLocked(b *binding) (*rest.Config, []netip.Prefix, clusterID, *Error) {
 	data, e := m.secrets[b.secret].kubeconfig(b.spec.key)
 	if e != nil {
-		return nil, "", e
+		return nil, nil, "", e
 	}
+	field := fmt.Sprintf("Secret %s key %q", b.secret, b.spec.key)
 	cfg, err := ParseKubeconfig(data, m.cfg.AllowInsecureSkipTLSVerify)
 	if err != nil {
-		field := fmt.Sprintf("Secret %s key %q", b.secret, b.spec.key)
 		var pe *Error
 		if !errors.As(err, &pe) {
-			return nil, "", newError(ErrKubeconfigInvalid, field, err.Error())
+			return nil, nil, "", newError(ErrKubeconfigInvalid, field, err.Error())
 		}
 		if pe.Field != "" {
 			field += ": " + pe.Field
 		}
-		return nil, "", newError(pe.Reason, field, pe.Message)
+		return nil, nil, "", newError(pe.Reason, field, pe.Message)
+	}
+	allowed := m.cfg.ServerPolicy.AllowedServers(b.secret.Namespace)
+	if err := checkServerLiteral(cfg.Host, allowed); err != nil {
+		return nil, nil, "", newError(ErrServerNotAllowed, field, err.Message)
 	}
 	cfg.QPS, cfg.Burst = m.cfg.QPS, m.cfg.Burst
-	return cfg, m.hasher.id(cfg), nil
+	return cfg, allowed, m.hasher.id(cfg, canonicalPolicy(allowed)), nil
 }
 
-func (m *Manager) acquireClusterLocked(mesh types.NamespacedName, id clusterID, cfg *rest.Config) (*cluster, *Error) {
+// acquireClusterLocked takes a reference on the cluster of id, building it
+// when it is new; allowed is nil for the local cluster and the server
+// policy of a remote one.
+func (m *Manager) acquireClusterLocked(mesh types.NamespacedName, id clusterID, cfg *rest.Config, allowed []netip.Prefix) (*cluster, *Error) {
 	c := m.clusters[id]
 	if c == nil {
 		var err error
@@ -151,8 +162,9 @@ func (m *Manager) acquireClusterLocked(mesh types.NamespacedName, id clusterID, 
 			probeInterval: m.cfg.ProbeInterval,
 			probeTimeout:  m.cfg.ProbeTimeout,
 			clock:         m.cfg.Clock,
+			maxNodes:      m.cfg.MaxNodes,
 			onChange:      m.clusterChanged,
-		})
+		}, id != localID, allowed)
 		if err != nil {
 			return nil, newError(ErrKubeconfigInvalid, "", fmt.Sprintf("cannot build a client: %v", err))
 		}

@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 	"net/http"
+	"net/netip"
 	"slices"
 	"sync"
 	"time"
@@ -42,6 +43,8 @@ type clusterOptions struct {
 	probeInterval time.Duration
 	probeTimeout  time.Duration
 	clock         clock.PassiveClock
+	// maxNodes is the most Nodes the cluster's cache holds (Config.MaxNodes).
+	maxNodes int
 	// onChange is told of every change the meshes using the cluster may
 	// care about; it must not block.
 	onChange func(*cluster)
@@ -63,10 +66,12 @@ type cluster struct {
 
 	transport http.RoundTripper
 	// peerWrite carries a request timeout; the informers' clients do not.
-	peerWrite dynamic.NamespaceableResourceInterface
-	probeREST rest.Interface
-	peerWatch dynamic.NamespaceableResourceInterface
-	nodes     cache.SharedIndexInformer
+	peerWrite      dynamic.NamespaceableResourceInterface
+	probeREST      rest.Interface
+	identityClient *http.Client
+	peerWatch      dynamic.NamespaceableResourceInterface
+	nodes          cache.SharedIndexInformer
+	nodeLimit      *nodeLimit
 
 	// refs and meshes are guarded by Manager.mu.
 	refs   int
@@ -85,7 +90,10 @@ type runningInformer struct {
 	cancel   context.CancelFunc
 }
 
-func newCluster(id clusterID, cfg *rest.Config, opts clusterOptions) (*cluster, error) {
+// newCluster builds the clients and informers of a cluster. A remote
+// cluster (a tenant's kubeconfig) is dialled only at addresses allowed
+// allows (see memberTransport); the local one is the server's own.
+func newCluster(id clusterID, cfg *rest.Config, opts clusterOptions, remote bool, allowed []netip.Prefix) (*cluster, error) {
 	c := &cluster{id: id, server: cfg.Host, opts: opts, meshes: map[types.NamespacedName]int{}}
 	c.health = newHealth(opts.clock, func() { c.opts.onChange(c) })
 	if id != localID {
@@ -94,14 +102,20 @@ func newCluster(id clusterID, cfg *rest.Config, opts clusterOptions) (*cluster, 
 
 	var err error
 	cfg = rest.CopyConfig(cfg)
-	if c.transport, err = rest.TransportFor(cfg); err != nil {
+	if remote {
+		c.transport, err = memberTransport(cfg, allowed)
+	} else {
+		c.transport, err = rest.TransportFor(cfg)
+	}
+	if err != nil {
 		return nil, fmt.Errorf("building the transport: %w", err)
 	}
 	// One connection pool per cluster, released with it. The informers and
 	// Peer writes share a rate limiter; the probe has its own so that it is
-	// never queued behind a burst of writes.
-	watchClient := &http.Client{Transport: c.transport}
-	requestClient := &http.Client{Transport: c.transport, Timeout: requestTimeout}
+	// never queued behind a burst of writes. No client follows a redirect.
+	watchClient := &http.Client{Transport: c.transport, CheckRedirect: noRedirects}
+	requestClient := &http.Client{Transport: c.transport, Timeout: requestTimeout, CheckRedirect: noRedirects}
+	c.identityClient = requestClient
 	probeCfg := rest.CopyConfig(cfg)
 	cfg.RateLimiter = flowcontrol.NewTokenBucketRateLimiter(cfg.QPS, cfg.Burst)
 
@@ -128,14 +142,10 @@ func newCluster(id clusterID, cfg *rest.Config, opts clusterOptions) (*cluster, 
 	c.peerWrite = dynWrite.Resource(kilov1alpha1.PeerResource)
 	c.probeREST = probeKube.Discovery().RESTClient()
 
-	nodes := kube.CoreV1().Nodes()
+	c.nodeLimit = newNodeLimit(kube.CoreV1().Nodes(), opts.maxNodes, opts.clock)
 	c.nodes, err = c.newInformer(resourceNodes, &corev1.Node{}, transformNode, &cache.ListWatch{
-		ListWithContextFunc: func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
-			return nodes.List(ctx, o)
-		},
-		WatchFuncWithContext: func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
-			return nodes.Watch(ctx, o)
-		},
+		ListWithContextFunc:  c.nodeLimit.List,
+		WatchFuncWithContext: c.nodeLimit.Watch,
 	})
 	if err != nil {
 		return nil, err
@@ -295,9 +305,14 @@ func (c *cluster) settled() bool {
 // state is what the caches hold now; no I/O.
 func (c *cluster) state() ClusterState {
 	h := c.health.view()
-	st := ClusterState{Reachable: h.reachable, Since: h.since, PeerCRD: h.peerCRD, Synced: c.synced(h), CredentialExpiry: c.credentialExpiry}
+	st := ClusterState{Reachable: h.reachable, Since: h.since, PeerCRD: h.peerCRD, Synced: c.synced(h), CredentialExpiry: c.credentialExpiry, Identity: h.identity}
 	if h.problem != nil {
 		st.Reason, st.LastError = h.problem.Reason, h.problem.Error()
+	}
+	if st.Reason == ErrTooManyNodes {
+		// Whatever the cache holds of such a cluster is a part of it.
+		st.Synced = false
+		return st
 	}
 	st.Nodes = listOf[*corev1.Node](c.nodes.GetStore())
 	if peers := c.peerInformer(); peers != nil {

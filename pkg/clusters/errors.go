@@ -93,6 +93,15 @@ const (
 	ErrClusterReplaced Reason = "ClusterReplaced"
 	// ErrUnknownCluster: the mesh (as ensured) has no cluster of that name.
 	ErrUnknownCluster Reason = "UnknownCluster"
+	// ErrServerNotAllowed: the API server's address is outside what the
+	// ServerPolicy allows for the mesh's namespace; nothing is dialled.
+	ErrServerNotAllowed Reason = "ServerNotAllowed"
+	// ErrRedirect: the API server answered with a redirect, which is never
+	// followed (it could point anywhere).
+	ErrRedirect Reason = "Redirect"
+	// ErrTooManyNodes: the cluster holds more Nodes than Config.MaxNodes;
+	// none of them is used.
+	ErrTooManyNodes Reason = "TooManyNodes"
 )
 
 // Error is an error of this package with its Reason. Its text never holds

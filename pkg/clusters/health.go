@@ -27,6 +27,11 @@ type health struct {
 	peerCRD   bool
 	crdErr    *Error            // why the Peer CRD's presence is not known yet
 	streamErr map[string]*Error // by resource: last list/watch failure not followed by a success
+	// identity is the cluster's verified identity ("" unknown), read at
+	// identityAt; identityErr says why it is unknown.
+	identity    string
+	identityAt  time.Time
+	identityErr *Error
 }
 
 var _ observer = (*health)(nil)
@@ -50,12 +55,13 @@ type healthView struct {
 	crdKnown  bool
 	peerCRD   bool
 	problem   *Error // why the cluster is not fully usable, nil if it is
+	identity  string
 }
 
 func (h *health) view() healthView {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	v := healthView{probed: h.completed > 0, reachable: h.reachable, since: h.since, crdKnown: h.crdKnown, peerCRD: h.peerCRD}
+	v := healthView{probed: h.completed > 0, reachable: h.reachable, since: h.since, crdKnown: h.crdKnown, peerCRD: h.peerCRD, identity: h.identity}
 	switch {
 	case h.completed == 0:
 		v.problem = newError(ErrPending, "", "waiting for the first probe of the cluster")

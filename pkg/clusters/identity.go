@@ -45,11 +45,13 @@ func newIdentityHasher() (identityHasher, error) {
 	return identityHasher{key: key}, nil
 }
 
-// id hashes what decides which cluster is reached and as whom: server URL,
-// TLS settings and credentials of a configuration from ParseKubeconfig
-// (which normalizes them). Client tuning (QPS, timeouts) is left out.
-func (h identityHasher) id(cfg *rest.Config) clusterID {
+// id hashes what decides which cluster is reached, as whom and under which
+// server policy: server URL, TLS settings and credentials of a
+// configuration from ParseKubeconfig (which normalizes them), and the
+// canonical policy. Client tuning (QPS, timeouts) is left out.
+func (h identityHasher) id(cfg *rest.Config, policy string) clusterID {
 	mac := hmac.New(sha256.New, h.key)
+	writeField(mac, []byte(policy))
 	writeField(mac, []byte(cfg.Host))
 	writeField(mac, []byte(cfg.APIPath))
 	writeField(mac, []byte(cfg.ServerName))

@@ -24,7 +24,7 @@ func TestIdentity(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		return h.id(cfg)
+		return h.id(cfg, "")
 	}
 	base := id(t, nil)
 	if base == localID || len(base) != 64 {
@@ -90,8 +90,25 @@ func TestIdentity(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if h.id(cfg) != base || h2.id(cfg) == base {
+		if h.id(cfg, "") != base || h2.id(cfg, "") == base {
 			t.Error("identity is not stable per hasher or not keyed")
+		}
+	})
+
+	t.Run("server policy", func(t *testing.T) {
+		// A namespace allowed fewer servers never shares a connection
+		// dialled under a wider policy; the order of the networks does not matter.
+		cfg, err := ParseKubeconfig(writeKubeconfig(t, p.baseKubeconfig()), false)
+		if err != nil {
+			t.Fatal(err)
+		}
+		narrow := canonicalPolicy(mustPrefixes("203.0.113.0/24"))
+		wide := canonicalPolicy(mustPrefixes("203.0.113.0/24", "198.51.100.0/24"))
+		if h.id(cfg, narrow) == h.id(cfg, wide) || h.id(cfg, narrow) == base {
+			t.Error("the server policy is not part of the identity")
+		}
+		if wide != canonicalPolicy(mustPrefixes("198.51.100.0/24", "203.0.113.0/24", "203.0.113.0/24")) {
+			t.Error("the canonical policy depends on order or repeats")
 		}
 	})
 
@@ -102,7 +119,7 @@ func TestIdentity(t *testing.T) {
 		b.ServerName, b.APIPath = "ab", ""
 		c := *a
 		c.ServerName, c.APIPath = "b", "a"
-		if h.id(&b) == h.id(&c) {
+		if h.id(&b, "") == h.id(&c, "") {
 			t.Error("field boundaries are not part of the hash")
 		}
 	})

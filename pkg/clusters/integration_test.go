@@ -63,7 +63,10 @@ type harness struct {
 // then checks that Run stopped every informer.
 func (h *harness) startManager(t *testing.T, mutate ...func(*Config)) (*Manager, *changeLog) {
 	t.Helper()
-	cfg := Config{Local: h.env.RESTConfig(framework.HostCluster, framework.UserAdmin)}
+	cfg := Config{
+		Local:        h.env.RESTConfig(framework.HostCluster, framework.UserAdmin),
+		ServerPolicy: StaticServerPolicy(mustPrefixes(framework.MemberServerCIDR)),
+	}
 	for _, f := range mutate {
 		f(&cfg)
 	}

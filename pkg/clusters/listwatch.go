@@ -45,6 +45,11 @@ var (
 	_ cache.ListerWatcherWithContext = (*observedListWatch)(nil)
 )
 
+// IsWatchListSemanticsUnSupported keeps the informers on list and watch:
+// lists are paged and bounded here (nodeLimit), where a streamed initial
+// list would arrive as one unbounded watch.
+func (lw *observedListWatch) IsWatchListSemanticsUnSupported() bool { return true }
+
 func newObservedListWatch(inner cache.ListerWatcherWithContext, resource string, obs observer) *observedListWatch {
 	return &observedListWatch{inner: inner, resource: resource, obs: obs}
 }
@@ -96,8 +101,17 @@ func pauseSince(ctx context.Context, start time.Time, d time.Duration) {
 }
 
 // isConnectivityError reports whether err means the API server could not be
-// talked to (as opposed to an answer refusing the request).
+// talked to (as opposed to an answer refusing the request). A refusal of
+// this server's own (a policy, a limit) is not: waiting for the cluster to
+// answer would not change it.
 func isConnectivityError(err error) bool {
+	if errors.Is(err, errRefusedAddress) {
+		return false
+	}
+	var own *Error
+	if errors.As(err, &own) {
+		return false
+	}
 	var status apierrors.APIStatus
 	if errors.As(err, &status) {
 		switch status.Status().Code {
@@ -112,8 +126,16 @@ func isConnectivityError(err error) bool {
 // streamError turns a list or watch failure into an *Error for the
 // cluster's state.
 func streamError(resource string, err error) *Error {
+	var own *Error
+	if errors.As(err, &own) {
+		return own
+	}
 	reason := ErrListWatch
 	switch {
+	case errors.Is(err, errRefusedAddress):
+		reason = ErrServerNotAllowed
+	case redirectCode(err) != 0:
+		return redirected(redirectCode(err))
 	case apierrors.IsUnauthorized(err):
 		reason = ErrUnauthorized
 	case apierrors.IsForbidden(err):
@@ -121,7 +143,7 @@ func streamError(resource string, err error) *Error {
 	case isConnectivityError(err):
 		reason = ErrUnreachable
 	}
-	return newError(reason, "", fmt.Sprintf("listing or watching %s: %v", resource, err))
+	return newError(reason, "", fmt.Sprintf("listing or watching %s: %s", resource, memberErrorText(err)))
 }
 
 // watchErrorHandler receives the errors that end an informer's list and
@@ -133,7 +155,7 @@ func watchErrorHandler(resource string, h *health) cache.WatchErrorHandlerWithCo
 			// The ordinary end of a watch: the informer resumes or relists.
 			return
 		}
-		klog.FromContext(ctx).V(2).Info("List or watch failed", "resource", resource, "err", err)
+		klog.FromContext(ctx).V(2).Info("List or watch failed", "resource", resource, "err", memberErrorText(err))
 		h.streamFailed(resource, streamError(resource, err))
 		if isConnectivityError(err) {
 			h.requestProbe()

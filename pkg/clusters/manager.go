@@ -57,6 +57,13 @@ type Config struct {
 	// other cluster, so this sets how fast a large mesh first converges.
 	QPS   float32
 	Burst int
+	// ServerPolicy says where the API servers of each namespace's member
+	// clusters may be (default: public addresses only). Call
+	// Manager.ServerPolicyChanged when its answers change.
+	ServerPolicy ServerPolicy
+	// MaxNodes is the most Nodes cached of one member cluster (default
+	// DefaultMaxNodes); a cluster with more is not used.
+	MaxNodes int
 }
 
 // ClusterState is what the caches hold for one member cluster of a mesh.
@@ -84,10 +91,15 @@ type ClusterState struct {
 	PeerCRD bool
 	// Synced: Nodes (and Peers, if PeerCRD) hold a complete list. An
 	// unreachable cluster that had synced keeps its last known objects and
-	// stays Synced; decide nothing about a cluster that is not Synced.
+	// stays Synced; decide nothing about a cluster that is not Synced. A
+	// cluster with more Nodes than Config.MaxNodes is never Synced.
 	Synced bool
-	Nodes  []*corev1.Node
-	Peers  []*kilov1alpha1.Peer
+	// Identity is the verified identity of the cluster (see
+	// memberidentity.go): equal for two connections exactly when they
+	// reach one cluster. Empty when not known: such a cluster claims nothing.
+	Identity string
+	Nodes    []*corev1.Node
+	Peers    []*kilov1alpha1.Peer
 }
 
 // Manager keeps the member clusters of the meshes it is told about with
@@ -132,6 +144,12 @@ func NewManager(cfg Config) (*Manager, error) {
 	}
 	if cfg.Burst < int(cfg.QPS) {
 		cfg.Burst = int(cfg.QPS)
+	}
+	if cfg.ServerPolicy == nil {
+		cfg.ServerPolicy = StaticServerPolicy(nil)
+	}
+	if cfg.MaxNodes <= 0 {
+		cfg.MaxNodes = DefaultMaxNodes
 	}
 	local := rest.CopyConfig(cfg.Local)
 	// An overall timeout would cut the Secret and Node watches; requests

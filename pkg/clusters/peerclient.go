@@ -15,7 +15,8 @@ import (
 // PeerClient writes Kilo Peers (cluster-scoped) on one member cluster. Reads
 // come from Manager.Snapshot. Each request is bounded by a timeout of its
 // own; a request that fails for want of a connection makes the cluster be
-// probed at once.
+// probed at once. Errors keep the answer's code and reason (apierrors.IsConflict
+// and the like work) but never its body: see sanitize.
 type PeerClient interface {
 	// Apply is a server-side apply of peer, creating it if need be;
 	// opts.FieldManager is required.
@@ -56,7 +57,7 @@ func (p *peerClient) Delete(ctx context.Context, name string, opts metav1.Delete
 	}
 	err := p.c.peerWrite.Delete(ctx, name, opts)
 	p.observe(err)
-	return err
+	return sanitize(err)
 }
 
 // prepare checks the connection is still the mesh's and converts peer.
@@ -77,7 +78,7 @@ func (p *peerClient) prepare(peer *kilov1alpha1.Peer) (*unstructured.Unstructure
 func (p *peerClient) result(u *unstructured.Unstructured, err error) (*kilov1alpha1.Peer, error) {
 	p.observe(err)
 	if err != nil {
-		return nil, err
+		return nil, sanitize(err)
 	}
 	var out kilov1alpha1.Peer
 	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, &out); err != nil {

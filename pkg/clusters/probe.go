@@ -2,6 +2,7 @@ package clusters
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net/http"
 	"slices"
@@ -52,6 +53,7 @@ func (c *cluster) probe(ctx context.Context) {
 	var crdErr *Error
 	if probeErr == nil {
 		crd, crdErr = c.checkPeerCRD(pctx)
+		c.verifyIdentity(pctx)
 	}
 	if ctx.Err() != nil {
 		// Stopping: a cancelled probe says nothing about the cluster.
@@ -70,15 +72,21 @@ func (c *cluster) probe(ctx context.Context) {
 func (c *cluster) checkReady(ctx context.Context) *Error {
 	var code int
 	err := c.probeREST.Get().AbsPath("/readyz").MaxRetries(0).Do(ctx).StatusCode(&code).Error()
+	var own *Error
 	switch {
 	case err == nil, code == http.StatusForbidden, code == http.StatusNotFound:
 		return nil
 	case code == http.StatusUnauthorized:
 		return newError(ErrUnauthorized, "", "the cluster rejects the credentials (HTTP 401)")
+	case code >= 300 && code < 400:
+		return redirected(code)
 	case code != 0:
 		return newError(ErrUnreachable, "", fmt.Sprintf("the API server is not ready (HTTP %d on /readyz)", code))
+	case errors.As(err, &own):
+		// The dial policy refused the address: nothing was sent.
+		return own
 	default:
-		return newError(ErrUnreachable, "", err.Error())
+		return newError(ErrUnreachable, "", memberErrorText(err))
 	}
 }
 
@@ -98,10 +106,13 @@ func (c *cluster) checkPeerCRD(ctx context.Context) (*bool, *Error) {
 		present = false
 	default:
 		reason := ErrListWatch
-		if apierrors.IsForbidden(err) {
+		switch {
+		case apierrors.IsForbidden(err):
 			reason = ErrForbidden
+		case redirectCode(err) != 0:
+			return nil, redirected(redirectCode(err))
 		}
-		return nil, newError(reason, "", fmt.Sprintf("reading the discovery document of %s: %v", gv, err))
+		return nil, newError(reason, "", fmt.Sprintf("reading the discovery document of %s: %s", gv, memberErrorText(err)))
 	}
 	return &present, nil
 }

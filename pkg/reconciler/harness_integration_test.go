@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net/netip"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -84,6 +85,7 @@ func newHarness(t *testing.T, n int) *harness {
 	if h.mgr, err = clusters.NewManager(clusters.Config{
 		Local:         env.RESTConfig(framework.HostCluster, framework.UserAdmin),
 		ProbeInterval: time.Second,
+		ServerPolicy:  clusters.StaticServerPolicy([]netip.Prefix{netip.MustParsePrefix(framework.MemberServerCIDR)}),
 	}); err != nil {
 		t.Fatal(err)
 	}

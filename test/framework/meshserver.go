@@ -53,7 +53,15 @@ type MeshServerOptions struct {
 	// Binary overrides the kilo-mesh-apiserver binary (default:
 	// MeshServerBinary).
 	Binary string
+	// MemberServerCIDRs is the server's --member-server-cidrs (default:
+	// MemberServerCIDR, where the environment's clusters listen).
+	MemberServerCIDRs []string
 }
+
+// MemberServerCIDR is the network the environment's kube-apiservers listen
+// in, which the server must be allowed to dial (its default policy allows
+// public addresses only).
+const MemberServerCIDR = "127.0.0.0/8"
 
 // MeshServer is a running kilo-mesh-apiserver process.
 type MeshServer struct {
@@ -206,6 +214,11 @@ func (e *Env) StartMeshServer(ctx context.Context, opts MeshServerOptions) (*Mes
 			fmt.Sprintf("--embedded-etcd-peer-url=http://127.0.0.1:%d", pick(opts.EtcdPeerPort, ports[2])),
 		)
 	}
+	cidrs := opts.MemberServerCIDRs
+	if cidrs == nil {
+		cidrs = []string{MemberServerCIDR}
+	}
+	args = append(args, "--member-server-cidrs="+strings.Join(cidrs, ","))
 	m.Args = append(args, opts.ExtraArgs...)
 	m.proc = newProcess(fmt.Sprintf("kilo-mesh-apiserver-%d", n), bin, m.LogPath, m.Args)
 

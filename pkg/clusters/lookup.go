@@ -1,0 +1,133 @@
+package clusters
+
+import (
+	"slices"
+	"strings"
+
+	"k8s.io/apimachinery/pkg/types"
+
+	kilov1alpha1 "github.com/kilo-mesh/kilo-mesh-apiserver/pkg/apis/kilo/v1alpha1"
+	meshv1alpha1 "github.com/kilo-mesh/kilo-mesh-apiserver/pkg/apis/mesh/v1alpha1"
+)
+
+// Questions about the member clusters as a whole, answered from what the
+// Manager holds, without I/O: which physical cluster each mesh entry
+// reaches (for admission and for the overlap of meshes), and every
+// connection with its Peers (for the removal of Peers whose mesh is gone).
+
+// Identities returns the verified identity of each cluster of mesh, by
+// spec cluster name, as ensured; "" where it is not known.
+func (m *Manager) Identities(mesh *meshv1alpha1.ClusterMesh) map[string]string {
+	m.mu.RLock()
+	ms := m.meshes[types.NamespacedName{Namespace: mesh.Namespace, Name: mesh.Name}]
+	clusters := map[string]*cluster{}
+	if ms != nil {
+		for name, b := range ms.bindings {
+			if b.cluster != nil {
+				clusters[name] = b.cluster
+			}
+		}
+	}
+	m.mu.RUnlock()
+	out := make(map[string]string, len(mesh.Spec.Clusters))
+	for i := range mesh.Spec.Clusters {
+		name := mesh.Spec.Clusters[i].Name
+		if c := clusters[name]; c != nil {
+			out[name] = c.health.view().identity
+		} else {
+			out[name] = ""
+		}
+	}
+	return out
+}
+
+// ServerIdentities returns the verified identities of the connections to
+// server (a ServerIdentity) that meshes hold now, whatever their
+// credentials; LocalIdentity is the local cluster's.
+func (m *Manager) ServerIdentities(server string) []string {
+	m.mu.RLock()
+	var found []*cluster
+	for _, c := range m.clusters {
+		if c.id != localID && c.server == server {
+			found = append(found, c)
+		}
+	}
+	m.mu.RUnlock()
+	var out []string
+	for _, c := range found {
+		if id := c.health.view().identity; id != "" {
+			out = append(out, id)
+		}
+	}
+	slices.Sort(out)
+	return slices.Compact(out)
+}
+
+// LocalIdentity is the verified identity of the local cluster, "" when no
+// mesh uses it yet or it is not read yet.
+func (m *Manager) LocalIdentity() string {
+	m.mu.RLock()
+	c := m.clusters[localID]
+	m.mu.RUnlock()
+	if c == nil {
+		return ""
+	}
+	return c.health.view().identity
+}
+
+// Connection is one connection to a member cluster that the Manager holds
+// for some meshes, with what its caches hold.
+type Connection struct {
+	// Name identifies the connection in logs, without credentials.
+	Name string
+	// Synced: Peers holds every Peer of the cluster.
+	Synced bool
+	// Peers are the cache's own objects: read them, never modify them.
+	Peers []*kilov1alpha1.Peer
+	// Client writes Peers through this connection.
+	Client PeerClient
+}
+
+// Connections returns every connection the Manager holds now, local and
+// remote. A connection is used by the meshes that hold it; Connections is
+// for work on the clusters themselves, such as removing Peers whose mesh
+// no longer exists.
+func (m *Manager) Connections() []Connection {
+	m.mu.RLock()
+	clusters := make([]*cluster, 0, len(m.clusters))
+	for _, c := range m.clusters {
+		clusters = append(clusters, c)
+	}
+	m.mu.RUnlock()
+	out := make([]Connection, 0, len(clusters))
+	for _, c := range clusters {
+		h := c.health.view()
+		conn := Connection{Name: c.name(), Synced: c.synced(h) && h.peerCRD, Client: &peerClient{c: c}}
+		if conn.Synced {
+			conn.Peers = c.state().Peers
+		}
+		out = append(out, conn)
+	}
+	slices.SortFunc(out, func(a, b Connection) int { return strings.Compare(a.Name, b.Name) })
+	return out
+}
+
+// ServerPolicyChanged applies the ServerPolicy's current answers: every
+// kubeconfig is checked again, and a mesh whose namespace is now allowed
+// other servers gets a connection under the new policy (or the reason it
+// has none) in place of the old one.
+func (m *Manager) ServerPolicyChanged() {
+	var affected []types.NamespacedName
+	m.mu.Lock()
+	for key, ms := range m.meshes {
+		for _, b := range ms.bindings {
+			if b.secret != (types.NamespacedName{}) && m.resolveLocked(key, b) {
+				affected = append(affected, key)
+			}
+		}
+	}
+	m.mu.Unlock()
+	for _, k := range affected {
+		m.queue.Add(k)
+	}
+}

@@ -1,0 +1,153 @@
+package clusters
+
+import (
+	"errors"
+	"fmt"
+	"net/netip"
+	"net/url"
+	"slices"
+	"strings"
+
+	"github.com/kilo-mesh/kilo-mesh-apiserver/pkg/apis/mesh/validation"
+)
+
+// ServerPolicy decides where the API servers of a namespace's member
+// clusters may be: kubeconfigs are the tenants', and without a policy a
+// tenant could make this server connect to anything it can reach (the
+// cloud's metadata service, the node's kubelet, services inside the
+// cluster). The policy is applied to the address actually dialled, after
+// name resolution, so DNS rebinding gains nothing; and again by admission
+// before a mesh is stored, so a refused mesh makes no connection at all.
+type ServerPolicy interface {
+	// AllowedServers returns the networks the API servers of the member
+	// clusters of meshes in namespace may have addresses in. Empty means
+	// public addresses only. Loopback, link-local, unspecified and cloud
+	// metadata addresses are refused whatever the list holds, unless a
+	// network inside those ranges is listed on purpose (see CheckServerAddress).
+	AllowedServers(namespace string) []netip.Prefix
+}
+
+// ServerPolicyFunc adapts a function to ServerPolicy.
+type ServerPolicyFunc func(namespace string) []netip.Prefix
+
+// AllowedServers implements ServerPolicy.
+func (f ServerPolicyFunc) AllowedServers(namespace string) []netip.Prefix { return f(namespace) }
+
+// StaticServerPolicy allows the same networks in every namespace: the
+// server's --member-server-cidrs.
+func StaticServerPolicy(allowed []netip.Prefix) ServerPolicy {
+	allowed = slices.Clone(allowed)
+	return ServerPolicyFunc(func(string) []netip.Prefix { return allowed })
+}
+
+// guardedRange is a range of addresses that no member API server has any
+// business being in. An address in one is refused unless a listed network
+// lies inside the range (listing 127.0.0.0/8 allows loopback; listing
+// 0.0.0.0/0 does not). Metadata addresses are single addresses, so only
+// listing the address itself allows them.
+type guardedRange struct {
+	prefix netip.Prefix
+	what   string
+}
+
+// guardedRanges are checked in order: the metadata addresses before the
+// link-local range that holds most of them.
+var guardedRanges = []guardedRange{
+	// Cloud instance metadata services: they hand out credentials.
+	{netip.MustParsePrefix("169.254.169.254/32"), "the cloud metadata address"}, // AWS, GCP, Azure, OpenStack, Oracle, DigitalOcean
+	{netip.MustParsePrefix("169.254.170.2/32"), "the cloud metadata address"},   // AWS ECS task credentials
+	{netip.MustParsePrefix("169.254.169.123/32"), "the cloud metadata address"}, // AWS time sync
+	{netip.MustParsePrefix("100.100.100.200/32"), "the cloud metadata address"}, // Alibaba Cloud
+	{netip.MustParsePrefix("192.0.0.192/32"), "the cloud metadata address"},     // Oracle Cloud
+	{netip.MustParsePrefix("fd00:ec2::254/128"), "the cloud metadata address"},  // AWS, IPv6
+	{netip.MustParsePrefix("fd00:ec2::23/128"), "the cloud metadata address"},   // AWS DNS, IPv6
+	{netip.MustParsePrefix("0.0.0.0/8"), "an unspecified address"},              // dialling 0.0.0.0 reaches this host
+	{netip.MustParsePrefix("::/128"), "an unspecified address"},                 //
+	{netip.MustParsePrefix("127.0.0.0/8"), "a loopback address"},                //
+	{netip.MustParsePrefix("::1/128"), "a loopback address"},                    //
+	{netip.MustParsePrefix("169.254.0.0/16"), "a link-local address"},           //
+	{netip.MustParsePrefix("fe80::/10"), "a link-local address"},                //
+}
+
+// nonPublic are the special-purpose ranges of IANA's registries besides the
+// guarded ones: private, shared (carrier-grade NAT), documentation,
+// benchmarking, multicast and reserved addresses. With no networks listed,
+// only addresses outside all of them are allowed.
+var nonPublic = mustPrefixes(
+	"10.0.0.0/8", "100.64.0.0/10", "172.16.0.0/12", "192.0.0.0/24", "192.0.2.0/24", "192.88.99.0/24",
+	"192.168.0.0/16", "198.18.0.0/15", "198.51.100.0/24", "203.0.113.0/24", "224.0.0.0/4", "240.0.0.0/4",
+	"64:ff9b::/96", "64:ff9b:1::/48", "100::/64", "2001::/23", "2001:db8::/32", "2002::/16", "3fff::/20",
+	"5f00::/16", "fc00::/7", "fec0::/10", "ff00::/8",
+)
+
+func mustPrefixes(ss ...string) []netip.Prefix {
+	out := make([]netip.Prefix, len(ss))
+	for i, s := range ss {
+		out[i] = netip.MustParsePrefix(s)
+	}
+	return out
+}
+
+// CheckServerAddress reports why a member API server may not be dialled at
+// addr under the allowed networks (empty: public addresses only), or nil.
+// The error is an *Error with Reason ErrServerNotAllowed.
+func CheckServerAddress(addr netip.Addr, allowed []netip.Prefix) error {
+	addr = addr.Unmap().WithZone("")
+	for _, g := range guardedRanges {
+		if !g.prefix.Contains(addr) {
+			continue
+		}
+		for _, p := range allowed {
+			if p.Contains(addr) && p.Bits() >= g.prefix.Bits() {
+				return nil
+			}
+		}
+		return newError(ErrServerNotAllowed, "", fmt.Sprintf("%s is %s; member API servers there are refused unless a network inside %s is allowed explicitly", addr, g.what, g.prefix))
+	}
+	if len(allowed) == 0 {
+		for _, p := range nonPublic {
+			if p.Contains(addr) {
+				return newError(ErrServerNotAllowed, "", fmt.Sprintf("%s is not a public address, and no network is allowed for member API servers besides public addresses", addr))
+			}
+		}
+		return nil
+	}
+	for _, p := range allowed {
+		if p.Contains(addr) {
+			return nil
+		}
+	}
+	return newError(ErrServerNotAllowed, "", fmt.Sprintf("%s is outside the networks allowed for member API servers (%s)", addr, validation.JoinPrefixes(allowed)))
+}
+
+// canonicalPolicy writes an allowed set the same way whatever its order,
+// for the cluster identity: two meshes share a client only under the same
+// policy, so a namespace allowed less never rides on a connection dialled
+// for one allowed more.
+func canonicalPolicy(allowed []netip.Prefix) string {
+	ps := make([]string, len(allowed))
+	for i, p := range allowed {
+		ps[i] = p.Masked().String()
+	}
+	slices.Sort(ps)
+	return "allow:" + strings.Join(slices.Compact(ps), ",")
+}
+
+// checkServerLiteral checks a server URL whose host is an IP address
+// before anything is built for it; a host name is checked when dialled.
+func checkServerLiteral(server string, allowed []netip.Prefix) *Error {
+	u, err := url.Parse(server)
+	if err != nil {
+		return newError(ErrServerURL, "", "server is not a valid URL")
+	}
+	addr, err := netip.ParseAddr(u.Hostname())
+	if err != nil {
+		return nil
+	}
+	if err := CheckServerAddress(addr, allowed); err != nil {
+		var e *Error
+		errors.As(err, &e)
+		return e
+	}
+	return nil
+}
