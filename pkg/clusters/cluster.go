@@ -185,6 +185,8 @@ func (c *cluster) newInformer(resource string, example runtime.Object, transform
 func (c *cluster) newPeerInformer() (cache.SharedIndexInformer, error) {
 	return c.newInformer(resourcePeers, &unstructured.Unstructured{}, transformPeer, &cache.ListWatch{
 		ListWithContextFunc: func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
+			ctx, cancel := context.WithTimeout(ctx, listTimeout)
+			defer cancel()
 			return c.peerWatch.List(ctx, o)
 		},
 		WatchFuncWithContext: func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
@@ -295,7 +297,7 @@ func (c *cluster) synced(h healthView) bool {
 	return peers != nil && peers.HasSynced()
 }
 
-// settled reports whether the cluster no longer keeps HasSynced waiting:
+// settled reports whether the cluster no longer keeps Settled waiting:
 // synced, or known to be unusable.
 func (c *cluster) settled() bool {
 	h := c.health.view()

@@ -250,8 +250,8 @@ func (h *harness) testNodesPeersAndChanges(t *testing.T) {
 	took := framework.EventuallyT(t, 30*time.Second, "all clusters usable", allUsable(m, mesh))
 	t.Logf("three clusters synced %s after Ensure", took.Round(time.Millisecond))
 	framework.EventuallyT(t, 5*time.Second, "change reported after sync", changes.seen(meshKey(mesh)))
-	if !m.HasSynced() {
-		t.Error("HasSynced is false with every cluster synced")
+	if !m.Settled(mesh) {
+		t.Error("Settled is false with every cluster synced")
 	}
 
 	// A Node created on member 1 appears there, and only there.
@@ -461,7 +461,7 @@ func (h *harness) testSecretRotation(t *testing.T) {
 		}
 		return nil
 	})
-	if !m.HasSynced() {
+	if !m.Settled(mesh) {
 		t.Error("a forbidden cluster holds readiness")
 	}
 
@@ -529,7 +529,7 @@ func (h *harness) testRefusals(t *testing.T) {
 			t.Errorf("%s: LastError quotes secret content: %q", name, st.LastError)
 		}
 	}
-	if !m.HasSynced() {
+	if !m.Settled(mesh) {
 		t.Error("refused clusters hold readiness")
 	}
 	if s := m.stats(); s.Clusters != 1 {
@@ -594,7 +594,7 @@ func (h *harness) testNoPeerCRD(t *testing.T) {
 	if _, err := m.PeerClient(mesh, "member"); !errors.Is(err, ErrPeerCRDMissing) {
 		t.Errorf("PeerClient without the CRD: %v", err)
 	}
-	if !m.HasSynced() {
+	if !m.Settled(mesh) {
 		t.Error("a cluster without the Peer CRD holds readiness")
 	}
 
@@ -696,7 +696,7 @@ func (h *harness) testStoppedCluster(t *testing.T) {
 	if slowest > 100*time.Millisecond {
 		t.Errorf("Snapshot took %s with a member down", slowest)
 	}
-	if !m.HasSynced() {
+	if !m.Settled(mesh) {
 		t.Error("an unreachable cluster holds readiness")
 	}
 	if _, err := m.PeerClient(mesh, "two"); err != nil {

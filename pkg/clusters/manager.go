@@ -354,18 +354,26 @@ func (m *Manager) AddChangeHandler(f func(types.NamespacedName)) {
 	m.handlers = append(m.handlers, f)
 }
 
-// HasSynced reports whether the caches of every ensured cluster have
-// synced, except those known to be unusable (unreachable, refused
-// kubeconfig, missing Secret, forbidden): waiting for those would never end.
-// Meshes not ensured yet are the caller's to wait for.
-func (m *Manager) HasSynced() bool {
+// Settled reports whether every cluster of mesh, as ensured, has synced
+// its caches or is known to be unusable (unreachable, refused kubeconfig,
+// missing Secret, forbidden, too many Nodes): waiting for those would
+// never end. It is asked per mesh, so that one member whose caches never
+// sync holds up its own meshes only. A mesh not ensured yet is not settled.
+func (m *Manager) Settled(mesh *meshv1alpha1.ClusterMesh) bool {
 	m.mu.RLock()
 	defer m.mu.RUnlock()
-	for _, ms := range m.meshes {
-		for _, b := range ms.bindings {
-			if b.cluster != nil && !b.cluster.settled() || b.err != nil && b.err.Reason == ErrPending {
-				return false
-			}
+	ms := m.meshes[types.NamespacedName{Namespace: mesh.Namespace, Name: mesh.Name}]
+	if ms == nil {
+		return false
+	}
+	for i := range mesh.Spec.Clusters {
+		e := &mesh.Spec.Clusters[i]
+		b := ms.bindings[e.Name]
+		switch {
+		case b == nil || b.spec != specOf(e):
+			return false
+		case b.cluster != nil && !b.cluster.settled(), b.err != nil && b.err.Reason == ErrPending:
+			return false
 		}
 	}
 	return true

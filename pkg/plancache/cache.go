@@ -48,6 +48,9 @@ type Cache struct {
 	// sources fill the planner's input beyond the mesh itself, each
 	// invalidating the plans its changes touch.
 	sources []source
+	// others is the source of other meshes' claims, told of stored meshes
+	// by FollowMeshes.
+	others *otherMeshSource
 
 	mu    sync.Mutex
 	plans map[types.NamespacedName]*entry
@@ -91,7 +94,8 @@ func New(cfg Config) (*Cache, error) {
 		clock:   clk,
 		plans:   map[types.NamespacedName]*entry{},
 	}
-	c.sources = []source{memberSource{cfg.Members}, &hostSource{grants: g, grace: cfg.GracePeriod, meshesIn: c.meshesIn}}
+	c.others = newOtherMeshSource(cfg.Members)
+	c.sources = []source{memberSource{cfg.Members}, &hostSource{grants: g, grace: cfg.GracePeriod, meshesIn: c.meshesIn}, c.others}
 	for _, s := range c.sources {
 		s.onChange(c.changed)
 	}

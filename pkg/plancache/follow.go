@@ -19,6 +19,7 @@ func (c *Cache) FollowMeshes(meshes cache.SharedInformer) error {
 	c.mu.Lock()
 	c.meshes = meshes.GetStore()
 	c.mu.Unlock()
+	c.others.follow(meshes.GetStore())
 	if _, err := meshes.AddEventHandler(cache.ResourceEventHandlerFuncs{
 		AddFunc:    c.ensure,
 		UpdateFunc: func(_, obj any) { c.ensure(obj) },
@@ -32,6 +33,7 @@ func (c *Cache) FollowMeshes(meshes cache.SharedInformer) error {
 func (c *Cache) ensure(obj any) {
 	if mesh := asMesh(obj); mesh != nil {
 		c.members.Ensure(mesh)
+		c.others.meshChanged(mesh)
 	}
 }
 
@@ -41,7 +43,9 @@ func (c *Cache) release(obj any) {
 	}
 	if mesh := asMesh(obj); mesh != nil {
 		c.members.Forget(mesh.Namespace, mesh.Name)
-		c.forget(types.NamespacedName{Namespace: mesh.Namespace, Name: mesh.Name})
+		key := types.NamespacedName{Namespace: mesh.Namespace, Name: mesh.Name}
+		c.others.meshGone(key)
+		c.forget(key)
 	}
 }
 

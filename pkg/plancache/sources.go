@@ -23,10 +23,12 @@ type source interface {
 }
 
 // Members is what the cache uses of the member-cluster caches
-// (clusters.Manager): their contents, their change notifications, and the
-// declaration of which clusters each stored mesh needs.
+// (clusters.Manager): their contents, the verified identities of their
+// clusters, their change notifications, and the declaration of which
+// clusters each stored mesh needs.
 type Members interface {
 	Snapshot(mesh *meshv1alpha1.ClusterMesh) map[string]clusters.ClusterState
+	Identities(mesh *meshv1alpha1.ClusterMesh) map[string]string
 	AddChangeHandler(f func(types.NamespacedName))
 	Ensure(mesh *meshv1alpha1.ClusterMesh)
 	Forget(namespace, name string)

@@ -1,6 +1,7 @@
 package planner
 
 import (
+	"net/netip"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -28,6 +29,23 @@ type Input struct {
 	// HostAccess is what the mesh may do on its local cluster; required
 	// when the spec has one.
 	HostAccess HostAccess
+	// OtherMeshClaims are the networks that other meshes, which take
+	// precedence over this one, claim on member clusters this mesh shares
+	// with them, by the name of this mesh's cluster. No Peer this mesh puts
+	// on that cluster carries an address overlapping one of them
+	// (ConflictCIDRClaimedByOtherMesh). Computed outside the planner, from
+	// verified cluster identities (pkg/plancache).
+	OtherMeshClaims map[string][]OtherMeshClaim
+}
+
+// OtherMeshClaim is one network another mesh claims on a shared cluster.
+type OtherMeshClaim struct {
+	Prefix netip.Prefix
+	// SameCluster names the cluster of this mesh that the claim is a
+	// network of, when both meshes list that cluster: its networks are its
+	// own in both meshes, so the Peers representing it are not checked
+	// against the claim. Empty when this mesh does not list it.
+	SameCluster string
 }
 
 // ClusterSnapshot is what was read from one member cluster.

@@ -39,6 +39,8 @@ type planner struct {
 	hostRestricted bool
 	// scratch is the buffer batches write into, reused by one after another.
 	scratch []byte
+	// otherMeshIndexes are the claims of other meshes by (target, source).
+	otherMeshIndexes map[[2]int]*prefixIndex
 }
 
 // Compute plans a mesh: for every member cluster, the decision on each of

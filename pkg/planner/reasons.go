@@ -61,6 +61,8 @@ const (
 	// The mesh's access to the local cluster withholds them (HostAccess).
 	ConflictHostAccessDenied  = "HostAccessDenied"
 	ConflictOutsideHostAccess = "OutsideHostAccess"
+	// Another mesh, created earlier, claims them on a cluster both use.
+	ConflictCIDRClaimedByOtherMesh = "CIDRClaimedByOtherMesh"
 )
 
 // IsNetworkConflict reports whether a conflict is about the mesh's
@@ -82,6 +84,9 @@ var conflictIsNetwork = map[string]bool{
 	ConflictCIDRClaimedByForeign:   true,
 	ConflictWireGuardCIDRExhausted: true, // the declared wireguardCIDR is too small
 	ConflictWireGuardIPOutsideCIDR: true, // kg's --subnet differs from the declared wireguardCIDR
+	// Another mesh, created earlier, routes the addresses on a cluster both
+	// meshes use: this mesh's networks collide with another tenant's.
+	ConflictCIDRClaimedByOtherMesh: true,
 
 	// An address waits for a Peer the plan keeps as it is on the target:
 	// its source is unreachable or has no ready group, or its group is

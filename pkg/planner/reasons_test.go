@@ -58,6 +58,7 @@ func TestIsNetworkConflict(t *testing.T) {
 		"ConflictCIDRClaimedByForeign":   {ConflictCIDRClaimedByForeign, true},
 		"ConflictWireGuardCIDRExhausted": {ConflictWireGuardCIDRExhausted, true},
 		"ConflictWireGuardIPOutsideCIDR": {ConflictWireGuardIPOutsideCIDR, true},
+		"ConflictCIDRClaimedByOtherMesh": {ConflictCIDRClaimedByOtherMesh, true},
 		"ConflictCIDRClaimedByKept":      {ConflictCIDRClaimedByKept, false},
 		"ConflictPublicKeyInUse":         {ConflictPublicKeyInUse, false},
 		"ConflictDuplicatePublicKey":     {ConflictDuplicatePublicKey, false},

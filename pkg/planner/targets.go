@@ -102,7 +102,7 @@ func (pl *planner) planTarget(t *source) (meshv1alpha1.TargetPlan, []*kilov1alph
 
 	var desired []*kilov1alpha1.Peer
 	keptNames := map[string]bool{}
-	if len(kept) == 0 && len(x.foreign) == 0 && !pl.keyClashes && !pl.overlapsOthers[t.idx] && !pl.hostRestricted {
+	if len(kept) == 0 && len(x.foreign) == 0 && !pl.keyClashes && !pl.overlapsOthers[t.idx] && !pl.hostRestricted && len(pl.in.OtherMeshClaims[t.name]) == 0 {
 		desired = pl.allBut(t)
 	} else {
 		desired = pl.checked(t, &x, kept, &tp, keptNames)
@@ -165,7 +165,7 @@ func (pl *planner) checked(t *source, x *existingPeers, kept []keptPeer, tp *mes
 	frozen, owners := pl.frozen(desired, x.foreign)
 	for _, i := range candidates {
 		e := pl.order[i]
-		if _, bounded := pl.hostBound(pl.sources[e.src], t); !bounded && !pl.overlap[e.src][t.idx] && frozen == nil {
+		if _, bounded := pl.hostBound(pl.sources[e.src], t); !bounded && !pl.overlap[e.src][t.idx] && frozen == nil && pl.otherMeshIndex(t, pl.sources[e.src]) == nil {
 			desired = append(desired, pl.templates[i])
 			continue
 		}
@@ -208,6 +208,9 @@ func (pl *planner) containKept(t *source, k keptPeer) (kilov1alpha1.Peer, bool) 
 		} else if bounded && !validation.Within(q, bound) {
 			why = fmt.Sprintf("%s of kept Peer %s", s, p.Name)
 			reason, lead = pl.hostConflict()
+		} else if _, _, ok := pl.otherMeshIndex(t, src).overlap(q); ok {
+			why = fmt.Sprintf("%s of kept Peer %s", s, p.Name)
+			reason, lead = ConflictCIDRClaimedByOtherMesh, otherMeshLead
 		}
 		if why == "" {
 			keep = append(keep, s)
@@ -316,6 +319,7 @@ func (pl *planner) forTarget(t *source, e *export, template *kilov1alpha1.Peer, 
 	checkTarget := pl.overlap[e.src][t.idx]
 	s := pl.sources[e.src]
 	bound, bounded := pl.hostBound(s, t)
+	claimed := pl.otherMeshIndex(t, s)
 	var keep []string
 	dropping := false
 	for i, c := range e.final {
@@ -328,6 +332,11 @@ func (pl *planner) forTarget(t *source, e *export, template *kilov1alpha1.Peer, 
 			if q, ok := overlapsAny(c.prefix, t.nets.all); ok {
 				reason, lead = ConflictOverlapsTargetNetwork, "addresses that overlap networks of the target cluster; left out of its Peers"
 				item = fmt.Sprintf("%s overlaps %s", pl.describe(s, e, c), q)
+			}
+		}
+		if reason == "" {
+			if _, _, ok := claimed.overlap(c.prefix); ok {
+				reason, lead, item = ConflictCIDRClaimedByOtherMesh, otherMeshLead, pl.describe(s, e, c)
 			}
 		}
 		if reason == "" && frozen != nil {

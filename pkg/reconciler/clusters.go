@@ -6,12 +6,17 @@ import (
 )
 
 // Clusters is what the reconciler uses of the member-cluster manager: its
-// caches (read) and its Peer clients (write). Their changes reach the
-// reconciler through the Planner, like every other input of a plan.
+// caches (read) and its Peer clients (write); and, for the Peers of meshes
+// that are gone, holding a deleted mesh's clusters (Ensure, Forget) and
+// every connection it has. Their changes reach the reconciler through the
+// Planner, like every other input of a plan (a deleted mesh's too).
 type Clusters interface {
 	Snapshot(mesh *meshv1alpha1.ClusterMesh) map[string]clusters.ClusterState
 	PeerClient(mesh *meshv1alpha1.ClusterMesh, cluster string) (clusters.PeerClient, error)
-	HasSynced() bool
+	Settled(mesh *meshv1alpha1.ClusterMesh) bool
+	Ensure(mesh *meshv1alpha1.ClusterMesh)
+	Forget(namespace, name string)
+	Connections() []clusters.Connection
 }
 
 var _ Clusters = (*clusters.Manager)(nil)

@@ -2,7 +2,6 @@ package reconciler
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -87,6 +86,8 @@ func (r *Reconciler) finalize(ctx context.Context, mesh *meshv1alpha1.ClusterMes
 	} else {
 		r.recorder.Event(mesh, corev1.EventTypeNormal, EventPeersRemoved, "the mesh's Peers were removed from every member cluster")
 	}
+	// Recorded first: the mesh may be gone the moment the finalizer is.
+	r.departures.finalizedHere(mesh.UID, now)
 	if _, err := r.meshAPI.setFinalizers(ctx, mesh, withoutFinalizer(mesh.Finalizers)); err != nil {
 		return syncResult{}, err
 	}
@@ -109,29 +110,16 @@ func mayHoldPeers(mesh *meshv1alpha1.ClusterMesh, cluster string, st clusters.Cl
 	return cs != nil && cs.PeersApplied > 0
 }
 
-// removePeers deletes every Peer of the mesh the cluster's cache holds,
-// with the delete half of a pass.
+// removePeers deletes every Peer of the mesh the cluster's cache holds.
 func (r *Reconciler) removePeers(ctx context.Context, mesh *meshv1alpha1.ClusterMesh, cluster string, st clusters.ClusterState) (int, error) {
-	names := make([]string, 0, len(st.Peers))
-	for _, p := range st.Peers {
-		if planner.IsManagedBy(p, mesh.Namespace, mesh.Name, mesh.UID) {
-			names = append(names, p.Name)
-		}
-	}
-	if len(names) == 0 {
+	if !slices.ContainsFunc(st.Peers, func(p *kilov1alpha1.Peer) bool { return planner.IsManagedBy(p, mesh.Namespace, mesh.Name, mesh.UID) }) {
 		return 0, nil
 	}
 	client, err := r.clusters.PeerClient(mesh, cluster)
 	if err != nil {
 		return 0, err
 	}
-	p := newTargetPass(ctx, targetWork{mesh: mesh, cluster: cluster, cached: byName(st.Peers), client: client})
-	p.deleteOwned(names)
-	res := p.wait()
-	if len(res.errors) > 0 {
-		return res.deleted, errors.New(summarize(res.errors, 3))
-	}
-	return res.deleted, nil
+	return removeOwned(ctx, mesh, cluster, st.Peers, client)
 }
 
 // leftBehind names, per unreachable cluster, the Peers of the mesh that may

@@ -91,3 +91,13 @@ func hasFinalizer(mesh *meshv1alpha1.ClusterMesh) bool {
 func withoutFinalizer(list []string) []string {
 	return slices.DeleteFunc(slices.Clone(list), func(f string) bool { return f == Finalizer })
 }
+
+// get reads a mesh from storage through the server's own API, not a cache.
+func (a meshAPI) get(ctx context.Context, namespace, name string) (*meshv1alpha1.ClusterMesh, error) {
+	out := &meshv1alpha1.ClusterMesh{}
+	err := a.client.Get().Namespace(namespace).Resource(meshResource).Name(name).Do(ctx).Into(out)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}

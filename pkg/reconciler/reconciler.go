@@ -71,6 +71,7 @@ type Reconciler struct {
 	broadcaster record.EventBroadcaster
 	recorder    record.EventRecorder
 	events      *eventFilter
+	departures  *departures
 
 	// queue is the current leadership term's queue; nil while not leading.
 	queue atomic.Pointer[workqueue.TypedRateLimitingInterface[types.NamespacedName]]
@@ -105,11 +106,12 @@ func New(cfg Config) (*Reconciler, error) {
 		broadcaster: broadcaster,
 		recorder:    broadcaster.NewRecorder(scheme, corev1.EventSource{Component: eventComponent}),
 		events:      newEventFilter(),
+		departures:  newDepartures(),
 	}
 	if _, err := cfg.Meshes.AddEventHandler(cache.ResourceEventHandlerFuncs{
 		AddFunc:    r.enqueueObject,
 		UpdateFunc: r.meshUpdated,
-		DeleteFunc: r.enqueueObject,
+		DeleteFunc: r.meshDeleted,
 	}); err != nil {
 		return nil, fmt.Errorf("watching ClusterMeshes: %w", err)
 	}

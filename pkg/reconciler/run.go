@@ -16,10 +16,12 @@ import (
 	"k8s.io/klog/v2"
 )
 
-// Run records events, waits for the caches and then, on the replica
-// holding the Lease (or on every replica without --leader-elect),
+// Run records events, waits for the ClusterMesh cache and then, on the
+// replica holding the Lease (or on every replica without --leader-elect),
 // reconciles until ctx ends. A replica that loses the Lease stops writing
-// at once and stands for election again.
+// at once and stands for election again. Member clusters are waited for
+// mesh by mesh (see sync): one whose caches never sync holds up its own
+// meshes, nobody else's.
 func (r *Reconciler) Run(ctx context.Context) error {
 	logger := klog.FromContext(ctx).WithName("reconciler")
 	ctx = klog.NewContext(ctx, logger)
@@ -27,7 +29,7 @@ func (r *Reconciler) Run(ctx context.Context) error {
 	defer sink.Stop()
 	defer r.broadcaster.Shutdown()
 
-	if !cache.WaitForNamedCacheSyncWithContext(ctx, r.meshes.HasSynced, r.clusters.HasSynced) {
+	if !cache.WaitForNamedCacheSyncWithContext(ctx, r.meshes.HasSynced) {
 		return ctx.Err()
 	}
 	// Nothing is decided before the plans' other inputs (the grants) are known.
@@ -102,6 +104,11 @@ func (r *Reconciler) lead(ctx context.Context) {
 	go func() {
 		defer wg.Done()
 		wait.UntilWithContext(ctx, func(context.Context) { r.enqueueAll() }, r.opts.ResyncPeriod)
+	}()
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		wait.UntilWithContext(ctx, r.sweepOrphans, orphanSweepPeriod)
 	}()
 
 	<-ctx.Done()

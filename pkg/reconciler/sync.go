@@ -20,6 +20,10 @@ import (
 	"github.com/kilo-mesh/kilo-mesh-apiserver/pkg/planner"
 )
 
+// settleRecheck is when a mesh whose member caches have not settled is
+// looked at again if no change of theirs came first.
+const settleRecheck = 5 * time.Second
+
 // syncResult says when to look at a mesh again without a change.
 type syncResult struct {
 	requeueAfter time.Duration
@@ -27,6 +31,9 @@ type syncResult struct {
 
 // sync reconciles one mesh: it is the only place that writes.
 func (r *Reconciler) sync(ctx context.Context, key types.NamespacedName) (syncResult, error) {
+	if d := r.departures.get(key); d != nil {
+		return r.removeDeparted(ctx, key, d)
+	}
 	obj, exists, err := r.meshes.GetIndexer().GetByKey(key.String())
 	if err != nil {
 		return syncResult{}, fmt.Errorf("reading ClusterMesh %s from the cache: %w", key, err)
@@ -36,6 +43,14 @@ func (r *Reconciler) sync(ctx context.Context, key types.NamespacedName) (syncRe
 		return syncResult{}, nil
 	}
 	mesh := obj.(*meshv1alpha1.ClusterMesh)
+	if !r.clusters.Settled(mesh) {
+		// Its member clusters' caches are still filling (after a start or
+		// a new Secret): what they would say is not known yet, and a status
+		// written now would only say so. Their sync requeues the mesh; a
+		// member that never answers its lists settles as failed once they
+		// time out.
+		return syncResult{requeueAfter: settleRecheck}, nil
+	}
 	if mesh.DeletionTimestamp != nil {
 		return r.finalize(ctx, mesh)
 	}
