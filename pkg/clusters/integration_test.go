@@ -51,6 +51,9 @@ func TestMemberClusters(t *testing.T) {
 	t.Run("cluster without the peer CRD", h.testNoPeerCRD)
 	t.Run("stopped member cluster", h.testStoppedCluster)
 	t.Run("frozen member cluster", h.testFrozenCluster)
+	t.Run("server policy", h.testServerPolicy)
+	t.Run("verified identity", h.testIdentity)
+	t.Run("node limit", h.testNodeLimit)
 }
 
 type harness struct {
