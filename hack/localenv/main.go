@@ -23,6 +23,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"strings"
 	"syscall"
 	"time"
 
@@ -154,10 +155,10 @@ func run(ctx context.Context, stopSignals func(), runDir string, clusters, nodes
 	// The demo's member clusters listen on loopback, which the server refuses
 	// to dial unless told (by default it dials public addresses only).
 	log.Printf("building and starting kilo-mesh-apiserver (data in %s), allowed to reach member API servers in %s",
-		meshData, framework.MemberServerCIDR)
+		meshData, strings.Join(framework.LoopbackServers, ","))
 	m, err := env.StartMeshServer(startCtx, framework.MeshServerOptions{
 		DataDir: meshData, Port: p.Secure, EtcdClientPort: p.EtcdClient, EtcdPeerPort: p.EtcdPeer,
-		MemberServerCIDRs: []string{framework.MemberServerCIDR},
+		MemberServerCIDRs: framework.LoopbackServers,
 	})
 	if err != nil {
 		if m != nil {

@@ -111,8 +111,8 @@ func (p *Plugin) Validate(ctx context.Context, a admission.Attributes, _ admissi
 	p.mu.RLock()
 	meshes, members, policy := p.meshes, p.members, p.policy
 	p.mu.RUnlock()
-	if meshes == nil || members == nil || policy == nil {
-		return apierrors.NewInternalError(fmt.Errorf("the mesh cache is not ready yet"))
+	if meshes == nil || members == nil || policy == nil || !clusters.PolicySynced(policy) {
+		return apierrors.NewInternalError(fmt.Errorf("the mesh cache or the member server policy is not ready yet"))
 	}
 	servers, err := p.kubeconfigs.servers(ctx, mesh)
 	if err != nil {

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"net/netip"
 	"time"
 
 	"k8s.io/apimachinery/pkg/runtime"
@@ -44,9 +45,9 @@ type ExtraConfig struct {
 	// MemberQPS and MemberBurst bound the requests to each member cluster.
 	MemberQPS   float32
 	MemberBurst int
-	// ServerPolicy says where each namespace's member API servers may be
-	// (--member-server-cidrs); the member caches and admission apply it.
-	ServerPolicy clusters.ServerPolicy
+	// MemberServerCIDRs are where member API servers may be
+	// (--member-server-cidrs), besides what grants add per namespace.
+	MemberServerCIDRs []netip.Prefix
 	// MaxMemberNodes bounds the Nodes cached of one member cluster.
 	MaxMemberNodes int
 	// Reconciler configures the controller that writes Peers.
@@ -94,20 +95,21 @@ func (c CompletedConfig) New() (*Server, error) {
 	if local == nil {
 		return nil, fmt.Errorf("no client of the local cluster: set --kubeconfig or run in a pod")
 	}
+	grantWiring, err := newGrants(c.GenericConfig.RESTOptionsGetter, c.GenericConfig.SharedInformerFactory)
+	if err != nil {
+		return nil, err
+	}
+	policy := memberServers{flag: c.ExtraConfig.MemberServerCIDRs, grants: grantWiring.index}
 	members, err := clusters.NewManager(clusters.Config{
 		Local:                      local,
 		AllowInsecureSkipTLSVerify: c.ExtraConfig.AllowInsecureSkipTLSVerify,
 		QPS:                        c.ExtraConfig.MemberQPS,
 		Burst:                      c.ExtraConfig.MemberBurst,
-		ServerPolicy:               c.ExtraConfig.ServerPolicy,
+		ServerPolicy:               policy,
 		MaxNodes:                   c.ExtraConfig.MaxMemberNodes,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("building the member-cluster caches: %w", err)
-	}
-	grantWiring, err := newGrants(c.GenericConfig.RESTOptionsGetter, c.GenericConfig.SharedInformerFactory)
-	if err != nil {
-		return nil, err
 	}
 	plans, err := plancache.New(plancache.Config{
 		Members:     members,
@@ -120,10 +122,6 @@ func (c CompletedConfig) New() (*Server, error) {
 	informer := newMeshInformer(meshes)
 	if err := plans.FollowMeshes(informer); err != nil {
 		return nil, err
-	}
-	policy := c.ExtraConfig.ServerPolicy
-	if policy == nil {
-		policy = clusters.StaticServerPolicy(nil)
 	}
 	c.ExtraConfig.Admission.SetMeshes(informer.GetIndexer(), members, policy)
 	c.ExtraConfig.Admission.SetGrants(grantWiring.index)
@@ -143,6 +141,9 @@ func (c CompletedConfig) New() (*Server, error) {
 		return nil, fmt.Errorf("adding readyz check: %w", err)
 	}
 	if err := grantWiring.install(generic); err != nil {
+		return nil, err
+	}
+	if err := followMemberServers(generic, grantWiring.index, members); err != nil {
 		return nil, err
 	}
 	if err := generic.AddPostStartHook("kilo-mesh-caches", func(ctx genericapiserver.PostStartHookContext) error {

@@ -208,7 +208,7 @@ func (o *Options) Config() (*Config, error) {
 		AllowInsecureSkipTLSVerify: o.AllowInsecureKubeconfigs,
 		MemberQPS:                  o.MemberQPS,
 		MemberBurst:                o.MemberBurst,
-		ServerPolicy:               clusters.StaticServerPolicy(o.memberServers),
+		MemberServerCIDRs:          o.memberServers,
 		MaxMemberNodes:             o.MaxMemberNodes,
 		Reconciler:                 o.Reconciler,
 		HostAccessGracePeriod:      o.HostAccessGracePeriod,

@@ -143,6 +143,9 @@ func (m *Manager) kubeconfigLocked(b *binding) (*rest.Config, []netip.Prefix, cl
 		}
 		return nil, nil, "", newError(pe.Reason, field, pe.Message)
 	}
+	if !PolicySynced(m.cfg.ServerPolicy) {
+		return nil, nil, "", newError(ErrPending, field, "waiting for the server policy of member API servers (the grants) to be read")
+	}
 	allowed := m.cfg.ServerPolicy.AllowedServers(b.secret.Namespace)
 	if err := checkServerLiteral(cfg.Host, allowed); err != nil {
 		return nil, nil, "", newError(ErrServerNotAllowed, field, err.Message)

@@ -68,7 +68,7 @@ func (h *harness) startManager(t *testing.T, mutate ...func(*Config)) (*Manager,
 	t.Helper()
 	cfg := Config{
 		Local:        h.env.RESTConfig(framework.HostCluster, framework.UserAdmin),
-		ServerPolicy: StaticServerPolicy(mustPrefixes(framework.MemberServerCIDR)),
+		ServerPolicy: StaticServerPolicy(mustPrefixes(framework.LoopbackServers...)),
 	}
 	for _, f := range mutate {
 		f(&cfg)

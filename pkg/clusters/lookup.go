@@ -112,14 +112,18 @@ func (m *Manager) Connections() []Connection {
 	return out
 }
 
-// ServerPolicyChanged applies the ServerPolicy's current answers: every
-// kubeconfig is checked again, and a mesh whose namespace is now allowed
-// other servers gets a connection under the new policy (or the reason it
-// has none) in place of the old one.
-func (m *Manager) ServerPolicyChanged() {
+// ServerPolicyChanged applies the ServerPolicy's current answers for the
+// meshes of namespaces (all when none is given): their kubeconfigs are
+// checked again, and a mesh whose namespace is now allowed other servers
+// gets a connection under the new policy (or the reason it has none) in
+// place of the old one.
+func (m *Manager) ServerPolicyChanged(namespaces ...string) {
 	var affected []types.NamespacedName
 	m.mu.Lock()
 	for key, ms := range m.meshes {
+		if len(namespaces) > 0 && !slices.Contains(namespaces, key.Namespace) {
+			continue
+		}
 		for _, b := range ms.bindings {
 			if b.secret != (types.NamespacedName{}) && m.resolveLocked(key, b) {
 				affected = append(affected, key)

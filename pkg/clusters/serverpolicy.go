@@ -27,6 +27,17 @@ type ServerPolicy interface {
 	AllowedServers(namespace string) []netip.Prefix
 }
 
+// PolicySynced reports whether a policy can answer yet: one that also has
+// a HasSynced method (its answers come from informers, such as grants)
+// says so itself; others always can. Until then no kubeconfig is judged,
+// so that nothing is refused on half the facts.
+func PolicySynced(p ServerPolicy) bool {
+	if s, ok := p.(interface{ HasSynced() bool }); ok {
+		return s.HasSynced()
+	}
+	return true
+}
+
 // ServerPolicyFunc adapts a function to ServerPolicy.
 type ServerPolicyFunc func(namespace string) []netip.Prefix
 

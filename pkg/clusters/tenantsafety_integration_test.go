@@ -37,7 +37,7 @@ func (h *harness) testServerPolicy(t *testing.T) {
 	if s := m.stats(); s.Clusters != 1 {
 		t.Errorf("a refused server got a connection: %+v", s)
 	}
-	allowed = mustPrefixes(framework.MemberServerCIDR)
+	allowed = mustPrefixes(framework.LoopbackServers...)
 	m.ServerPolicyChanged()
 	framework.EventuallyT(t, 30*time.Second, "usable once allowed", allUsable(m, mesh))
 }

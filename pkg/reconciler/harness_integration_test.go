@@ -85,7 +85,7 @@ func newHarness(t *testing.T, n int) *harness {
 	if h.mgr, err = clusters.NewManager(clusters.Config{
 		Local:         env.RESTConfig(framework.HostCluster, framework.UserAdmin),
 		ProbeInterval: time.Second,
-		ServerPolicy:  clusters.StaticServerPolicy([]netip.Prefix{netip.MustParsePrefix(framework.MemberServerCIDR)}),
+		ServerPolicy:  clusters.StaticServerPolicy([]netip.Prefix{netip.MustParsePrefix(framework.LoopbackServers[0])}),
 	}); err != nil {
 		t.Fatal(err)
 	}

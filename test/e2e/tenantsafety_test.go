@@ -219,6 +219,21 @@ func TestTenantSafety(t *testing.T) {
 		if n := cc.Connections(); n != 0 {
 			t.Errorf("the address outside the allowed set got %d connections", n)
 		}
+		// An administrator's grant may allow it for the namespace (its
+		// memberServers add to the flag's networks): then it is dialled.
+		grant := "e2e-" + ns
+		if err := rc.env.ApplyGrant(context.Background(), grant, meshv1alpha1.ClusterMeshGrantSpec{
+			Namespaces: []string{ns}, MemberServers: []string{"::1/128"},
+		}); err != nil {
+			t.Fatal(err)
+		}
+		defer func() { _ = rc.env.DeleteGrant(context.Background(), grant) }()
+		framework.EventuallyT(t, rcConverge, "the server a grant allows is dialled", func() error {
+			if cc.Connections() == 0 {
+				return errors.New("no connection yet")
+			}
+			return nil
+		})
 		ts.delete(t, ns, "later")
 	})
 

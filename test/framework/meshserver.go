@@ -54,14 +54,10 @@ type MeshServerOptions struct {
 	// MeshServerBinary).
 	Binary string
 	// MemberServerCIDRs is the server's --member-server-cidrs (default:
-	// MemberServerCIDR, where the environment's clusters listen).
+	// LoopbackServers, where the environment's clusters listen, which the
+	// server must be allowed to dial: by default it dials public addresses only).
 	MemberServerCIDRs []string
 }
-
-// MemberServerCIDR is the network the environment's kube-apiservers listen
-// in, which the server must be allowed to dial (its default policy allows
-// public addresses only).
-const MemberServerCIDR = "127.0.0.0/8"
 
 // MeshServer is a running kilo-mesh-apiserver process.
 type MeshServer struct {
@@ -216,7 +212,7 @@ func (e *Env) StartMeshServer(ctx context.Context, opts MeshServerOptions) (*Mes
 	}
 	cidrs := opts.MemberServerCIDRs
 	if cidrs == nil {
-		cidrs = []string{MemberServerCIDR}
+		cidrs = LoopbackServers
 	}
 	args = append(args, "--member-server-cidrs="+strings.Join(cidrs, ","))
 	m.Args = append(args, opts.ExtraArgs...)

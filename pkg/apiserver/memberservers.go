@@ -1,0 +1,46 @@
+package apiserver
+
+import (
+	"net/netip"
+	"slices"
+
+	genericapiserver "k8s.io/apiserver/pkg/server"
+	"k8s.io/client-go/tools/cache"
+
+	"github.com/kilo-mesh/kilo-mesh-apiserver/pkg/clusters"
+	"github.com/kilo-mesh/kilo-mesh-apiserver/pkg/grants"
+)
+
+// memberServers is where the API servers of a namespace's member clusters
+// may be: the networks of --member-server-cidrs for every namespace, and
+// the memberServers of the ClusterMeshGrants covering it. The member
+// caches dial only there, and admission refuses kubeconfigs naming other
+// servers.
+type memberServers struct {
+	flag   []netip.Prefix
+	grants *grants.Index
+}
+
+var _ clusters.ServerPolicy = memberServers{}
+
+func (p memberServers) AllowedServers(namespace string) []netip.Prefix {
+	return append(slices.Clone(p.flag), p.grants.MemberServers(namespace)...)
+}
+
+// HasSynced: nothing is judged before the grants are read
+// (clusters.PolicySynced).
+func (p memberServers) HasSynced() bool { return p.grants.HasSynced() }
+
+// followMemberServers applies the grants' changes to the member caches'
+// connections, namespace by namespace, and their first reading to all.
+func followMemberServers(generic *genericapiserver.GenericAPIServer, index *grants.Index, members *clusters.Manager) error {
+	index.AddChangeHandler(func(namespace string) { members.ServerPolicyChanged(namespace) })
+	return generic.AddPostStartHook("kilo-mesh-member-servers", func(ctx genericapiserver.PostStartHookContext) error {
+		go func() {
+			if cache.WaitForCacheSync(ctx.Done(), index.HasSynced) {
+				members.ServerPolicyChanged()
+			}
+		}()
+		return nil
+	})
+}
