@@ -32,12 +32,17 @@ import (
 //     under a key of its own (the plan cache releases the mesh's own key at
 //     once) until its Peers are removed, for at most MeshDeletionTimeout;
 //   - every orphanSweepPeriod, and when a term starts, the Peers of every
-//     connection the member caches hold are checked for a mesh that no
-//     longer exists.
+//     connection the member caches hold are checked for meshes this
+//     replica saw deleted (another replica may have led then).
 //
 // A Peer is removed only when storage, not a cache, says that no mesh of
 // its namespace, name and UID exists: a cache that is behind or a Peer the
-// informer has not seen the mesh of must never cost a Peer.
+// informer has not seen the mesh of must never cost a Peer. And only the
+// Peers of meshes this replica saw deleted: another installation of this
+// server sharing a member cluster labels its Peers alike, and its meshes
+// are not in this one's storage either. A mesh deleted while no replica
+// ran is therefore not known to have been ours, and its Peers stay (the
+// finalizer, which runs when the server is back, is what removes them).
 
 // orphanSweepPeriod is how often the Peers of every connection are checked
 // for a mesh that no longer exists.
@@ -53,16 +58,47 @@ type departedMesh struct {
 	deadline time.Time
 }
 
-// departures tracks departed meshes by the key of via, and the UIDs whose
-// finalizer ran on this replica (their Peers are gone already).
+// departures tracks departed meshes by the key of via, the UIDs whose
+// finalizer ran on this replica (their Peers are gone already), and the
+// meshes this replica saw deleted, which the sweep looks for.
 type departures struct {
 	mu        sync.Mutex
 	byKey     map[types.NamespacedName]*departedMesh
 	finalized map[types.UID]time.Time
+	gone      map[types.UID]goneMesh
+}
+
+// goneMesh is a mesh this replica saw deleted, and when.
+type goneMesh struct {
+	namespace, name string
+	at              time.Time
 }
 
 func newDepartures() *departures {
-	return &departures{byKey: map[types.NamespacedName]*departedMesh{}, finalized: map[types.UID]time.Time{}}
+	return &departures{byKey: map[types.NamespacedName]*departedMesh{}, finalized: map[types.UID]time.Time{}, gone: map[types.UID]goneMesh{}}
+}
+
+// sawDeleted records a deleted mesh for the sweep.
+func (d *departures) sawDeleted(mesh *meshv1alpha1.ClusterMesh, now time.Time) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.gone[mesh.UID] = goneMesh{namespace: mesh.Namespace, name: mesh.Name, at: now}
+}
+
+// goneSince returns the meshes seen deleted, forgetting those seen before
+// since: their Peers were looked for long enough.
+func (d *departures) goneSince(since time.Time) map[types.UID]goneMesh {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	out := make(map[types.UID]goneMesh, len(d.gone))
+	for uid, g := range d.gone {
+		if g.at.Before(since) {
+			delete(d.gone, uid)
+			continue
+		}
+		out[uid] = g
+	}
+	return out
 }
 
 // finalizedHere records that the finalizer removed uid's Peers.
@@ -89,22 +125,16 @@ func (d *departures) remove(key types.NamespacedName) {
 	delete(d.byKey, key)
 }
 
-func (d *departures) uids() map[types.UID]bool {
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	out := make(map[types.UID]bool, len(d.byKey))
-	for _, dm := range d.byKey {
-		out[dm.mesh.UID] = true
-	}
-	return out
-}
-
 // meshDeleted is the informer's delete handler: a mesh that leaves without
 // this replica's finalizer having removed its Peers departs.
 func (r *Reconciler) meshDeleted(obj any) {
 	r.enqueueObject(obj)
 	mesh := asMesh(obj)
-	if mesh == nil || !r.Leading() || mesh.UID == "" {
+	if mesh == nil || mesh.UID == "" {
+		return
+	}
+	r.departures.sawDeleted(mesh, time.Now())
+	if !r.Leading() {
 		return
 	}
 	r.departures.mu.Lock()
@@ -197,47 +227,58 @@ func (r *Reconciler) meshGone(ctx context.Context, namespace, name string, uid t
 }
 
 // sweepOrphans removes, from every connection the member caches hold, the
-// Peers this server manages whose mesh does not exist in storage.
+// Peers of meshes this replica saw deleted that storage no longer holds.
+// Meshes are looked for during MeshDeletionTimeout and one sweep more.
 func (r *Reconciler) sweepOrphans(ctx context.Context) {
-	known := r.departures.uids()
-	for _, obj := range r.meshes.GetStore().List() {
-		if m := asMesh(obj); m != nil {
-			known[m.UID] = true
-		}
+	gone := r.departures.goneSince(time.Now().Add(-r.opts.MeshDeletionTimeout - orphanSweepPeriod))
+	if len(gone) == 0 {
+		return
 	}
-	type owner struct{ namespace, name, uid string }
-	byOwner := map[owner][]clusters.Connection{}
-	for _, conn := range r.clusters.Connections() {
-		if !conn.Synced {
-			continue
-		}
-		seen := map[owner]bool{}
-		for _, p := range conn.Peers {
-			l := p.Labels
-			o := owner{l[planner.LabelMeshNamespace], l[planner.LabelMeshName], l[planner.LabelMeshUID]}
-			if l[planner.LabelManagedBy] != planner.ManagedByValue || o.namespace == "" || o.name == "" || o.uid == "" ||
-				known[types.UID(o.uid)] || seen[o] {
-				continue
-			}
-			seen[o] = true
-			byOwner[o] = append(byOwner[o], conn)
-		}
-	}
-	for o, conns := range byOwner {
-		gone, err := r.meshGone(ctx, o.namespace, o.name, types.UID(o.uid))
-		if err != nil || !gone {
+	for o, conns := range orphanCandidates(r.clusters.Connections(), gone) {
+		isGone, err := r.meshGone(ctx, o.namespace, o.name, o.uid)
+		if err != nil || !isGone {
 			if err != nil {
 				klog.FromContext(ctx).Error(err, "Cannot tell whether a mesh with Peers exists; its Peers are kept", "mesh", o.namespace+"/"+o.name, "uid", o.uid)
 			}
 			continue
 		}
-		mesh := &meshv1alpha1.ClusterMesh{ObjectMeta: metav1.ObjectMeta{Namespace: o.namespace, Name: o.name, UID: types.UID(o.uid)}}
+		mesh := &meshv1alpha1.ClusterMesh{ObjectMeta: metav1.ObjectMeta{Namespace: o.namespace, Name: o.name, UID: o.uid}}
 		for _, conn := range conns {
 			n, err := removeOwned(ctx, mesh, conn.Name, conn.Peers, conn.Client)
 			klog.FromContext(ctx).Info("Removed Peers of a ClusterMesh that no longer exists", "mesh", klog.KObj(mesh), "uid", o.uid,
 				"connection", conn.Name, "peers", n, "err", err)
 		}
 	}
+}
+
+// peerOwner is the mesh a managed Peer's labels name.
+type peerOwner struct {
+	namespace, name string
+	uid             types.UID
+}
+
+// orphanCandidates are the synced connections holding Peers of the meshes
+// seen deleted, by mesh: Peers this server manages, whose namespace, name
+// and UID labels are those of a mesh in gone.
+func orphanCandidates(conns []clusters.Connection, gone map[types.UID]goneMesh) map[peerOwner][]clusters.Connection {
+	out := map[peerOwner][]clusters.Connection{}
+	for _, conn := range conns {
+		if !conn.Synced {
+			continue
+		}
+		seen := map[peerOwner]bool{}
+		for _, p := range conn.Peers {
+			l := p.Labels
+			o := peerOwner{l[planner.LabelMeshNamespace], l[planner.LabelMeshName], types.UID(l[planner.LabelMeshUID])}
+			g, saw := gone[o.uid]
+			if l[planner.LabelManagedBy] != planner.ManagedByValue || !saw || g.namespace != o.namespace || g.name != o.name || seen[o] {
+				continue
+			}
+			seen[o] = true
+			out[o] = append(out[o], conn)
+		}
+	}
+	return out
 }
 
 // removeOwned deletes, through client, the Peers of owner among peers (a
