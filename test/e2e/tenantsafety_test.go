@@ -71,14 +71,7 @@ func TestTenantSafety(t *testing.T) {
 	}
 
 	t.Run("a member that stalls Node lists and watches takes nothing else down", func(t *testing.T) {
-		fm, err := framework.StartFakeMember(framework.FakeMemberStall)
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(fm.Close)
-		ns := ts.namespace(t, "stall")
-		ts.putFakeSecret(t, ns, fm)
-		ts.create(t, ns, ts.meshYAML("stalled", "10.111", "10.141", entryYAML("far", "fake", "10.113.0.0/16", "10.143.0.0/16")))
+		fm, ns := ts.fakeMemberMesh(t, framework.FakeMemberStall, "stalled", "10.111", "10.141")
 		framework.EventuallyT(t, rcConverge, "the fake member listed", func() error {
 			if fm.Stalled() == 0 {
 				return errors.New("no list or watch reached the fake member yet")
@@ -130,14 +123,7 @@ func TestTenantSafety(t *testing.T) {
 	})
 
 	t.Run("a member that answers with redirects never sends the server elsewhere", func(t *testing.T) {
-		fm, err := framework.StartFakeMember(framework.FakeMemberRedirect)
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(fm.Close)
-		ns := ts.namespace(t, "redirect")
-		ts.putFakeSecret(t, ns, fm)
-		ts.create(t, ns, ts.meshYAML("redirected", "10.115", "10.145", entryYAML("far", "fake", "10.116.0.0/16", "10.146.0.0/16")))
+		fm, ns := ts.fakeMemberMesh(t, framework.FakeMemberRedirect, "redirected", "10.115", "10.145")
 		framework.EventuallyT(t, rcConverge, "the redirect reported", func() error {
 			return clusterError(ts.get(t, ns, "redirected"), "far", "redirect")
 		})
@@ -152,14 +138,7 @@ func TestTenantSafety(t *testing.T) {
 	})
 
 	t.Run("what a member answers never reaches users", func(t *testing.T) {
-		fm, err := framework.StartFakeMember(framework.FakeMemberError)
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(fm.Close)
-		ns := ts.namespace(t, "error")
-		ts.putFakeSecret(t, ns, fm)
-		ts.create(t, ns, ts.meshYAML("failing", "10.117", "10.147", entryYAML("far", "fake", "10.118.0.0/16", "10.148.0.0/16")))
+		fm, ns := ts.fakeMemberMesh(t, framework.FakeMemberError, "failing", "10.117", "10.147")
 		framework.EventuallyT(t, rcConverge, "the error reported", func() error {
 			return clusterError(ts.get(t, ns, "failing"), "far", "HTTP 500")
 		})
@@ -411,13 +390,29 @@ func (ts *tsEnv) putSecret(t *testing.T, ns, name string, kubeconfig []byte) {
 	}
 }
 
-func (ts *tsEnv) putFakeSecret(t *testing.T, ns string, fm *framework.FakeMember) {
+// fakeMemberMesh starts a fake member in mode and creates, in a namespace
+// of its own, mesh name between the local cluster (<pod>.0.0/16 and
+// <wg>.0.0/16) and the fake member ("far", the next /16s).
+func (ts *tsEnv) fakeMemberMesh(t *testing.T, mode framework.FakeMemberMode, name, pod, wg string) (*framework.FakeMember, string) {
 	t.Helper()
+	fm, err := framework.StartFakeMember(mode)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(fm.Close)
 	kc, err := fm.Kubeconfig()
 	if err != nil {
 		t.Fatal(err)
 	}
+	ns := ts.namespace(t, name)
 	ts.putSecret(t, ns, "fake", kc)
+	next := func(p string) string { // 10.111 -> 10.112.0.0/16
+		var a, b int
+		fmt.Sscanf(p, "%d.%d", &a, &b)
+		return fmt.Sprintf("%d.%d.0.0/16", a, b+1)
+	}
+	ts.create(t, ns, ts.meshYAML(name, pod, wg, entryYAML("far", "fake", next(pod), next(wg))))
+	return fm, ns
 }
 
 // meshYAML is a mesh whose local entry declares <pod>.0.0/16 and
