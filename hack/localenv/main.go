@@ -71,12 +71,11 @@ func cacheHome() string {
 	return filepath.Join(home, ".cache")
 }
 
-// ports are the mesh server's ports, kept across runs: the embedded etcd
-// remembers its peer URL in its data dir.
+// ports are the mesh server's ports, kept across runs so that the address
+// in a kubeconfig of the last run still works. The embedded etcd needs none:
+// it listens on a unix socket in its data dir.
 type ports struct {
-	Secure     int `json:"secure"`
-	EtcdClient int `json:"etcdClient"`
-	EtcdPeer   int `json:"etcdPeer"`
+	Secure int `json:"secure"`
 }
 
 func portFree(p int) bool {
@@ -97,8 +96,8 @@ func loadPorts(path string) ports {
 	if err != nil || json.Unmarshal(data, &p) != nil {
 		return ports{}
 	}
-	if !portFree(p.Secure) || !portFree(p.EtcdClient) || !portFree(p.EtcdPeer) {
-		log.Printf("ports of the last run (%+v) are not all free; taking new ones", p)
+	if !portFree(p.Secure) {
+		log.Printf("port %d of the last run is taken; using a new one", p.Secure)
 		return ports{}
 	}
 	return p
@@ -157,7 +156,7 @@ func run(ctx context.Context, stopSignals func(), runDir string, clusters, nodes
 	log.Printf("building and starting kilo-mesh-apiserver (data in %s), allowed to reach member API servers in %s",
 		meshData, strings.Join(framework.LoopbackServers, ","))
 	m, err := env.StartMeshServer(startCtx, framework.MeshServerOptions{
-		DataDir: meshData, Port: p.Secure, EtcdClientPort: p.EtcdClient, EtcdPeerPort: p.EtcdPeer,
+		DataDir: meshData, Port: p.Secure,
 		MemberServerCIDRs: framework.LoopbackServers,
 	})
 	if err != nil {
@@ -166,7 +165,7 @@ func run(ctx context.Context, stopSignals func(), runDir string, clusters, nodes
 		}
 		return err
 	}
-	if data, err := json.Marshal(serverPorts(m)); err == nil {
+	if data, err := json.Marshal(ports{Secure: m.Port}); err == nil {
 		_ = os.WriteFile(portsFile, data, 0o600)
 	}
 
@@ -210,20 +209,6 @@ func run(ctx context.Context, stopSignals func(), runDir string, clusters, nodes
 		return fmt.Errorf("kilo-mesh-apiserver exited; last lines of %s:\n%s", m.LogPath, m.LogTail(40))
 	}
 	return nil
-}
-
-func serverPorts(m *framework.MeshServer) ports {
-	p := ports{Secure: m.Port}
-	for _, a := range m.Args {
-		var port int
-		if n, _ := fmt.Sscanf(a, "--embedded-etcd-client-url=http://127.0.0.1:%d", &port); n == 1 {
-			p.EtcdClient = port
-		}
-		if n, _ := fmt.Sscanf(a, "--embedded-etcd-peer-url=http://127.0.0.1:%d", &port); n == 1 {
-			p.EtcdPeer = port
-		}
-	}
-	return p
 }
 
 // Network layout of cluster i, disjoint across clusters as Kilo needs, and

@@ -37,11 +37,9 @@ const etcdPathPrefix = "/registry/mesh.kilo.squat.ai"
 type Options struct {
 	RecommendedOptions *genericoptions.RecommendedOptions
 
-	// DataDir holds the embedded etcd's data; unused with --etcd-servers.
+	// DataDir holds the embedded etcd's data and its client socket; unused
+	// with --etcd-servers.
 	DataDir string
-	// EmbeddedEtcdClientURL and EmbeddedEtcdPeerURL are the embedded member's listeners.
-	EmbeddedEtcdClientURL string
-	EmbeddedEtcdPeerURL   string
 
 	// AllowedCIDRs limits the networks any mesh may claim; empty allows all.
 	AllowedCIDRs []string
@@ -75,8 +73,6 @@ func NewOptions() *Options {
 		RecommendedOptions: genericoptions.NewRecommendedOptions(etcdPathPrefix,
 			Codecs.LegacyCodec(meshv1alpha1.SchemeGroupVersion)),
 		DataDir:               "/var/lib/kilo-mesh-apiserver",
-		EmbeddedEtcdClientURL: "http://127.0.0.1:2379",
-		EmbeddedEtcdPeerURL:   "http://127.0.0.1:2380",
 		Reconciler:            reconciler.NewOptions(),
 		MemberQPS:             clusters.DefaultQPS,
 		MemberBurst:           clusters.DefaultBurst,
@@ -93,11 +89,8 @@ func NewOptions() *Options {
 func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	o.RecommendedOptions.AddFlags(fs)
 	fs.StringVar(&o.DataDir, "data-dir", o.DataDir,
-		"Directory of the embedded etcd's data, kept across restarts. Ignored when --etcd-servers is set.")
-	fs.StringVar(&o.EmbeddedEtcdClientURL, "embedded-etcd-client-url", o.EmbeddedEtcdClientURL,
-		"Client URL the embedded etcd listens on. Ignored when --etcd-servers is set.")
-	fs.StringVar(&o.EmbeddedEtcdPeerURL, "embedded-etcd-peer-url", o.EmbeddedEtcdPeerURL,
-		"Peer URL the embedded etcd listens on. Ignored when --etcd-servers is set.")
+		"Directory of the embedded etcd's data, kept across restarts, and of its client socket (etcd.sock; the directory is kept at mode 0700, "+
+			"so only the server's user can reach it). One server per directory. Ignored when --etcd-servers is set.")
 	fs.StringSliceVar(&o.AllowedCIDRs, "allowed-cidrs", o.AllowedCIDRs,
 		"Networks that meshes may claim, e.g. 10.0.0.0/8,fd00::/8. Every CIDR of every mesh must lie inside one. Empty allows any.")
 	fs.BoolVar(&o.AllowInsecureKubeconfigs, "allow-insecure-kubeconfigs", o.AllowInsecureKubeconfigs,
@@ -123,7 +116,14 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 func (o *Options) Complete() error {
 	if len(o.RecommendedOptions.Etcd.StorageConfig.Transport.ServerList) == 0 {
 		o.embeddedEtcd = true
-		o.RecommendedOptions.Etcd.StorageConfig.Transport.ServerList = []string{o.EmbeddedEtcdClientURL}
+		if o.DataDir == "" {
+			return fmt.Errorf("--data-dir is required with the embedded etcd (no --etcd-servers)")
+		}
+		client, err := etcd.ClientURL(o.DataDir)
+		if err != nil {
+			return err
+		}
+		o.RecommendedOptions.Etcd.StorageConfig.Transport.ServerList = []string{client}
 	}
 	allowed, err := parseCIDRs(o.AllowedCIDRs)
 	if err != nil {
@@ -177,9 +177,6 @@ func (o *Options) Validate() error {
 	if o.HostAccessGracePeriod < 0 {
 		errs = append(errs, fmt.Errorf("--host-access-grace-period must not be negative"))
 	}
-	if o.embeddedEtcd && o.DataDir == "" {
-		errs = append(errs, fmt.Errorf("--data-dir is required with the embedded etcd"))
-	}
 	return utilerrors.NewAggregate(errs)
 }
 
@@ -218,11 +215,7 @@ func (o *Options) Config() (*Config, error) {
 // Run starts the embedded etcd when needed, then serves until ctx ends.
 func (o *Options) Run(ctx context.Context) error {
 	if o.embeddedEtcd {
-		e, err := etcd.Start(ctx, etcd.Config{
-			DataDir:   o.DataDir,
-			ClientURL: o.EmbeddedEtcdClientURL,
-			PeerURL:   o.EmbeddedEtcdPeerURL,
-		})
+		e, err := etcd.Start(ctx, etcd.Config{DataDir: o.DataDir})
 		if err != nil {
 			return err
 		}

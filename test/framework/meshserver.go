@@ -44,9 +44,10 @@ type MeshServerOptions struct {
 	// DataDir is the embedded etcd's data directory (default: a directory
 	// in the environment's Dir). Restarts of the MeshServer reuse it.
 	DataDir string
-	// Port, EtcdClientPort and EtcdPeerPort fix the ports (0: a free port).
-	// Restarts of the MeshServer reuse the same ports.
-	Port, EtcdClientPort, EtcdPeerPort int
+	// Port fixes the secure port (0: a free port). Restarts of the
+	// MeshServer reuse the same port. The embedded etcd listens on a unix
+	// socket in DataDir and needs no port.
+	Port int
 	// SkipRegistration does not create the Service and APIService (for a
 	// second server that only shares storage with the registered one).
 	SkipRegistration bool
@@ -166,18 +167,16 @@ func (e *Env) StartMeshServer(ctx context.Context, opts MeshServerOptions) (*Mes
 		return nil, err
 	}
 
-	ports, err := FreePorts(3)
-	if err != nil {
-		return nil, err
-	}
-	pick := func(p, free int) int {
-		if p != 0 {
-			return p
+	port := opts.Port
+	if port == 0 {
+		ports, err := FreePorts(1)
+		if err != nil {
+			return nil, err
 		}
-		return free
+		port = ports[0]
 	}
 	m := &MeshServer{
-		Port:       pick(opts.Port, ports[0]),
+		Port:       port,
 		LogPath:    filepath.Join(e.Dir, "logs", fmt.Sprintf("kilo-mesh-apiserver-%d.log", n)),
 		Kubeconfig: filepath.Join(dir, "kubeconfig"),
 		CABundle:   e.meshCA.CertPEM,
@@ -204,11 +203,7 @@ func (e *Env) StartMeshServer(ctx context.Context, opts MeshServerOptions) (*Mes
 		if err := os.MkdirAll(m.DataDir, 0o700); err != nil {
 			return nil, err
 		}
-		args = append(args,
-			"--data-dir="+m.DataDir,
-			fmt.Sprintf("--embedded-etcd-client-url=http://127.0.0.1:%d", pick(opts.EtcdClientPort, ports[1])),
-			fmt.Sprintf("--embedded-etcd-peer-url=http://127.0.0.1:%d", pick(opts.EtcdPeerPort, ports[2])),
-		)
+		args = append(args, "--data-dir="+m.DataDir)
 	}
 	cidrs := opts.MemberServerCIDRs
 	if cidrs == nil {

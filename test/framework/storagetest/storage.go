@@ -6,14 +6,12 @@ package storagetest
 
 import (
 	"context"
-	"fmt"
 	"testing"
 
 	"k8s.io/apiserver/pkg/registry/generic"
 	genericoptions "k8s.io/apiserver/pkg/server/options"
 
 	"github.com/kilo-mesh/kilo-mesh-apiserver/pkg/etcd"
-	"github.com/kilo-mesh/kilo-mesh-apiserver/test/framework"
 )
 
 // RESTOptions starts an embedded etcd for the test, stopped when it ends,
@@ -24,22 +22,13 @@ import (
 // meshes exactly where and as the server does. opts is not modified.
 func RESTOptions(t testing.TB, opts *genericoptions.EtcdOptions) generic.RESTOptionsGetter {
 	t.Helper()
-	ports, err := framework.FreePorts(2)
-	if err != nil {
-		t.Fatal(err)
-	}
-	client := fmt.Sprintf("http://127.0.0.1:%d", ports[0])
-	server, err := etcd.Start(context.Background(), etcd.Config{
-		DataDir:   t.TempDir(),
-		ClientURL: client,
-		PeerURL:   fmt.Sprintf("http://127.0.0.1:%d", ports[1]),
-	})
+	server, err := etcd.Start(context.Background(), etcd.Config{DataDir: t.TempDir()})
 	if err != nil {
 		t.Fatalf("starting embedded etcd: %v", err)
 	}
 	t.Cleanup(server.Close)
 	o := *opts
-	o.StorageConfig.Transport.ServerList = []string{client}
+	o.StorageConfig.Transport.ServerList = []string{server.ClientURL()}
 	return &genericoptions.StorageFactoryRestOptionsFactory{
 		Options:        o,
 		StorageFactory: &genericoptions.SimpleStorageFactory{StorageConfig: o.StorageConfig},
