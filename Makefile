@@ -1,17 +1,39 @@
 # kilo-mesh-apiserver. `make run` starts a local demo, `make test` runs every test.
 GO        ?= go
 BIN_DIR   ?= bin
-IMAGE     ?= kilo-mesh-apiserver:latest
+OUTPUT    ?= _output
+# Where `make push` uploads the image: registry/name:tag.
+IMAGE     ?=
+PLATFORMS ?= linux/amd64 linux/arm64
 # Integration and e2e tests start real kube-apiservers and etcd; they take a
 # few minutes on two cores.
 TEST_TIMEOUT ?= 30m
 
-.PHONY: all build run tools test test-unit test-integration test-e2e test-dataplane verify generate bench image clean
+# The product's version, stamped into pkg/version (never into
+# component-base's, which must stay the Kubernetes version). Override on the
+# command line: make image VERSION=v0.1.0.
+VERSION    := $(shell hack/version.sh)
+GIT_COMMIT := $(shell git rev-parse HEAD 2>/dev/null || echo unknown)
+# The commit time rather than the clock: one commit gives the same binaries
+# and the same image archive, byte for byte.
+SOURCE_DATE_EPOCH ?= $(shell git log -1 --format=%ct 2>/dev/null || echo 0)
+BUILD_DATE := $(shell date -u -d @$(SOURCE_DATE_EPOCH) +%Y-%m-%dT%H:%M:%SZ 2>/dev/null || date -u -r $(SOURCE_DATE_EPOCH) +%Y-%m-%dT%H:%M:%SZ)
+VERSION_PKG := github.com/kilo-mesh/kilo-mesh-apiserver/pkg/version
+LDFLAGS := -s -w -X $(VERSION_PKG).gitVersion=$(VERSION) -X $(VERSION_PKG).gitCommit=$(GIT_COMMIT) -X $(VERSION_PKG).buildDate=$(BUILD_DATE)
+# Static, path-free binaries; the Dockerfile builds with the same flags.
+GO_BUILD := CGO_ENABLED=0 $(GO) build -trimpath -buildvcs=false -ldflags "$(LDFLAGS)"
+
+IMAGE_ARCHIVE := $(OUTPUT)/kilo-mesh-apiserver-image.tar
+# Build tools (crane, the image assembler) from their own module, hack/tools.
+TOOLS_BIN := $(CURDIR)/hack/tools/bin
+TOOLS_GO  := cd hack/tools && GOWORK=off GOFLAGS="-mod=readonly -buildvcs=false" $(GO)
+
+.PHONY: all build run tools test test-unit test-integration test-e2e test-dataplane verify generate bench image push crane docker-image clean
 
 all: build
 
 build:
-	$(GO) build -o $(BIN_DIR)/kilo-mesh-apiserver ./cmd/kilo-mesh-apiserver
+	$(GO_BUILD) -o $(BIN_DIR)/kilo-mesh-apiserver ./cmd/kilo-mesh-apiserver
 
 # Real kube-apiserver, etcd and kubectl v1.36.3, built once from the Go module proxy.
 tools:
@@ -32,9 +54,10 @@ test-unit:
 test-integration: tools
 	$(GO) test -count=1 -p 1 -tags integration -timeout $(TEST_TIMEOUT) ./pkg/...
 
-# The real server binary behind the aggregation layer, driven with kubectl.
-test-e2e: tools
-	$(GO) test -count=1 -p 1 -tags e2e -timeout $(TEST_TIMEOUT) ./test/...
+# The real server binary behind the aggregation layer, driven with kubectl;
+# test/install runs the binary taken out of the image archive.
+test-e2e: tools image
+	KILO_MESH_IMAGE_ARCHIVE=$(CURDIR)/$(IMAGE_ARCHIVE) $(GO) test -count=1 -p 1 -tags e2e -timeout $(TEST_TIMEOUT) ./test/...
 
 # Packets through the Peers: every Kilo node a network namespace running
 # userspace WireGuard (test/dataplane). Needs root and iproute2 (it fails,
@@ -49,6 +72,7 @@ verify:
 	$(GO) vet -tags integration ./...
 	$(GO) vet -tags e2e ./...
 	$(GO) vet -tags dataplane ./...
+	$(TOOLS_GO) vet ./image
 	bash hack/verify-codegen.sh
 
 generate:
@@ -60,9 +84,36 @@ bench:
 	bash hack/bench-views.sh
 	bash hack/bench-reconciler.sh
 
-# Needs a Docker engine; the machines this project is developed on have none.
+# The server image for $(PLATFORMS), without a container engine and without
+# pulling anything: static binaries on an empty base, user 65532, assembled
+# by hack/tools/image into an OCI archive (a tarred OCI layout whose index
+# holds every platform). `skopeo copy oci-archive:$(IMAGE_ARCHIVE) ...` takes
+# it as is; `make push` uploads it with crane.
 image:
-	docker build -t $(IMAGE) .
+	@mkdir -p $(OUTPUT)
+	@for p in $(PLATFORMS); do \
+		echo "go build $$p ($(VERSION))"; \
+		GOOS=$${p%/*} GOARCH=$${p#*/} $(GO_BUILD) -o $(OUTPUT)/bin/$${p%/*}_$${p#*/}/kilo-mesh-apiserver ./cmd/kilo-mesh-apiserver || exit 1; \
+	done
+	$(TOOLS_GO) build -o $(TOOLS_BIN)/image ./image
+	$(TOOLS_BIN)/image --rootfs hack/image-rootfs --version $(VERSION) --revision $(GIT_COMMIT) --created $(BUILD_DATE) \
+		--output $(IMAGE_ARCHIVE) $(foreach p,$(PLATFORMS),--binary $(p)=$(OUTPUT)/bin/$(subst /,_,$(p))/kilo-mesh-apiserver)
+
+crane:
+	$(TOOLS_GO) build -o $(TOOLS_BIN)/crane github.com/google/go-containerregistry/cmd/crane
+
+# crane reads an OCI layout from a directory, so the archive is unpacked
+# first. Credentials: crane auth login, or a Docker config.json.
+push: image crane
+	@case "$(IMAGE)" in */*) ;; *) echo "make push needs IMAGE=registry/name:tag, e.g. IMAGE=ghcr.io/you/kilo-mesh-apiserver:$(VERSION)" >&2; exit 1;; esac
+	rm -rf $(OUTPUT)/image-layout && mkdir -p $(OUTPUT)/image-layout
+	tar -xf $(IMAGE_ARCHIVE) -C $(OUTPUT)/image-layout
+	$(TOOLS_BIN)/crane push $(OUTPUT)/image-layout $(IMAGE)
+
+# For those with a Docker engine: the same binary and user, from the Dockerfile.
+docker-image:
+	docker build --build-arg VERSION=$(VERSION) --build-arg GIT_COMMIT=$(GIT_COMMIT) --build-arg BUILD_DATE=$(BUILD_DATE) \
+		-t $(or $(IMAGE),kilo-mesh-apiserver:$(VERSION)) .
 
 clean:
-	rm -rf $(BIN_DIR) _output
+	rm -rf $(BIN_DIR) $(OUTPUT) hack/tools/bin
