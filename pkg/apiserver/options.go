@@ -26,7 +26,9 @@ import (
 	"github.com/kilo-mesh/kilo-mesh-apiserver/pkg/etcd"
 	generatedopenapi "github.com/kilo-mesh/kilo-mesh-apiserver/pkg/generated/openapi"
 	"github.com/kilo-mesh/kilo-mesh-apiserver/pkg/plancache"
+	"github.com/kilo-mesh/kilo-mesh-apiserver/pkg/podenv"
 	"github.com/kilo-mesh/kilo-mesh-apiserver/pkg/reconciler"
+	"github.com/kilo-mesh/kilo-mesh-apiserver/pkg/servingcert"
 )
 
 const etcdPathPrefix = "/registry/mesh.kilo.squat.ai"
@@ -58,7 +60,19 @@ type Options struct {
 	// HostAccessGracePeriod is how long meshes stored before grants
 	// existed, and covered by none, keep their access to the local cluster.
 	HostAccessGracePeriod time.Duration
+	// ServingCert configures the self-managed serving certificate, used
+	// when no --tls-cert-file is given.
+	ServingCert *servingcert.Options
 
+	// namespace is the pod's own (podenv.DefaultNamespace outside a pod)
+	// and inPod whether the server runs in one; decided in Complete.
+	namespace string
+	inPod     bool
+	// selfManagedCert is decided in Complete: no --tls-cert-file and a
+	// --serving-cert-secret.
+	selfManagedCert bool
+	// certs serves the self-managed certificate; built in Config.
+	certs *servingcert.Controller
 	// embeddedEtcd is decided in Complete: no --etcd-servers means embedded.
 	embeddedEtcd bool
 	// admission enforces the rules that need other objects; built in Complete.
@@ -72,8 +86,9 @@ func NewOptions() *Options {
 	o := &Options{
 		RecommendedOptions: genericoptions.NewRecommendedOptions(etcdPathPrefix,
 			Codecs.LegacyCodec(meshv1alpha1.SchemeGroupVersion)),
-		DataDir:               "/var/lib/kilo-mesh-apiserver",
+		DataDir:               "/var/lib/kilo-mesh-apiserver/etcd",
 		Reconciler:            reconciler.NewOptions(),
+		ServingCert:           servingcert.NewOptions(),
 		MemberQPS:             clusters.DefaultQPS,
 		MemberBurst:           clusters.DefaultBurst,
 		HostAccessGracePeriod: plancache.DefaultGracePeriod,
@@ -108,12 +123,24 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	fs.IntVar(&o.MaxMemberNodes, "max-member-nodes", o.MaxMemberNodes,
 		"Most Nodes cached of one member cluster; a cluster with more is not used, and its meshes say so, so that no member can exhaust the server's memory.")
 	o.Reconciler.AddFlags(fs)
+	o.ServingCert.AddFlags(fs)
 }
 
-// Complete decides between embedded and external etcd and adds the mesh
-// admission plugin after the generic ones, so admins' webhooks and policies
-// still see every mesh.
+// Complete decides between embedded and external etcd and between a
+// certificate from files and the self-managed one, puts the Lease and the
+// certificate's Secret into the pod's own namespace unless told otherwise,
+// and adds the mesh admission plugin after the generic ones, so admins'
+// webhooks and policies still see every mesh.
 func (o *Options) Complete() error {
+	o.namespace, o.inPod = podenv.Namespace()
+	if o.Reconciler.LeaderElection.ResourceNamespace == "" {
+		o.Reconciler.LeaderElection.ResourceNamespace = o.namespace
+	}
+	if o.ServingCert.Namespace == "" {
+		o.ServingCert.Namespace = o.namespace
+	}
+	certFiles := o.RecommendedOptions.SecureServing.ServerCert.CertKey
+	o.selfManagedCert = certFiles.CertFile == "" && certFiles.KeyFile == "" && o.ServingCert.SecretName != ""
 	if len(o.RecommendedOptions.Etcd.StorageConfig.Transport.ServerList) == 0 {
 		o.embeddedEtcd = true
 		if o.DataDir == "" {
@@ -171,6 +198,9 @@ func (o *Options) Validate() error {
 	if o.MaxMemberNodes < 1 {
 		errs = append(errs, fmt.Errorf("--max-member-nodes must be positive"))
 	}
+	if o.selfManagedCert {
+		errs = append(errs, o.ServingCert.Validate()...)
+	}
 	if o.MemberQPS <= 0 || o.MemberBurst < 1 {
 		errs = append(errs, fmt.Errorf("--member-cluster-qps and --member-cluster-burst must be positive"))
 	}
@@ -180,11 +210,14 @@ func (o *Options) Validate() error {
 	return utilerrors.NewAggregate(errs)
 }
 
-// Config builds the server configuration from the options.
+// Config builds the server configuration from the options and, with the
+// self-managed certificate, the controller that provides it.
 func (o *Options) Config() (*Config, error) {
-	if err := o.RecommendedOptions.SecureServing.MaybeDefaultWithSelfSignedCerts("localhost", nil,
-		[]net.IP{netutils.ParseIPSloppy("127.0.0.1")}); err != nil {
-		return nil, fmt.Errorf("creating self-signed certificates: %w", err)
+	if !o.selfManagedCert {
+		if err := o.RecommendedOptions.SecureServing.MaybeDefaultWithSelfSignedCerts("localhost", nil,
+			[]net.IP{netutils.ParseIPSloppy("127.0.0.1")}); err != nil {
+			return nil, fmt.Errorf("creating self-signed certificates: %w", err)
+		}
 	}
 	c := genericapiserver.NewRecommendedConfig(Codecs)
 	namer := openapi.NewDefinitionNamer(Scheme)
@@ -198,6 +231,16 @@ func (o *Options) Config() (*Config, error) {
 	c.FeatureGate = utilfeature.DefaultFeatureGate
 	if err := o.RecommendedOptions.ApplyTo(c); err != nil {
 		return nil, fmt.Errorf("applying options: %w", err)
+	}
+	if o.selfManagedCert {
+		certs, err := servingcert.NewForConfig(*o.ServingCert, c.ClientConfig)
+		if err != nil {
+			return nil, fmt.Errorf("building the serving certificate's controller: %w", err)
+		}
+		// The generic server runs it (RunOnce, then Run) and serves
+		// whatever it holds.
+		c.SecureServing.Cert = certs
+		o.certs = certs
 	}
 	return &Config{GenericConfig: c, ExtraConfig: ExtraConfig{
 		Admission:                  o.admission,
@@ -223,6 +266,9 @@ func (o *Options) Run(ctx context.Context) error {
 	}
 	c, err := o.Config()
 	if err != nil {
+		return err
+	}
+	if err := o.checkBeforeServing(ctx, c.GenericConfig.ClientConfig); err != nil {
 		return err
 	}
 	s, err := c.Complete().New()

@@ -10,13 +10,17 @@ import (
 	"k8s.io/client-go/tools/leaderelection/resourcelock"
 	componentbaseconfig "k8s.io/component-base/config"
 	componentbaseoptions "k8s.io/component-base/config/options"
+
+	"github.com/kilo-mesh/kilo-mesh-apiserver/pkg/podenv"
 )
 
 // Defaults of the reconciler's flags. The lease lives next to the server's
-// ServiceAccount, where artifacts/deploy grants it access to Leases.
+// ServiceAccount, where artifacts/deploy grants it access to Leases: in the
+// pod's own namespace, or DefaultLeaseNamespace outside a pod (the server
+// fills it in before Validate).
 const (
 	DefaultLeaseName           = "kilo-mesh-apiserver"
-	DefaultLeaseNamespace      = "kilo-mesh-system"
+	DefaultLeaseNamespace      = podenv.DefaultNamespace
 	DefaultWorkers             = 4
 	DefaultResyncPeriod        = 10 * time.Minute
 	DefaultMeshDeletionTimeout = 10 * time.Minute
@@ -42,13 +46,12 @@ type Options struct {
 func NewOptions() *Options {
 	return &Options{
 		LeaderElection: componentbaseconfig.LeaderElectionConfiguration{
-			LeaderElect:       true,
-			LeaseDuration:     metav1.Duration{Duration: 15 * time.Second},
-			RenewDeadline:     metav1.Duration{Duration: 10 * time.Second},
-			RetryPeriod:       metav1.Duration{Duration: 2 * time.Second},
-			ResourceLock:      resourcelock.LeasesResourceLock,
-			ResourceName:      DefaultLeaseName,
-			ResourceNamespace: DefaultLeaseNamespace,
+			LeaderElect:   true,
+			LeaseDuration: metav1.Duration{Duration: 15 * time.Second},
+			RenewDeadline: metav1.Duration{Duration: 10 * time.Second},
+			RetryPeriod:   metav1.Duration{Duration: 2 * time.Second},
+			ResourceLock:  resourcelock.LeasesResourceLock,
+			ResourceName:  DefaultLeaseName,
 		},
 		Workers:             DefaultWorkers,
 		ResyncPeriod:        DefaultResyncPeriod,
@@ -60,6 +63,10 @@ func NewOptions() *Options {
 // --leader-elect-* names of Kubernetes components.
 func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	componentbaseoptions.BindLeaderElectionFlags(&o.LeaderElection, fs)
+	if f := fs.Lookup("leader-elect-resource-namespace"); f != nil {
+		f.Usage += " Default: the pod's own namespace ($" + podenv.NamespaceEnv + " or the ServiceAccount's), " +
+			DefaultLeaseNamespace + " outside a pod, where it must exist."
+	}
 	fs.IntVar(&o.Workers, "reconciler-workers", o.Workers,
 		"Number of ClusterMeshes reconciled concurrently.")
 	fs.DurationVar(&o.ResyncPeriod, "reconciler-resync-period", o.ResyncPeriod,
