@@ -157,7 +157,10 @@ type Env struct {
 
 	mu          sync.Mutex
 	meshServers []*MeshServer
-	stopped     bool
+	// meshStarts numbers StartMeshServer calls, so that concurrent ones
+	// get directories and logs of their own.
+	meshStarts int
+	stopped    bool
 }
 
 // Start brings up etcd and opts.Clusters kube-apiservers, writes kubeconfigs,

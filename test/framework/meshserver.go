@@ -27,6 +27,12 @@ const (
 	MeshServiceAccount = "kilo-mesh-apiserver"
 	MeshServiceName    = "kilo-mesh-apiserver"
 	APIServiceName     = MeshVersion + "." + MeshGroup
+	// MeshServingCertSecret holds the self-managed CA and certificate
+	// (artifacts/deploy/serving-cert.yaml, --serving-cert-secret).
+	MeshServingCertSecret = "kilo-mesh-apiserver-serving-cert"
+	// MeshServiceDNSName is the name the aggregator verifies the server's
+	// certificate for.
+	MeshServiceDNSName = MeshServiceName + "." + MeshNamespace + ".svc"
 )
 
 // ClusterMeshGVR is the resource the mesh server serves.
@@ -51,6 +57,11 @@ type MeshServerOptions struct {
 	// SkipRegistration does not create the Service and APIService (for a
 	// second server that only shares storage with the registered one).
 	SkipRegistration bool
+	// SelfManagedCert starts the server without certificate flags, as the
+	// default install does: it makes its own CA and certificate in the
+	// Secret MeshServingCertSecret, and the APIService is registered
+	// without a caBundle for the server to fill in.
+	SelfManagedCert bool
 	// Binary overrides the kilo-mesh-apiserver binary (default:
 	// MeshServerBinary).
 	Binary string
@@ -80,6 +91,9 @@ type MeshServer struct {
 	Args []string
 	// Registered tells whether this server is behind the APIService.
 	Registered bool
+	// SelfManagedCert tells whether the server makes its own certificate;
+	// CABundle then follows the Secret (see RefreshCABundle).
+	SelfManagedCert bool
 
 	env  *Env
 	proc *process
@@ -95,11 +109,11 @@ func DeployManifest(name string) (string, error) {
 }
 
 // InstallServerRBAC applies the namespace, the server's RBAC, the
-// aggregated user roles and the grant reader role from artifacts/deploy to
-// the host cluster, then aggregates ClusterRoles. Idempotent;
-// StartMeshServer calls it.
+// aggregated user roles, the grant reader role and the (empty) Secret of
+// the self-managed serving certificate from artifacts/deploy to the host
+// cluster, then aggregates ClusterRoles. Idempotent; StartMeshServer calls it.
 func (e *Env) InstallServerRBAC(ctx context.Context) error {
-	for _, name := range []string{"namespace.yaml", "rbac.yaml", "user-roles.yaml", "grant-roles.yaml"} {
+	for _, name := range []string{"namespace.yaml", "rbac.yaml", "user-roles.yaml", "grant-roles.yaml", "serving-cert.yaml"} {
 		path, err := DeployManifest(name)
 		if err != nil {
 			return err
@@ -145,7 +159,8 @@ func (e *Env) StartMeshServer(ctx context.Context, opts MeshServerOptions) (*Mes
 	}
 
 	e.mu.Lock()
-	n := len(e.meshServers)
+	n := e.meshStarts
+	e.meshStarts++
 	e.mu.Unlock()
 	dir := filepath.Join(e.Dir, fmt.Sprintf("mesh-%d", n))
 	serving, err := e.meshCA.IssueServing("kilo-mesh-apiserver",
@@ -176,21 +191,27 @@ func (e *Env) StartMeshServer(ctx context.Context, opts MeshServerOptions) (*Mes
 		port = ports[0]
 	}
 	m := &MeshServer{
-		Port:       port,
-		LogPath:    filepath.Join(e.Dir, "logs", fmt.Sprintf("kilo-mesh-apiserver-%d.log", n)),
-		Kubeconfig: filepath.Join(dir, "kubeconfig"),
-		CABundle:   e.meshCA.CertPEM,
-		env:        e,
+		Port:            port,
+		LogPath:         filepath.Join(e.Dir, "logs", fmt.Sprintf("kilo-mesh-apiserver-%d.log", n)),
+		Kubeconfig:      filepath.Join(dir, "kubeconfig"),
+		CABundle:        e.meshCA.CertPEM,
+		SelfManagedCert: opts.SelfManagedCert,
+		env:             e,
 	}
 	m.URL = fmt.Sprintf("https://127.0.0.1:%d", m.Port)
 	args := []string{
 		fmt.Sprintf("--secure-port=%d", m.Port),
 		"--bind-address=127.0.0.1",
-		"--tls-cert-file=" + filepath.Join(dir, "tls.crt"),
-		"--tls-private-key-file=" + filepath.Join(dir, "tls.key"),
 		"--kubeconfig=" + m.Kubeconfig,
 		"--authentication-kubeconfig=" + m.Kubeconfig,
 		"--authorization-kubeconfig=" + m.Kubeconfig,
+	}
+	if opts.SelfManagedCert {
+		m.CABundle = nil
+	} else {
+		args = append(args,
+			"--tls-cert-file="+filepath.Join(dir, "tls.crt"),
+			"--tls-private-key-file="+filepath.Join(dir, "tls.key"))
 	}
 	if opts.ExternalEtcd {
 		m.EtcdPrefix = "/" + UniqueName("kilo-mesh")
@@ -276,20 +297,24 @@ func (m *MeshServer) register(ctx context.Context) error {
 	if _, err := dyn.Resource(svcGVR).Namespace(MeshNamespace).Apply(ctx, MeshServiceName, svc, apply); err != nil {
 		return fmt.Errorf("applying Service %s/%s: %w", MeshNamespace, MeshServiceName, err)
 	}
+	spec := map[string]any{
+		"group":                MeshGroup,
+		"version":              MeshVersion,
+		"groupPriorityMinimum": int64(1000),
+		"versionPriority":      int64(15),
+		"service": map[string]any{
+			"name": MeshServiceName, "namespace": MeshNamespace, "port": int64(m.Port),
+		},
+	}
+	// A self-managed server fills the caBundle in itself.
+	if !m.SelfManagedCert {
+		spec["caBundle"] = base64.StdEncoding.EncodeToString(m.CABundle)
+	}
 	apiService := &unstructured.Unstructured{Object: map[string]any{
 		"apiVersion": "apiregistration.k8s.io/v1",
 		"kind":       "APIService",
 		"metadata":   map[string]any{"name": APIServiceName},
-		"spec": map[string]any{
-			"group":                MeshGroup,
-			"version":              MeshVersion,
-			"groupPriorityMinimum": int64(1000),
-			"versionPriority":      int64(15),
-			"caBundle":             base64.StdEncoding.EncodeToString(m.CABundle),
-			"service": map[string]any{
-				"name": MeshServiceName, "namespace": MeshNamespace, "port": int64(m.Port),
-			},
-		},
+		"spec":       spec,
 	}}
 	if _, err := dyn.Resource(apiServiceGVR).Apply(ctx, APIServiceName, apiService, apply); err != nil {
 		return fmt.Errorf("applying APIService %s: %w", APIServiceName, err)
@@ -297,9 +322,33 @@ func (m *MeshServer) register(ctx context.Context) error {
 	return nil
 }
 
-// WaitReady waits until the server's /readyz answers 200.
+// WaitReady waits until the server's /readyz answers 200; a self-managed
+// server's CA is read from its Secret first.
 func (m *MeshServer) WaitReady(ctx context.Context) error {
+	if m.SelfManagedCert {
+		if err := m.RefreshCABundle(ctx); err != nil {
+			return err
+		}
+	}
 	return waitReadyz(ctx, m.proc, m.DirectRESTConfig(UserAdmin), m.URL)
+}
+
+// RefreshCABundle sets CABundle to the bundle of the self-managed
+// certificate's Secret, waiting until the server has filled it in.
+func (m *MeshServer) RefreshCABundle(ctx context.Context) error {
+	secrets := m.env.Client(HostCluster, UserAdmin).CoreV1().Secrets(MeshNamespace)
+	return m.proc.waitFor(ctx, "the CA bundle in Secret "+MeshServingCertSecret, 200*time.Millisecond, func(ctx context.Context) error {
+		s, err := secrets.Get(ctx, MeshServingCertSecret, metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		bundle := s.Data["ca-bundle.crt"]
+		if len(bundle) == 0 {
+			return fmt.Errorf("Secret %s/%s has no ca-bundle.crt yet", MeshNamespace, MeshServingCertSecret)
+		}
+		m.CABundle = bundle
+		return nil
+	})
 }
 
 // WaitAvailable waits until the APIService is Available and the host
@@ -337,9 +386,11 @@ func (m *MeshServer) WaitAvailable(ctx context.Context) error {
 // with a TokenReview against the host cluster.
 func (m *MeshServer) DirectRESTConfig(user string) *rest.Config {
 	return &rest.Config{
-		Host:            m.URL,
-		BearerToken:     m.env.Token(user),
-		TLSClientConfig: rest.TLSClientConfig{CAData: m.CABundle},
+		Host:        m.URL,
+		BearerToken: m.env.Token(user),
+		// The name the aggregator checks too; both kinds of certificate
+		// carry it.
+		TLSClientConfig: rest.TLSClientConfig{CAData: m.CABundle, ServerName: MeshServiceDNSName},
 		QPS:             100,
 		Burst:           200,
 		Timeout:         30 * time.Second,
