@@ -55,9 +55,12 @@ test-integration: tools
 	$(GO) test -count=1 -p 1 -tags integration -timeout $(TEST_TIMEOUT) ./pkg/...
 
 # The real server binary behind the aggregation layer, driven with kubectl;
-# test/install runs the binary taken out of the image archive.
+# test/install runs the binary taken out of the image archive, the other
+# packages the same static binary (so it is built once).
+HOST_ARCH := $(shell $(GO) env GOARCH)
 test-e2e: tools image
-	KILO_MESH_IMAGE_ARCHIVE=$(CURDIR)/$(IMAGE_ARCHIVE) $(GO) test -count=1 -p 1 -tags e2e -timeout $(TEST_TIMEOUT) ./test/...
+	KILO_MESH_IMAGE_ARCHIVE=$(CURDIR)/$(IMAGE_ARCHIVE) KILO_MESH_APISERVER_BIN=$(CURDIR)/$(OUTPUT)/bin/linux_$(HOST_ARCH)/kilo-mesh-apiserver \
+		$(GO) test -count=1 -p 1 -tags e2e -timeout $(TEST_TIMEOUT) ./test/...
 
 # Packets through the Peers: every Kilo node a network namespace running
 # userspace WireGuard (test/dataplane). Needs root and iproute2 (it fails,
