@@ -12,10 +12,9 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/fields"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/dynamic/dynamicinformer"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/klog/v2"
 )
@@ -96,41 +95,22 @@ func caBundle(obj *unstructured.Unstructured) ([]byte, error) {
 
 // watch calls changed on every change of the APIService until ctx ends.
 func (a *apiServices) watch(ctx context.Context, changed func()) {
-	byName := fields.OneTermEqualSelector("metadata.name", a.name).String()
-	res := a.client.Resource(APIServiceGVR)
-	lw := &cache.ListWatch{
-		ListWithContextFunc: func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
-			o.FieldSelector = byName
-			return res.List(ctx, o)
-		},
-		WatchFuncWithContext: func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
-			o.FieldSelector = byName
-			return res.Watch(ctx, o)
-		},
-	}
-	runInformer(ctx, lw, &unstructured.Unstructured{}, changed)
+	informer := dynamicinformer.NewFilteredDynamicInformer(a.client, APIServiceGVR, "", 0, cache.Indexers{},
+		func(o *metav1.ListOptions) {
+			o.FieldSelector = fields.OneTermEqualSelector("metadata.name", a.name).String()
+		})
+	runInformer(ctx, informer.Informer(), changed)
 }
 
 // watchSecret enqueues a sync on every change of the Secret, e.g. a
 // certificate another replica wrote.
 func (c *Controller) watchSecret(ctx context.Context) {
-	byName := fields.OneTermEqualSelector("metadata.name", c.opts.SecretName).String()
-	secrets := c.kube.CoreV1().Secrets(c.opts.Namespace)
-	lw := &cache.ListWatch{
-		ListWithContextFunc: func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
-			o.FieldSelector = byName
-			return secrets.List(ctx, o)
-		},
-		WatchFuncWithContext: func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
-			o.FieldSelector = byName
-			return secrets.Watch(ctx, o)
-		},
-	}
-	runInformer(ctx, lw, &corev1.Secret{}, c.enqueue)
+	lw := cache.NewListWatchFromClient(c.kube.CoreV1().RESTClient(), "secrets", c.opts.Namespace,
+		fields.OneTermEqualSelector("metadata.name", c.opts.SecretName))
+	runInformer(ctx, cache.NewSharedIndexInformer(lw, &corev1.Secret{}, 0, cache.Indexers{}), c.enqueue)
 }
 
-func runInformer(ctx context.Context, lw cache.ListerWatcher, example runtime.Object, changed func()) {
-	informer := cache.NewSharedIndexInformer(lw, example, 0, cache.Indexers{})
+func runInformer(ctx context.Context, informer cache.SharedIndexInformer, changed func()) {
 	_, _ = informer.AddEventHandler(cache.ResourceEventHandlerFuncs{
 		AddFunc:    func(any) { changed() },
 		UpdateFunc: func(any, any) { changed() },
