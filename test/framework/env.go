@@ -549,18 +549,23 @@ func waitReadyz(ctx context.Context, proc *process, cfg *rest.Config, url string
 		return err
 	}
 	return proc.waitFor(ctx, "/readyz", 200*time.Millisecond, func(ctx context.Context) error {
-		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, url+"/readyz", nil)
-		resp, err := hc.Do(req)
-		if err != nil {
-			return err
-		}
-		defer resp.Body.Close()
-		body, _ := io.ReadAll(resp.Body)
-		if resp.StatusCode != http.StatusOK {
-			return fmt.Errorf("/readyz: %d %s", resp.StatusCode, lastLines(string(body), 5))
-		}
-		return nil
+		return readyz(ctx, hc, url)
 	})
+}
+
+// readyz asks the server at url once whether it is ready.
+func readyz(ctx context.Context, hc *http.Client, url string) error {
+	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, url+"/readyz", nil)
+	resp, err := hc.Do(req)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	body, _ := io.ReadAll(resp.Body)
+	if resp.StatusCode != http.StatusOK {
+		return fmt.Errorf("/readyz: %d %s", resp.StatusCode, lastLines(string(body), 5))
+	}
+	return nil
 }
 
 func lastLines(s string, n int) string {

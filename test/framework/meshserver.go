@@ -322,33 +322,43 @@ func (m *MeshServer) register(ctx context.Context) error {
 	return nil
 }
 
-// WaitReady waits until the server's /readyz answers 200; a self-managed
-// server's CA is read from its Secret first.
+// WaitReady waits until the server's /readyz answers 200. A self-managed
+// server is verified with the bundle its Secret holds at each try: a
+// server that finds an expired CA there replaces it after it started.
 func (m *MeshServer) WaitReady(ctx context.Context) error {
-	if m.SelfManagedCert {
-		if err := m.RefreshCABundle(ctx); err != nil {
+	if !m.SelfManagedCert {
+		return waitReadyz(ctx, m.proc, m.DirectRESTConfig(UserAdmin), m.URL)
+	}
+	return m.proc.waitFor(ctx, "/readyz", 200*time.Millisecond, func(ctx context.Context) error {
+		if err := m.readCABundle(ctx); err != nil {
 			return err
 		}
-	}
-	return waitReadyz(ctx, m.proc, m.DirectRESTConfig(UserAdmin), m.URL)
+		hc, err := rest.HTTPClientFor(m.DirectRESTConfig(UserAdmin))
+		if err != nil {
+			return err
+		}
+		defer hc.CloseIdleConnections()
+		return readyz(ctx, hc, m.URL)
+	})
 }
 
 // RefreshCABundle sets CABundle to the bundle of the self-managed
 // certificate's Secret, waiting until the server has filled it in.
 func (m *MeshServer) RefreshCABundle(ctx context.Context) error {
-	secrets := m.env.Client(HostCluster, UserAdmin).CoreV1().Secrets(MeshNamespace)
-	return m.proc.waitFor(ctx, "the CA bundle in Secret "+MeshServingCertSecret, 200*time.Millisecond, func(ctx context.Context) error {
-		s, err := secrets.Get(ctx, MeshServingCertSecret, metav1.GetOptions{})
-		if err != nil {
-			return err
-		}
-		bundle := s.Data["ca-bundle.crt"]
-		if len(bundle) == 0 {
-			return fmt.Errorf("Secret %s/%s has no ca-bundle.crt yet", MeshNamespace, MeshServingCertSecret)
-		}
-		m.CABundle = bundle
-		return nil
-	})
+	return m.proc.waitFor(ctx, "the CA bundle in Secret "+MeshServingCertSecret, 200*time.Millisecond, m.readCABundle)
+}
+
+func (m *MeshServer) readCABundle(ctx context.Context) error {
+	s, err := m.env.Client(HostCluster, UserAdmin).CoreV1().Secrets(MeshNamespace).Get(ctx, MeshServingCertSecret, metav1.GetOptions{})
+	if err != nil {
+		return err
+	}
+	bundle := s.Data["ca-bundle.crt"]
+	if len(bundle) == 0 {
+		return fmt.Errorf("Secret %s/%s has no ca-bundle.crt yet", MeshNamespace, MeshServingCertSecret)
+	}
+	m.CABundle = bundle
+	return nil
 }
 
 // WaitAvailable waits until the APIService is Available and the host

@@ -93,6 +93,8 @@ func TestImageBinaryServesAMesh(t *testing.T) {
 	defer stopFresh()
 	go env.KeepKiloNodesFresh(fresh, 15*time.Second)
 
+	// As on a fresh cluster: the Secret as shipped.
+	emptyServingCertSecret(t, ctx)
 	startServer(t, framework.MeshServerOptions{SelfManagedCert: true})
 	meshes := env.Dynamic(framework.HostCluster, admin).Resource(framework.ClusterMeshGVR)
 	mesh := createMesh(t, ctx, func(obj *unstructured.Unstructured) (*unstructured.Unstructured, error) {
