@@ -91,8 +91,9 @@ type runningInformer struct {
 }
 
 // newCluster builds the clients and informers of a cluster. A remote
-// cluster (a tenant's kubeconfig) is dialled only at addresses allowed
-// allows (see memberTransport); the local one is the server's own.
+// cluster (a tenant's kubeconfig) is dialled only at the addresses its
+// server policy allows (see memberTransport); the local one is the
+// server's own.
 func newCluster(id clusterID, cfg *rest.Config, opts clusterOptions, remote bool, allowed []netip.Prefix) (*cluster, error) {
 	c := &cluster{id: id, server: cfg.Host, opts: opts, meshes: map[types.NamespacedName]int{}}
 	c.health = newHealth(opts.clock, func() { c.opts.onChange(c) })

@@ -6,7 +6,6 @@ import (
 	"crypto/x509"
 	"encoding/pem"
 	"fmt"
-	"net"
 	"strings"
 	"time"
 	"unicode"
@@ -75,7 +74,6 @@ func ParseKubeconfig(data []byte, allowInsecure bool) (*rest.Config, error) {
 		Host:               host,
 		DisableCompression: cluster.DisableCompression,
 		UserAgent:          userAgent,
-		Dial:               (&net.Dialer{Timeout: dialTimeout, KeepAlive: 30 * time.Second}).DialContext,
 	}
 	cfg.ServerName = cluster.TLSServerName
 	if cluster.InsecureSkipTLSVerify {
