@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Regenerates deepcopy, OpenAPI (with model names) and the Kilo Peer CRD.
+# Regenerates deepcopy, OpenAPI (with model names), the Kilo Peer CRD and the
+# member-cluster identity in artifacts/member (from pkg/member).
 # verify-codegen.sh runs it on a copy of the tree and diffs.
 set -o errexit -o nounset -o pipefail
 
@@ -25,3 +26,5 @@ for p in "${APIMACHINERY[@]}"; do readonly_args+=(--readonly-pkg "$p"); done
   "${APIMACHINERY[@]}" "${APIS[@]}"
 
 "$BIN/controller-gen" crd paths=./pkg/apis/kilo/v1alpha1 output:crd:dir=artifacts/crds
+
+go run ./hack/genmember artifacts/member/rbac.yaml
