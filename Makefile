@@ -32,17 +32,21 @@ TOOLS_GO  := cd hack/tools && GOWORK=off GOFLAGS="-mod=readonly -buildvcs=false"
 
 all: build
 
+# The server, and the kubectl plugin (bin/kubectl-mesh: `kubectl mesh` once
+# bin is on PATH).
 build:
 	$(GO_BUILD) -o $(BIN_DIR)/kilo-mesh-apiserver ./cmd/kilo-mesh-apiserver
+	$(GO_BUILD) -o $(BIN_DIR)/kubectl-mesh ./cmd/kubectl-mesh
 
 # Real kube-apiserver, etcd and kubectl v1.36.3, built once from the Go module proxy.
 tools:
 	bash hack/build-tools.sh
 
 # Built, then run, so that Ctrl-C reaches the demo itself and it exits cleanly.
+# RUN_FLAGS go to the demo, e.g. make run RUN_FLAGS=--clusters=3.
 run: tools
 	$(GO) build -o $(BIN_DIR)/localenv ./hack/localenv
-	exec $(BIN_DIR)/localenv
+	exec $(BIN_DIR)/localenv $(RUN_FLAGS)
 
 test: verify test-unit test-integration test-e2e test-dataplane
 

@@ -1,0 +1,56 @@
+package cli
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+
+	"k8s.io/apimachinery/pkg/runtime"
+	"sigs.k8s.io/yaml"
+
+	meshv1alpha1 "github.com/kilo-mesh/kilo-mesh-apiserver/pkg/apis/mesh/v1alpha1"
+)
+
+// Output formats of -o.
+const (
+	OutputYAML = "yaml"
+	OutputJSON = "json"
+)
+
+// PrintObject writes obj as YAML or JSON, with its apiVersion and kind: the
+// client's decoder drops them, and a printed object without them cannot be
+// applied or read back.
+func PrintObject(w io.Writer, obj runtime.Object, format string) error {
+	if gvks, _, err := scheme.ObjectKinds(obj); err == nil && len(gvks) > 0 {
+		obj = obj.DeepCopyObject()
+		obj.GetObjectKind().SetGroupVersionKind(gvks[0])
+	}
+	return PrintData(w, obj, format)
+}
+
+// PrintData writes any encodable value as YAML or JSON.
+func PrintData(w io.Writer, v any, format string) error {
+	switch format {
+	case OutputYAML:
+		out, err := yaml.Marshal(v)
+		if err != nil {
+			return err
+		}
+		_, err = w.Write(out)
+		return err
+	case OutputJSON:
+		out, err := json.MarshalIndent(v, "", "  ")
+		if err != nil {
+			return err
+		}
+		_, err = fmt.Fprintf(w, "%s\n", out)
+		return err
+	default:
+		return fmt.Errorf("unknown output format %q: use %s or %s", format, OutputYAML, OutputJSON)
+	}
+}
+
+// MeshKind is the TypeMeta of a ClusterMesh.
+func MeshKind() (apiVersion, kind string) {
+	return meshv1alpha1.SchemeGroupVersion.String(), "ClusterMesh"
+}

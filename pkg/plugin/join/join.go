@@ -1,0 +1,191 @@
+// Package join is `kubectl mesh join`: it makes a cluster a member of a
+// mesh in one command. On the member it applies the least-privileged
+// identity of pkg/member and mints a token for it; on the host it writes a
+// self-contained kubeconfig Secret and the mesh entry with the member's
+// networks. It never copies the caller's own credentials.
+package join
+
+import (
+	"fmt"
+	"io"
+	"net/netip"
+	"time"
+
+	"github.com/spf13/cobra"
+	"k8s.io/apimachinery/pkg/util/validation"
+	"k8s.io/client-go/tools/clientcmd"
+
+	"github.com/kilo-mesh/kilo-mesh-apiserver/pkg/plugin/cli"
+)
+
+// Options of `kubectl mesh join`.
+type Options struct {
+	*cli.Options
+
+	Mesh             string
+	Name             string
+	MemberKubeconfig string
+	MemberContext    string
+	// MemberServer replaces the member's URL in the Secret's kubeconfig,
+	// for when the mesh server reaches the member at another address.
+	MemberServer string
+	SecretName   string
+	TokenExpiry  time.Duration
+	Refresh      bool
+	DryRun       bool
+
+	// Overrides of the proposed networks; nil when not given.
+	PodCIDRs        []string
+	ServiceCIDR     *string
+	AdditionalCIDRs []string
+	WireguardCIDR   *string
+	// Optional entry fields, set only when given.
+	NodeCIDRs           []string
+	WireguardPort       *int32
+	PersistentKeepalive *int32
+	Granularity         *string
+
+	now func() time.Time
+}
+
+// NewCommand is `kubectl mesh join MESH --name NAME --member-kubeconfig FILE`.
+func NewCommand(o *cli.Options) *cobra.Command {
+	opts := &Options{Options: o, now: time.Now}
+	var podCIDRs, additional, nodeCIDRs []string
+	var serviceCIDR, wireguardCIDR, granularity string
+	var port, keepalive int32
+	cmd := &cobra.Command{
+		Use:   "join MESH --name NAME --member-kubeconfig FILE [--member-context CTX]",
+		Short: "Make a cluster a member of a mesh, in one command",
+		Long: `Join a cluster into a ClusterMesh of the host cluster:
+
+  1. on the member (with your credentials there): server-side apply the
+     least-privileged member identity (namespace, ServiceAccount, ClusterRole
+     and binding of artifacts/member) and mint a token for it (TokenRequest);
+  2. on the host: write a self-contained kubeconfig (https server, CA data,
+     that token) into a Secret in the mesh's namespace;
+  3. propose the member's networks (pod CIDRs from its Nodes, the service CIDR
+     from its ServiceCIDR objects, the Kilo subnet from its leaders'
+     kilo.squat.ai/wireguard-ip), show them, and add the entry to the mesh
+     with server-side apply.
+
+Your own credentials are never copied anywhere. Rerunning it changes nothing
+while the token is valid for more than 30 days; --refresh renews it.
+--dry-run prints every object it would write (tokens redacted) and writes
+nothing (the server checks each write with a dry run).`,
+		Example: `  kubectl mesh join demo --name north --member-kubeconfig north.yaml
+  kubectl mesh join demo --name north --member-kubeconfig ~/.kube/config --member-context north-admin --dry-run
+  kubectl mesh join demo --name north --member-kubeconfig north.yaml --refresh`,
+		Args:              cli.MeshArgs,
+		ValidArgsFunction: o.CompleteMeshes,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			opts.Mesh = args[0]
+			f := cmd.Flags()
+			if f.Changed("pod-cidrs") {
+				opts.PodCIDRs = podCIDRs
+			}
+			if f.Changed("service-cidr") {
+				opts.ServiceCIDR = &serviceCIDR
+			}
+			if f.Changed("additional-cidrs") {
+				opts.AdditionalCIDRs = additional
+			}
+			if f.Changed("wireguard-cidr") {
+				opts.WireguardCIDR = &wireguardCIDR
+			}
+			if f.Changed("node-cidrs") {
+				opts.NodeCIDRs = nodeCIDRs
+			}
+			if f.Changed("wireguard-port") {
+				opts.WireguardPort = &port
+			}
+			if f.Changed("persistent-keepalive") {
+				opts.PersistentKeepalive = &keepalive
+			}
+			if f.Changed("granularity") {
+				opts.Granularity = &granularity
+			}
+			if err := opts.validate(); err != nil {
+				return err
+			}
+			return opts.Run(cmd.Context())
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&opts.Name, "name", "", "name of the cluster in the mesh (a DNS-1123 label); required")
+	f.StringVar(&opts.MemberKubeconfig, "member-kubeconfig", "", "kubeconfig file for the member cluster, with rights to create RBAC objects and tokens there; required")
+	f.StringVar(&opts.MemberContext, "member-context", "", "context of --member-kubeconfig (default: its current context)")
+	f.StringVar(&opts.MemberServer, "member-server", "", "https URL the mesh server reaches the member at (default: the server of --member-kubeconfig)")
+	f.StringVar(&opts.SecretName, "secret-name", "", "Secret for the member's kubeconfig (default: the entry's, else NAME-kubeconfig)")
+	f.DurationVar(&opts.TokenExpiry, "token-expiry", DefaultTokenValidity, "validity of a new token (the member cluster may grant less)")
+	f.BoolVar(&opts.Refresh, "refresh", false, "mint a new token even if the current one is valid for more than 30 days")
+	f.BoolVar(&opts.DryRun, "dry-run", false, "print every object that would be written, write nothing")
+	f.StringSliceVar(&podCIDRs, "pod-cidrs", nil, "pod networks of the member (default: proposed from its Nodes)")
+	f.StringVar(&serviceCIDR, "service-cidr", "", `service network of the member (default: from its ServiceCIDR objects; "" for none)`)
+	f.StringSliceVar(&additional, "additional-cidrs", nil, "further networks of the member (default: further ServiceCIDRs)")
+	f.StringVar(&wireguardCIDR, "wireguard-cidr", "", "Kilo --subnet of the member (default: from its leaders' kilo.squat.ai/wireguard-ip)")
+	f.StringSliceVar(&nodeCIDRs, "node-cidrs", nil, "host networks of the member's nodes whose internal IPs are advertised")
+	f.Int32Var(&port, "wireguard-port", 0, "WireGuard port of Kilo on the member's nodes (server default 51820)")
+	f.Int32Var(&keepalive, "persistent-keepalive", 0, "keepalive in seconds for the member's Peers elsewhere (for a member behind NAT)")
+	f.StringVar(&granularity, "granularity", "", "Kilo granularity of the member: Auto, Location, Full or Cross (server default Auto)")
+	_ = cmd.MarkFlagRequired("name")
+	_ = cmd.MarkFlagRequired("member-kubeconfig")
+	_ = cmd.MarkFlagFilename("member-kubeconfig")
+	_ = cmd.RegisterFlagCompletionFunc("member-context", opts.completeMemberContexts)
+	_ = cmd.RegisterFlagCompletionFunc("granularity", cli.FixedCompletion("Auto", "Location", "Full", "Cross"))
+	return cmd
+}
+
+func (o *Options) validate() error {
+	if errs := validation.IsDNS1123Label(o.Name); len(errs) > 0 {
+		return fmt.Errorf("--name %q: %s", o.Name, errs[0])
+	}
+	if o.TokenExpiry < 10*time.Minute {
+		return fmt.Errorf("--token-expiry must be at least 10m (the shortest token Kubernetes issues)")
+	}
+	for _, list := range [][]string{o.PodCIDRs, o.AdditionalCIDRs, o.NodeCIDRs} {
+		for _, c := range list {
+			if _, err := netip.ParsePrefix(c); err != nil {
+				return fmt.Errorf("%q is not a CIDR", c)
+			}
+		}
+	}
+	for _, c := range []*string{o.ServiceCIDR, o.WireguardCIDR} {
+		if c != nil && *c != "" {
+			if _, err := netip.ParsePrefix(*c); err != nil {
+				return fmt.Errorf("%q is not a CIDR", *c)
+			}
+		}
+	}
+	if o.PodCIDRs != nil && len(o.PodCIDRs) == 0 {
+		return fmt.Errorf("--pod-cidrs needs at least one CIDR")
+	}
+	if o.WireguardCIDR != nil && *o.WireguardCIDR == "" {
+		return fmt.Errorf("--wireguard-cidr needs a CIDR")
+	}
+	return nil
+}
+
+func (o *Options) completeMemberContexts(*cobra.Command, []string, string) ([]string, cobra.ShellCompDirective) {
+	if o.MemberKubeconfig == "" {
+		return nil, cobra.ShellCompDirectiveNoFileComp
+	}
+	cfg, err := clientcmd.LoadFromFile(o.MemberKubeconfig)
+	if err != nil {
+		return nil, cobra.ShellCompDirectiveError
+	}
+	var names []string
+	for name := range cfg.Contexts {
+		names = append(names, name)
+	}
+	return names, cobra.ShellCompDirectiveNoFileComp
+}
+
+// report writes join's account of what it does: to stdout, or to stderr
+// under --dry-run, whose stdout is the objects alone.
+func (o *Options) report() io.Writer {
+	if o.DryRun {
+		return o.ErrOut
+	}
+	return o.Out
+}

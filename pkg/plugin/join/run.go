@@ -1,0 +1,388 @@
+package join
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	authenticationv1 "k8s.io/api/authentication/v1"
+	authorizationv1 "k8s.io/api/authorization/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+
+	meshv1alpha1 "github.com/kilo-mesh/kilo-mesh-apiserver/pkg/apis/mesh/v1alpha1"
+	"github.com/kilo-mesh/kilo-mesh-apiserver/pkg/member"
+	"github.com/kilo-mesh/kilo-mesh-apiserver/pkg/plugin/cli"
+)
+
+// redactedToken stands for the token in what --dry-run prints.
+const redactedToken = "REDACTED"
+
+// Run joins the member cluster. Everything that can be checked is checked
+// before the first write: the mesh exists, the caller may write the Secret
+// and the mesh on the host, the member's networks are known.
+func (o *Options) Run(ctx context.Context) error {
+	w := o.report()
+	ns, err := o.Namespace()
+	if err != nil {
+		return err
+	}
+	host, err := o.Host()
+	if err != nil {
+		return err
+	}
+	api, err := o.Meshes()
+	if err != nil {
+		return err
+	}
+	mesh, err := api.Get(ctx, ns, o.Mesh)
+	if err != nil {
+		return cli.Explain(err, fmt.Sprintf("clustermesh %s/%s", ns, o.Mesh))
+	}
+	entry := findEntry(mesh, o.Name)
+	if entry != nil && entry.Local {
+		return fmt.Errorf("%s is the local cluster of clustermesh %s/%s: the server reaches it with its own identity, there is nothing to join", o.Name, ns, o.Mesh)
+	}
+	secretName, key := o.secretRef(entry)
+	if err := checkHostAccess(ctx, host.Kube, ns, o.Mesh, secretName); err != nil {
+		return err
+	}
+
+	memberCfg, err := o.memberConfig()
+	if err != nil {
+		return err
+	}
+	memberClients, err := cli.NewClients(memberCfg)
+	if err != nil {
+		return err
+	}
+	target, err := TargetFrom(rest.CopyConfig(memberCfg), o.MemberServer)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(w, "Joining %s (%s) into clustermesh %s/%s as %q.\n\n", describeMember(o.MemberKubeconfig, o.MemberContext), target.Server, ns, o.Mesh, o.Name)
+
+	nets, err := o.proposeNetworks(ctx, memberClients.Kube, entry)
+	if err != nil {
+		return err
+	}
+	printNetworks(w, nets)
+
+	objs, err := identityObjects()
+	if err != nil {
+		return err
+	}
+	identity, err := applyIdentity(ctx, memberClients.Dynamic, objs, o.DryRun)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(w, "\nMember identity on %s: %s\n", o.Name, strings.Join(identity, ", "))
+
+	token, credMsg, err := o.credential(ctx, host.Kube, ns, secretName, key, memberCfg, memberClients.Kube, target)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(w, "Credential: %s\n", credMsg)
+	kubeconfig, err := BuildKubeconfig(o.Name, target, token)
+	if err != nil {
+		return err
+	}
+	secret := secretApply(ns, secretName, key, o.Name, kubeconfig)
+	entryMap := o.entry(secretName, key, nets)
+	patch, err := entryPatch(mesh, entryMap)
+	if err != nil {
+		return err
+	}
+	if o.DryRun {
+		if err := printDryRun(o.Out, objs, ns, secretName, key, o.Name, kubeconfig, patch); err != nil {
+			return err
+		}
+	}
+
+	have, err := host.Kube.CoreV1().Secrets(ns).Get(ctx, secretName, metav1.GetOptions{})
+	if apierrors.IsNotFound(err) {
+		have, err = nil, nil
+	}
+	if err != nil {
+		return fmt.Errorf("reading Secret %s/%s: %w", ns, secretName, err)
+	}
+	secretOutcome, err := applySecret(ctx, host.Kube, secret, have, o.DryRun)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(w, "Secret %s/%s (key %s): %s\n", ns, secretName, key, secretOutcome)
+
+	upToDate, err := entryUpToDate(entry, entryMap)
+	if err != nil {
+		return err
+	}
+	meshOutcome := outcomeUnchanged
+	if !upToDate {
+		applied, err := api.Apply(ctx, ns, o.Mesh, patch, cli.ApplyOptions{FieldManager: entryFieldManager(o.Name), Force: true, DryRun: o.DryRun})
+		if err != nil {
+			return fmt.Errorf("adding entry %s to clustermesh %s/%s: %w", o.Name, ns, o.Mesh, err)
+		}
+		switch {
+		case o.DryRun:
+			meshOutcome = outcomeDryRun
+		case entry == nil:
+			meshOutcome = fmt.Sprintf("entry %s added (generation %d)", o.Name, applied.Generation)
+		default:
+			meshOutcome = fmt.Sprintf("entry %s updated (generation %d)", o.Name, applied.Generation)
+		}
+	}
+	fmt.Fprintf(w, "ClusterMesh %s/%s: %s\n", ns, o.Mesh, meshOutcome)
+	if o.DryRun {
+		fmt.Fprintln(w, "\nDry run: nothing was written.")
+		return nil
+	}
+	fmt.Fprintf(w, "\nNext: kubectl mesh status %s -n %s --wait\n", o.Mesh, ns)
+	return nil
+}
+
+// secretRef is the Secret and key of the member's kubeconfig: the entry's,
+// --secret-name, or NAME-kubeconfig.
+func (o *Options) secretRef(entry *meshv1alpha1.ClusterEntry) (name, key string) {
+	name, key = o.Name+"-kubeconfig", meshv1alpha1.DefaultKubeconfigKey
+	if entry != nil && entry.KubeconfigSecretRef != nil {
+		name = entry.KubeconfigSecretRef.Name
+		if entry.KubeconfigSecretRef.Key != "" {
+			key = entry.KubeconfigSecretRef.Key
+		}
+	}
+	if o.SecretName != "" {
+		name = o.SecretName
+	}
+	return name, key
+}
+
+// checkHostAccess asks the host, before anything is written on the member,
+// whether the caller may write what join writes there: the kubeconfig
+// Secret and the mesh (server-side apply is a patch).
+//
+// Host grant (issue 8): a mesh with a local entry puts Peers on the host,
+// which the server will allow only to a caller who may manage Peers there
+// or whose namespace a ClusterMeshGrant covers. When ClusterMeshGrant
+// exists, this is where join looks up the grants covering the namespace and
+// says which one is missing, before the server refuses the mesh.
+func checkHostAccess(ctx context.Context, kube kubernetes.Interface, ns, mesh, secret string) error {
+	checks := []authorizationv1.ResourceAttributes{
+		{Namespace: ns, Verb: "get", Resource: "secrets", Name: secret},
+		{Namespace: ns, Verb: "patch", Resource: "secrets", Name: secret},
+		{Namespace: ns, Verb: "patch", Group: meshv1alpha1.GroupName, Resource: "clustermeshes", Name: mesh},
+	}
+	var missing []string
+	for _, attrs := range checks {
+		review, err := kube.AuthorizationV1().SelfSubjectAccessReviews().Create(ctx,
+			&authorizationv1.SelfSubjectAccessReview{Spec: authorizationv1.SelfSubjectAccessReviewSpec{ResourceAttributes: &attrs}}, metav1.CreateOptions{})
+		if err != nil {
+			return fmt.Errorf("asking the host cluster what you may do: %w", err)
+		}
+		if !review.Status.Allowed {
+			res := attrs.Resource
+			if attrs.Group != "" {
+				res += "." + attrs.Group
+			}
+			missing = append(missing, fmt.Sprintf("%s %s/%s", attrs.Verb, res, attrs.Name))
+		}
+	}
+	if len(missing) > 0 {
+		return fmt.Errorf("on the host cluster you may not %s in namespace %s; nothing was changed", strings.Join(missing, ", "), ns)
+	}
+	return nil
+}
+
+// memberConfig is the caller's own configuration of the member cluster:
+// used to apply the identity and mint its token, never written anywhere.
+func (o *Options) memberConfig() (*rest.Config, error) {
+	rules := &clientcmd.ClientConfigLoadingRules{ExplicitPath: o.MemberKubeconfig}
+	overrides := &clientcmd.ConfigOverrides{CurrentContext: o.MemberContext}
+	cfg, err := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, overrides).ClientConfig()
+	if err != nil {
+		return nil, fmt.Errorf("--member-kubeconfig %s: %w", o.MemberKubeconfig, err)
+	}
+	cfg.UserAgent = cli.UserAgent
+	return cfg, nil
+}
+
+func describeMember(file, context string) string {
+	if context != "" {
+		return fmt.Sprintf("context %s of %s", context, file)
+	}
+	return file
+}
+
+// credential returns the token for the Secret's kubeconfig: the one there,
+// if join wrote it for this member and it stays valid for more than
+// RenewWithin, else a new one from a TokenRequest (redacted under
+// --dry-run, which requests none).
+func (o *Options) credential(ctx context.Context, host kubernetes.Interface, ns, secretName, key string, memberCfg *rest.Config, memberKube kubernetes.Interface, target Target) (token, msg string, err error) {
+	var data []byte
+	found := false
+	s, err := host.CoreV1().Secrets(ns).Get(ctx, secretName, metav1.GetOptions{})
+	switch {
+	case err == nil:
+		data, found = s.Data[key], len(s.Data[key]) > 0
+	case !apierrors.IsNotFound(err):
+		return "", "", fmt.Errorf("reading Secret %s/%s: %w", ns, secretName, err)
+	}
+	verdict, have := judgeExisting(data, found, target, o.now(), o.Refresh)
+	if verdict.reuse {
+		if err := verifyToken(ctx, memberCfg, have.token); err != nil {
+			verdict = reuseVerdict{reason: err.Error()}
+		}
+	}
+	if verdict.reuse {
+		token = have.token
+		if o.DryRun {
+			token = redactedToken
+		}
+		return token, "kept: " + verdict.reason + "; --refresh renews it", nil
+	}
+	if o.DryRun {
+		return redactedToken, fmt.Sprintf("a new token for %s, valid %s, would be requested (%s)", member.Username(), o.TokenExpiry, verdict.reason), nil
+	}
+	seconds := int64(o.TokenExpiry / time.Second)
+	tr, err := memberKube.CoreV1().ServiceAccounts(member.Namespace).CreateToken(ctx, member.ServiceAccount,
+		&authenticationv1.TokenRequest{Spec: authenticationv1.TokenRequestSpec{ExpirationSeconds: &seconds}}, metav1.CreateOptions{})
+	if err != nil {
+		return "", "", fmt.Errorf("requesting a token for %s on the member cluster: %w", member.Username(), err)
+	}
+	exp := tr.Status.ExpirationTimestamp.Time
+	msg = fmt.Sprintf("new token for %s, valid until %s (%s)", member.Username(), exp.UTC().Format(time.RFC3339), verdict.reason)
+	if granted := exp.Sub(o.now()); granted < o.TokenExpiry-time.Minute {
+		msg += fmt.Sprintf("; the member cluster granted %s of the %s asked (its --service-account-max-token-expiration)", granted.Round(time.Hour), o.TokenExpiry)
+	}
+	return tr.Status.Token, msg, nil
+}
+
+func printNetworks(w io.Writer, n Networks) {
+	fmt.Fprintln(w, "Networks of the member (override with the flag shown):")
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	for _, row := range []struct {
+		field, flag string
+		p           Proposal
+	}{
+		{"podCIDRs", "--pod-cidrs", n.PodCIDRs},
+		{"serviceCIDR", "--service-cidr", n.ServiceCIDR},
+		{"additionalCIDRs", "--additional-cidrs", n.AdditionalCIDRs},
+		{"wireguardCIDR", "--wireguard-cidr", n.WireguardCIDR},
+	} {
+		if row.field == "additionalCIDRs" && len(row.p.Values) == 0 {
+			continue
+		}
+		fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\n", row.field, row.p, row.flag, row.p.Source)
+	}
+	tw.Flush()
+}
+
+// entry is the apply configuration of the member's mesh entry.
+func (o *Options) entry(secretName, key string, n Networks) map[string]any {
+	e := map[string]any{
+		"name":                o.Name,
+		"kubeconfigSecretRef": map[string]any{"name": secretName, "key": key},
+		"podCIDRs":            n.PodCIDRs.Values,
+		"wireguardCIDR":       n.WireguardCIDR.Values[0],
+	}
+	if len(n.ServiceCIDR.Values) > 0 {
+		e["serviceCIDR"] = n.ServiceCIDR.Values[0]
+	}
+	if len(n.AdditionalCIDRs.Values) > 0 {
+		e["additionalCIDRs"] = n.AdditionalCIDRs.Values
+	}
+	if o.NodeCIDRs != nil {
+		e["nodeCIDRs"] = o.NodeCIDRs
+	}
+	if o.WireguardPort != nil {
+		e["wireguardPort"] = *o.WireguardPort
+	}
+	if o.PersistentKeepalive != nil {
+		e["persistentKeepalive"] = *o.PersistentKeepalive
+	}
+	if o.Granularity != nil {
+		e["granularity"] = *o.Granularity
+	}
+	return e
+}
+
+// keptSource is the source of a value kept from the mesh's entry.
+const keptSource = "kept from the mesh's entry"
+
+// proposeNetworks picks each network: the flag, else the existing entry's
+// value, else what the member's objects suggest.
+func (o *Options) proposeNetworks(ctx context.Context, kube kubernetes.Interface, entry *meshv1alpha1.ClusterEntry) (Networks, error) {
+	var n Networks
+	var nodes []corev1.Node
+	listNodes := func() ([]corev1.Node, error) {
+		if nodes != nil {
+			return nodes, nil
+		}
+		list, err := kube.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
+		if err != nil {
+			return nil, fmt.Errorf("listing the member's Nodes: %w", err)
+		}
+		nodes = list.Items
+		return nodes, nil
+	}
+	var err error
+	switch {
+	case o.PodCIDRs != nil:
+		n.PodCIDRs = Proposal{Values: o.PodCIDRs, Source: "given"}
+	case entry != nil && len(entry.PodCIDRs) > 0:
+		n.PodCIDRs = Proposal{Values: entry.PodCIDRs, Source: keptSource}
+	default:
+		var all []corev1.Node
+		if all, err = listNodes(); err != nil {
+			return n, err
+		}
+		if n.PodCIDRs, err = ProposePodCIDRs(all); err != nil {
+			return n, err
+		}
+	}
+	switch {
+	case o.WireguardCIDR != nil:
+		n.WireguardCIDR = Proposal{Values: []string{*o.WireguardCIDR}, Source: "given"}
+	case entry != nil && entry.WireguardCIDR != "":
+		n.WireguardCIDR = Proposal{Values: []string{entry.WireguardCIDR}, Source: keptSource}
+	default:
+		var all []corev1.Node
+		if all, err = listNodes(); err != nil {
+			return n, err
+		}
+		if n.WireguardCIDR, err = ProposeWireguardCIDR(all); err != nil {
+			return n, err
+		}
+	}
+	switch {
+	case o.ServiceCIDR != nil || o.AdditionalCIDRs != nil:
+		if o.ServiceCIDR != nil && *o.ServiceCIDR != "" {
+			n.ServiceCIDR = Proposal{Values: []string{*o.ServiceCIDR}, Source: "given"}
+		}
+		n.AdditionalCIDRs = Proposal{Values: o.AdditionalCIDRs, Source: "given"}
+	case entry != nil:
+		if entry.ServiceCIDR != "" {
+			n.ServiceCIDR = Proposal{Values: []string{entry.ServiceCIDR}, Source: keptSource}
+		}
+		n.AdditionalCIDRs = Proposal{Values: entry.AdditionalCIDRs, Source: keptSource}
+	default:
+		list, err := kube.NetworkingV1().ServiceCIDRs().List(ctx, metav1.ListOptions{})
+		switch {
+		case err == nil:
+			n.ServiceCIDR, n.AdditionalCIDRs = ProposeServiceCIDRs(list.Items, true)
+		case apierrors.IsNotFound(err):
+			n.ServiceCIDR, n.AdditionalCIDRs = ProposeServiceCIDRs(nil, false)
+		case apierrors.IsForbidden(err):
+			n.ServiceCIDR = Proposal{Source: "you may not list the member's ServiceCIDRs; pass --service-cidr"}
+		default:
+			return n, fmt.Errorf("listing the member's ServiceCIDRs: %w", err)
+		}
+	}
+	return n, nil
+}

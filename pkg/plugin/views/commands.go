@@ -1,0 +1,259 @@
+// Package views holds the `kubectl mesh` commands that read the server's
+// computed views of a mesh: plan, peers, graph, why and status. They never
+// compute anything themselves: what they show is what the server's planner
+// decided, which is what its reconciler applies.
+package views
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os/exec"
+
+	"github.com/spf13/cobra"
+	"sigs.k8s.io/yaml"
+
+	meshv1alpha1 "github.com/kilo-mesh/kilo-mesh-apiserver/pkg/apis/mesh/v1alpha1"
+	"github.com/kilo-mesh/kilo-mesh-apiserver/pkg/plugin/cli"
+)
+
+// NewPlanCommand is `kubectl mesh plan MESH`.
+func NewPlanCommand(o *cli.Options) *cobra.Command {
+	var output string
+	cmd := &cobra.Command{
+		Use:   "plan MESH",
+		Short: "Show what the server would change on every member cluster, and why",
+		Long: `Show the plan of a ClusterMesh as a readable diff: per member cluster what
+was observed (granularity, nodes, groups), which Peers are created, updated or
+deleted on it, which nodes are left out and why, then the conflicts and warnings.
+The server's reconciler applies exactly this plan. -o yaml|json prints the
+whole typed plan.`,
+		Args:              cli.MeshArgs,
+		ValidArgsFunction: o.CompleteMeshes,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			plan, err := readPlan(cmd.Context(), o, args[0])
+			if err != nil {
+				return err
+			}
+			if output != "" {
+				return cli.PrintObject(o.Out, plan, output)
+			}
+			RenderPlan(o.Out, plan)
+			return nil
+		},
+	}
+	cmd.Flags().StringVarP(&output, "output", "o", "", "yaml or json: the whole typed plan")
+	_ = cmd.RegisterFlagCompletionFunc("output", cli.FixedCompletion(cli.OutputYAML, cli.OutputJSON))
+	return cmd
+}
+
+func readPlan(ctx context.Context, o *cli.Options, name string) (*meshv1alpha1.ClusterMeshPlan, error) {
+	ns, err := o.Namespace()
+	if err != nil {
+		return nil, err
+	}
+	api, err := o.Meshes()
+	if err != nil {
+		return nil, err
+	}
+	plan, err := api.Plan(ctx, ns, name)
+	if err != nil {
+		return nil, cli.Explain(err, fmt.Sprintf("clustermesh %s/%s", ns, name))
+	}
+	return plan, nil
+}
+
+// Formats of `kubectl mesh peers`.
+const (
+	formatYAML = "yaml"
+	formatJSON = "json"
+)
+
+// NewPeersCommand is `kubectl mesh peers MESH [--cluster X] [--format ...]`.
+func NewPeersCommand(o *cli.Options) *cobra.Command {
+	var cluster, format string
+	cmd := &cobra.Command{
+		Use:   "peers MESH [--cluster NAME] [--format yaml|json|wireguard|dot]",
+		Short: "Print the Kilo Peers the mesh wants, like kgctl showconf",
+		Long: `Print the Kilo Peers the mesh wants on its member clusters. With --cluster,
+the Peers of that cluster as a list kubectl apply takes (yaml, json) or as the
+[Peer] sections of its WireGuard configuration (wireguard); dot draws the mesh.`,
+		Example: `  kubectl mesh peers demo --cluster west
+  kubectl mesh peers demo --cluster west --format wireguard
+  kubectl mesh peers demo --cluster west | kubectl apply --dry-run=client -f -`,
+		Args:              cli.MeshArgs,
+		ValidArgsFunction: o.CompleteMeshes,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return runPeers(cmd.Context(), o, args[0], cluster, format)
+		},
+	}
+	cmd.Flags().StringVar(&cluster, "cluster", "", "only the Peers of this member cluster")
+	cmd.Flags().StringVar(&format, "format", formatYAML, "yaml, json, wireguard (needs --cluster) or dot")
+	_ = cmd.RegisterFlagCompletionFunc("cluster", o.CompleteClusters)
+	_ = cmd.RegisterFlagCompletionFunc("format", cli.FixedCompletion(formatYAML, formatJSON, meshv1alpha1.PeersFormatWireGuard, meshv1alpha1.PeersFormatDOT))
+	return cmd
+}
+
+func runPeers(ctx context.Context, o *cli.Options, name, cluster, format string) error {
+	ns, err := o.Namespace()
+	if err != nil {
+		return err
+	}
+	api, err := o.Meshes()
+	if err != nil {
+		return err
+	}
+	what := fmt.Sprintf("clustermesh %s/%s", ns, name)
+	switch format {
+	case formatYAML, formatJSON:
+		if cluster == "" {
+			peers, err := api.Peers(ctx, ns, name)
+			if err != nil {
+				return cli.Explain(err, what)
+			}
+			return cli.PrintObject(o.Out, peers, format)
+		}
+		accept := "application/yaml"
+		if format == formatJSON {
+			accept = "application/json"
+		}
+		body, err := api.PeersRaw(ctx, ns, name, cluster, "", accept)
+		if err != nil {
+			return cli.Explain(err, what)
+		}
+		if format == formatJSON {
+			// JSON is YAML too: whichever the server sent, this prints JSON.
+			if body, err = yaml.YAMLToJSONStrict(body); err != nil {
+				return fmt.Errorf("reading the Peers of %s: %w", cluster, err)
+			}
+			var indented bytes.Buffer
+			if err := jsonIndent(&indented, body); err != nil {
+				return err
+			}
+			body = indented.Bytes()
+		}
+		_, err = o.Out.Write(body)
+		return err
+	case meshv1alpha1.PeersFormatWireGuard:
+		if cluster == "" {
+			return fmt.Errorf("--format wireguard needs --cluster: a WireGuard configuration belongs to one cluster")
+		}
+		fallthrough
+	case meshv1alpha1.PeersFormatDOT:
+		body, err := api.PeersRaw(ctx, ns, name, cluster, format, "")
+		if err != nil {
+			return cli.Explain(err, what)
+		}
+		_, err = o.Out.Write(body)
+		return err
+	default:
+		return fmt.Errorf("unknown --format %q: use yaml, json, wireguard or dot", format)
+	}
+}
+
+// Outputs of `kubectl mesh graph`.
+const (
+	graphDOT = "dot"
+	graphSVG = "svg"
+)
+
+// NewGraphCommand is `kubectl mesh graph MESH [-o dot|svg]`.
+func NewGraphCommand(o *cli.Options) *cobra.Command {
+	var output string
+	cmd := &cobra.Command{
+		Use:   "graph MESH [-o dot|svg]",
+		Short: "Draw the mesh as a Graphviz graph, like kgctl graph",
+		Long: `Draw the mesh: clusters, their groups and leaders, and the Peers between
+them, as Graphviz DOT. -o svg renders it with Graphviz's dot, which must be
+installed (Debian: apt-get install graphviz).`,
+		Example:           "  kubectl mesh graph demo -o svg > mesh.svg",
+		Args:              cli.MeshArgs,
+		ValidArgsFunction: o.CompleteMeshes,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			var dot string
+			if output == graphSVG {
+				// Checked first: no point asking the server for a graph
+				// that cannot be rendered.
+				var err error
+				if dot, err = exec.LookPath("dot"); err != nil {
+					return fmt.Errorf("-o svg needs Graphviz's dot, which is not in PATH: install Graphviz (Debian: apt-get install graphviz) or use -o dot")
+				}
+			} else if output != graphDOT {
+				return fmt.Errorf("unknown -o %q: use dot or svg", output)
+			}
+			ns, err := o.Namespace()
+			if err != nil {
+				return err
+			}
+			api, err := o.Meshes()
+			if err != nil {
+				return err
+			}
+			body, err := api.PeersRaw(cmd.Context(), ns, args[0], "", meshv1alpha1.PeersFormatDOT, "")
+			if err != nil {
+				return cli.Explain(err, fmt.Sprintf("clustermesh %s/%s", ns, args[0]))
+			}
+			if output == graphDOT {
+				_, err = o.Out.Write(body)
+				return err
+			}
+			render := exec.CommandContext(cmd.Context(), dot, "-Tsvg")
+			render.Stdin = bytes.NewReader(body)
+			render.Stdout = o.Out
+			var stderr bytes.Buffer
+			render.Stderr = &stderr
+			if err := render.Run(); err != nil {
+				var exit *exec.ExitError
+				if errors.As(err, &exit) {
+					return fmt.Errorf("dot -Tsvg failed: %s", bytes.TrimSpace(stderr.Bytes()))
+				}
+				return fmt.Errorf("running dot: %w", err)
+			}
+			return nil
+		},
+	}
+	cmd.Flags().StringVarP(&output, "output", "o", graphDOT, "dot, or svg (needs Graphviz's dot)")
+	_ = cmd.RegisterFlagCompletionFunc("output", cli.FixedCompletion(graphDOT, graphSVG))
+	return cmd
+}
+
+// NewWhyCommand is `kubectl mesh why MESH NODE [--cluster C]`.
+func NewWhyCommand(o *cli.Options) *cobra.Command {
+	var cluster string
+	cmd := &cobra.Command{
+		Use:   "why MESH NODE [--cluster NAME]",
+		Short: "Explain the decision about one node: advertised or skipped, and why",
+		Long: `Explain what the plan decided about one node: whether its pod CIDRs are
+advertised to the other clusters and why, its Kilo group and leader, and what
+becomes of the group's Peer on every other member cluster. Node names are
+unique within a cluster only: when several clusters have the node, say which
+with --cluster.`,
+		Args: func(cmd *cobra.Command, args []string) error {
+			if len(args) != 2 {
+				return fmt.Errorf("why takes a ClusterMesh and a node name, e.g. kubectl mesh why demo node-1")
+			}
+			return nil
+		},
+		ValidArgsFunction: o.CompleteMeshes,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			plan, err := readPlan(cmd.Context(), o, args[0])
+			if err != nil {
+				return err
+			}
+			return RenderWhy(o.Out, plan, args[1], cluster)
+		},
+	}
+	cmd.Flags().StringVar(&cluster, "cluster", "", "the member cluster of the node")
+	_ = cmd.RegisterFlagCompletionFunc("cluster", o.CompleteClusters)
+	return cmd
+}
+
+func jsonIndent(w *bytes.Buffer, body []byte) error {
+	if err := json.Indent(w, body, "", "  "); err != nil {
+		return err
+	}
+	w.WriteByte('\n')
+	return nil
+}

@@ -1,0 +1,160 @@
+package views
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+	"golang.org/x/term"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+
+	meshv1alpha1 "github.com/kilo-mesh/kilo-mesh-apiserver/pkg/apis/mesh/v1alpha1"
+	"github.com/kilo-mesh/kilo-mesh-apiserver/pkg/plugin/cli"
+)
+
+// waitInterval is how often status --wait reads the mesh: the reconciler
+// writes the status once per pass, so polling faster would show nothing new.
+const waitInterval = time.Second
+
+// NewStatusCommand is `kubectl mesh status MESH [--wait] [--timeout D]`.
+func NewStatusCommand(o *cli.Options) *cobra.Command {
+	var wait bool
+	var timeout time.Duration
+	cmd := &cobra.Command{
+		Use:   "status MESH [--wait] [--timeout 5m]",
+		Short: "Show the mesh's conditions and the figures of every member cluster",
+		Long: `Show the conditions of a ClusterMesh (Ready, ClustersReachable, PeersApplied,
+NetworksValid) and per member cluster its reachability, nodes, groups and Peers.
+With --wait, show a live progress line until the mesh is Ready for its current
+generation, or until --timeout.
+
+Exit codes: 0 the mesh is Ready; 2 it is not (with --wait: not within the
+timeout); 1 any other error.`,
+		Args:              cli.MeshArgs,
+		ValidArgsFunction: o.CompleteMeshes,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return runStatus(cmd.Context(), o, args[0], wait, timeout)
+		},
+	}
+	cmd.Flags().BoolVar(&wait, "wait", false, "wait until the mesh is Ready, showing progress")
+	cmd.Flags().DurationVar(&timeout, "timeout", 5*time.Minute, "how long --wait waits")
+	return cmd
+}
+
+func runStatus(ctx context.Context, o *cli.Options, name string, wait bool, timeout time.Duration) error {
+	ns, err := o.Namespace()
+	if err != nil {
+		return err
+	}
+	api, err := o.Meshes()
+	if err != nil {
+		return err
+	}
+	what := fmt.Sprintf("clustermesh %s/%s", ns, name)
+	mesh, err := api.Get(ctx, ns, name)
+	if err != nil {
+		return cli.Explain(err, what)
+	}
+	if wait && !Ready(mesh) {
+		mesh, err = waitReady(ctx, o.ErrOut, func(ctx context.Context) (*meshv1alpha1.ClusterMesh, error) {
+			return api.Get(ctx, ns, name)
+		}, mesh, timeout)
+		if err != nil {
+			return cli.Explain(err, what)
+		}
+	}
+	RenderStatus(o.Out, mesh)
+	if Ready(mesh) {
+		return nil
+	}
+	msg := fmt.Sprintf("%s is not Ready: %s", what, Progress(mesh))
+	if wait {
+		msg = fmt.Sprintf("%s is not Ready after %s: %s", what, timeout, Progress(mesh))
+	}
+	return cli.WithExitCode(cli.ExitNotReady, fmt.Errorf("%s", msg))
+}
+
+// waitReady reads the mesh every waitInterval until it is Ready or timeout
+// passes, keeping one progress line on w up to date. Errors reading the
+// mesh (an aggregated server restarting) are shown and waited out; a mesh
+// that is gone ends the wait.
+func waitReady(ctx context.Context, w io.Writer, get func(context.Context) (*meshv1alpha1.ClusterMesh, error), mesh *meshv1alpha1.ClusterMesh, timeout time.Duration) (*meshv1alpha1.ClusterMesh, error) {
+	line := newProgressLine(w)
+	defer line.done()
+	start := time.Now()
+	deadline := time.NewTimer(timeout)
+	defer deadline.Stop()
+	tick := time.NewTicker(waitInterval)
+	defer tick.Stop()
+	status := Progress(mesh)
+	for {
+		line.show(fmt.Sprintf("waiting for %s/%s to be Ready (%s): %s", mesh.Namespace, mesh.Name, time.Since(start).Round(time.Second), status))
+		select {
+		case <-ctx.Done():
+			return mesh, ctx.Err()
+		case <-deadline.C:
+			return mesh, nil
+		case <-tick.C:
+		}
+		m, err := get(ctx)
+		switch {
+		case apierrors.IsNotFound(err):
+			return nil, err
+		case err != nil:
+			status = "reading the mesh: " + err.Error()
+			continue
+		}
+		mesh, status = m, Progress(m)
+		if Ready(mesh) {
+			return mesh, nil
+		}
+	}
+}
+
+// progressLine keeps one line of progress: rewritten in place on a
+// terminal, else printed whenever it changes (logs of CI jobs).
+type progressLine struct {
+	w    io.Writer
+	tty  bool
+	last string
+}
+
+func newProgressLine(w io.Writer) *progressLine {
+	f, ok := w.(*os.File)
+	return &progressLine{w: w, tty: ok && term.IsTerminal(int(f.Fd()))}
+}
+
+func (p *progressLine) show(s string) {
+	if p.tty {
+		fmt.Fprintf(p.w, "\r\033[K%s", s)
+		return
+	}
+	// Without a terminal the elapsed time alone is no news.
+	if key := withoutElapsed(s); key != p.last {
+		p.last = key
+		fmt.Fprintln(p.w, s)
+	}
+}
+
+func (p *progressLine) done() {
+	if p.tty {
+		fmt.Fprint(p.w, "\r\033[K")
+	}
+}
+
+// withoutElapsed drops the "(12s)" of a progress line.
+func withoutElapsed(s string) string {
+	before, rest, ok := strings.Cut(s, "(")
+	if !ok {
+		return s
+	}
+	_, after, ok := strings.Cut(rest, ")")
+	if !ok {
+		return s
+	}
+	return before + after
+}
