@@ -112,31 +112,54 @@ func isRepoRoot(dir string) bool {
 	return strings.Contains(string(data), "module github.com/kilo-mesh/kilo-mesh-apiserver\n")
 }
 
-var meshBuild struct {
-	once sync.Once
-	path string
-	err  error
-}
-
 // MeshServerBinary returns the path of a kilo-mesh-apiserver binary: the one
 // named by $KILO_MESH_APISERVER_BIN, else ./cmd/kilo-mesh-apiserver built
 // once per process into ${XDG_CACHE_HOME:-~/.cache}/kilo-mesh-apiserver/build/<checkout>.
 // The build goes through a temporary file and a rename, so parallel test
 // processes never run a half-written binary.
 func MeshServerBinary(ctx context.Context) (string, error) {
-	if p := os.Getenv(MeshServerBinEnv); p != "" {
+	return meshServerBuild.get(ctx)
+}
+
+// PluginBinary returns the path of the kubectl-mesh plugin: the one named by
+// $KUBECTL_MESH_BIN, else ./cmd/kubectl-mesh built once per process like
+// MeshServerBinary. Put its directory on PATH and `kubectl mesh` runs it.
+func PluginBinary(ctx context.Context) (string, error) {
+	return pluginBuild.get(ctx)
+}
+
+// PluginBinEnv names an environment variable pointing at a prebuilt
+// kubectl-mesh binary.
+const PluginBinEnv = "KUBECTL_MESH_BIN"
+
+var (
+	meshServerBuild = &binaryBuild{env: MeshServerBinEnv, pkg: "./cmd/kilo-mesh-apiserver", name: "kilo-mesh-apiserver"}
+	pluginBuild     = &binaryBuild{env: PluginBinEnv, pkg: "./cmd/kubectl-mesh", name: "kubectl-mesh"}
+)
+
+// binaryBuild builds one command of the repository once per process.
+type binaryBuild struct {
+	env, pkg, name string
+
+	once sync.Once
+	path string
+	err  error
+}
+
+func (b *binaryBuild) get(ctx context.Context) (string, error) {
+	if p := os.Getenv(b.env); p != "" {
 		if _, err := os.Stat(p); err != nil {
-			return "", fmt.Errorf("%s=%s: %w", MeshServerBinEnv, p, err)
+			return "", fmt.Errorf("%s=%s: %w", b.env, p, err)
 		}
 		return p, nil
 	}
-	meshBuild.once.Do(func() {
-		meshBuild.path, meshBuild.err = buildMeshServer(ctx)
+	b.once.Do(func() {
+		b.path, b.err = b.build(ctx)
 	})
-	return meshBuild.path, meshBuild.err
+	return b.path, b.err
 }
 
-func buildMeshServer(ctx context.Context) (string, error) {
+func (b *binaryBuild) build(ctx context.Context) (string, error) {
 	root, err := RepoRoot()
 	if err != nil {
 		return "", err
@@ -148,7 +171,7 @@ func buildMeshServer(ctx context.Context) (string, error) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return "", err
 	}
-	tmp, err := os.CreateTemp(dir, ".kilo-mesh-apiserver-*")
+	tmp, err := os.CreateTemp(dir, "."+b.name+"-*")
 	if err != nil {
 		return "", err
 	}
@@ -157,13 +180,13 @@ func buildMeshServer(ctx context.Context) (string, error) {
 	// timeout of the caller cut it off.
 	buildCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Minute)
 	defer cancel()
-	cmd := exec.CommandContext(buildCtx, "go", "build", "-o", tmp.Name(), "./cmd/kilo-mesh-apiserver")
+	cmd := exec.CommandContext(buildCtx, "go", "build", "-o", tmp.Name(), b.pkg)
 	cmd.Dir = root
 	if out, err := cmd.CombinedOutput(); err != nil {
 		os.Remove(tmp.Name())
-		return "", fmt.Errorf("go build ./cmd/kilo-mesh-apiserver (in %s): %w\n%s", root, err, out)
+		return "", fmt.Errorf("go build %s (in %s): %w\n%s", b.pkg, root, err, out)
 	}
-	final := filepath.Join(dir, "kilo-mesh-apiserver")
+	final := filepath.Join(dir, b.name)
 	if err := os.Rename(tmp.Name(), final); err != nil {
 		os.Remove(tmp.Name())
 		return "", err

@@ -59,6 +59,7 @@ func identityObjects() ([]*unstructured.Unstructured, error) {
 // that stays the same tells an unchanged object.
 func applyIdentity(ctx context.Context, dyn dynamic.Interface, objs []*unstructured.Unstructured, dryRun bool) ([]string, error) {
 	var report []string
+	newNamespaces := map[string]bool{}
 	for _, u := range objs {
 		gvr, ok := identityResources[u.GetKind()]
 		if !ok {
@@ -70,6 +71,15 @@ func applyIdentity(ctx context.Context, dyn dynamic.Interface, objs []*unstructu
 			before = have.GetResourceVersion()
 		} else if !apierrors.IsNotFound(err) {
 			return nil, fmt.Errorf("reading %s %s on the member cluster: %w", u.GetKind(), u.GetName(), err)
+		}
+		if u.GetKind() == "Namespace" && before == "" {
+			newNamespaces[u.GetName()] = true
+		}
+		if dryRun && newNamespaces[u.GetNamespace()] {
+			// A dry run creates no namespace, so the server cannot check
+			// what would live in it.
+			report = append(report, fmt.Sprintf("%s/%s would be created with its namespace", u.GetKind(), u.GetName()))
+			continue
 		}
 		opts := metav1.ApplyOptions{FieldManager: cli.FieldManager, Force: true}
 		if dryRun {

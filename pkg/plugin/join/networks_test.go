@@ -1,0 +1,115 @@
+package join
+
+import (
+	"net/netip"
+	"slices"
+	"strings"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	kilov1alpha1 "github.com/kilo-mesh/kilo-mesh-apiserver/pkg/apis/kilo/v1alpha1"
+)
+
+func TestCoveringPrefix(t *testing.T) {
+	tests := []struct {
+		in   []string
+		want string
+	}{
+		{[]string{"10.42.1.0/24"}, "10.42.1.0/24"},
+		{[]string{"10.42.1.0/24", "10.42.2.0/24", "10.42.3.0/24"}, "10.42.0.0/22"},
+		{[]string{"10.42.0.0/24", "10.42.255.0/24"}, "10.42.0.0/16"},
+		{[]string{"10.42.0.0/16", "10.42.7.0/24"}, "10.42.0.0/16"},
+		{[]string{"10.0.0.0/24", "192.168.0.0/24"}, "0.0.0.0/0"},
+		{[]string{"fd00:42::/64", "fd00:42:0:1::/64"}, "fd00:42::/63"},
+	}
+	for _, tt := range tests {
+		t.Run(strings.Join(tt.in, ","), func(t *testing.T) {
+			var in []netip.Prefix
+			for _, s := range tt.in {
+				in = append(in, netip.MustParsePrefix(s))
+			}
+			got, ok := CoveringPrefix(in)
+			if !ok || got.String() != tt.want {
+				t.Errorf("CoveringPrefix(%v) = %v, %v; want %s", tt.in, got, ok, tt.want)
+			}
+		})
+	}
+	if _, ok := CoveringPrefix(nil); ok {
+		t.Errorf("CoveringPrefix(nil) reports a prefix")
+	}
+}
+
+func node(name string, podCIDRs []string, wgIP string) corev1.Node {
+	n := corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name, Annotations: map[string]string{}}}
+	if len(podCIDRs) > 0 {
+		n.Spec.PodCIDR, n.Spec.PodCIDRs = podCIDRs[0], podCIDRs
+	}
+	if wgIP != "" {
+		n.Annotations[kilov1alpha1.AnnotationWireGuardIP] = wgIP
+	}
+	return n
+}
+
+func TestProposePodCIDRs(t *testing.T) {
+	nodes := []corev1.Node{
+		node("a", []string{"10.42.1.0/24", "fd00:42:0:1::/64"}, ""),
+		node("b", []string{"10.42.2.0/24", "fd00:42:0:2::/64"}, ""),
+		node("no-cidr", nil, ""),
+	}
+	p, err := ProposePodCIDRs(nodes)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := []string{"10.42.0.0/22", "fd00:42::/62"}; !slices.Equal(p.Values, want) {
+		t.Errorf("proposal %v, want %v", p.Values, want)
+	}
+	if !strings.Contains(p.Source, "2 node(s)") || !strings.Contains(p.Source, "--pod-cidrs") {
+		t.Errorf("source %q should count the nodes and name the flag", p.Source)
+	}
+	if _, err := ProposePodCIDRs([]corev1.Node{node("x", nil, "")}); err == nil || !strings.Contains(err.Error(), "--pod-cidrs") {
+		t.Errorf("no pod CIDRs: want an error naming --pod-cidrs, got %v", err)
+	}
+	if _, err := ProposePodCIDRs([]corev1.Node{node("x", []string{"nonsense"}, "")}); err == nil {
+		t.Errorf("malformed pod CIDR: want an error")
+	}
+}
+
+func serviceCIDR(name string, cidrs ...string) networkingv1.ServiceCIDR {
+	return networkingv1.ServiceCIDR{ObjectMeta: metav1.ObjectMeta{Name: name}, Spec: networkingv1.ServiceCIDRSpec{CIDRs: cidrs}}
+}
+
+func TestProposeServiceCIDRs(t *testing.T) {
+	svc, extra := ProposeServiceCIDRs([]networkingv1.ServiceCIDR{
+		serviceCIDR("z-extra", "10.200.0.0/16"),
+		serviceCIDR("kubernetes", "10.43.0.0/16", "fd00:43::/112"),
+	}, true)
+	if !slices.Equal(svc.Values, []string{"10.43.0.0/16"}) {
+		t.Errorf("serviceCIDR %v, want the default's first CIDR", svc.Values)
+	}
+	if !slices.Equal(extra.Values, []string{"fd00:43::/112", "10.200.0.0/16"}) {
+		t.Errorf("additionalCIDRs %v, want the default's second family, then the other ServiceCIDRs", extra.Values)
+	}
+	svc, extra = ProposeServiceCIDRs(nil, false)
+	if len(svc.Values) != 0 || len(extra.Values) != 0 || !strings.Contains(svc.Source, "--service-cidr") {
+		t.Errorf("not served: %+v %+v", svc, extra)
+	}
+}
+
+func TestProposeWireguardCIDR(t *testing.T) {
+	p, err := ProposeWireguardCIDR([]corev1.Node{node("a", nil, "10.4.0.1/16"), node("b", nil, "10.4.0.2/16"), node("c", nil, "")})
+	if err != nil || !slices.Equal(p.Values, []string{"10.4.0.0/16"}) {
+		t.Errorf("proposal %v, %v; want 10.4.0.0/16", p.Values, err)
+	}
+	for name, nodes := range map[string][]corev1.Node{
+		"host routes only": {node("a", nil, "10.4.0.1/32")},
+		"none":             {node("a", nil, "")},
+		"disagreeing":      {node("a", nil, "10.4.0.1/16"), node("b", nil, "10.5.0.1/16")},
+	} {
+		if _, err := ProposeWireguardCIDR(nodes); err == nil || !strings.Contains(err.Error(), "--wireguard-cidr") {
+			t.Errorf("%s: want an error naming --wireguard-cidr, got %v", name, err)
+		}
+	}
+}

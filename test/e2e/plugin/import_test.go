@@ -1,0 +1,300 @@
+//go:build e2e
+
+package plugin
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/yaml"
+
+	kilov1alpha1 "github.com/kilo-mesh/kilo-mesh-apiserver/pkg/apis/kilo/v1alpha1"
+	"github.com/kilo-mesh/kilo-mesh-apiserver/pkg/member"
+	"github.com/kilo-mesh/kilo-mesh-apiserver/pkg/planner"
+	"github.com/kilo-mesh/kilo-mesh-apiserver/pkg/plugin/migrate"
+	"github.com/kilo-mesh/kilo-mesh-apiserver/test/framework"
+)
+
+// The predecessor's sample (its README's mesh, and two Peers it wrote on
+// cluster-a for cluster-b: a per-node Peer and an old anchor Peer with the
+// same key) and its CRD, copied from the shared reference data.
+const (
+	sampleFile  = "../testdata/predecessor-sample.yaml"
+	sampleCRD   = "../testdata/predecessor-crd-typed.yaml"
+	sampleNS    = "kilo-system"
+	sampleMesh  = "my-mesh"
+	sampleKeyB1 = "GnNqPYR2q1Xh5kzqkq3kJ8mD3k7wq3oUuQJwZC0n9Xk="
+)
+
+// TestImportAdopt moves the predecessor's sample mesh over: cluster 0 is
+// its cluster-a (local), cluster 1 its cluster-b. Besides the sample's two
+// Peers, the predecessor's other Peers are there as it writes them: a
+// per-node Peer for every node (wrong under location granularity: the
+// non-leaders' are useless) and an anchor Peer sharing the first node's key.
+func TestImportAdopt(t *testing.T) {
+	env := framework.StartT(t, framework.Options{Clusters: 2})
+	env.StartMeshServerT(t, framework.MeshServerOptions{})
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel)
+
+	keys := map[string]string{"node-b1": sampleKeyB1}
+	for _, n := range []string{"node-a1", "node-a2", "node-b2"} {
+		_, pub, err := framework.NewWireGuardKey()
+		if err != nil {
+			t.Fatal(err)
+		}
+		keys[n] = pub
+	}
+	for _, n := range []struct {
+		cluster int
+		node    framework.KiloNode
+	}{
+		{0, framework.KiloNode{Name: "node-a1", Key: keys["node-a1"], InternalIP: "192.168.1.11/24", Location: "a", Leader: true, Endpoint: "203.0.113.41:51820", WireGuardIP: "10.200.0.1/24", PodCIDR: "10.1.1.0/24"}},
+		{0, framework.KiloNode{Name: "node-a2", Key: keys["node-a2"], InternalIP: "192.168.1.12/24", Location: "a", Endpoint: "203.0.113.42:51820", PodCIDR: "10.1.2.0/24"}},
+		{1, framework.KiloNode{Name: "node-b1", Key: keys["node-b1"], InternalIP: "192.168.2.11/24", Location: "b", Leader: true, Endpoint: "203.0.113.51:51820", WireGuardIP: "10.200.1.1/24", PodCIDR: "10.2.1.0/24"}},
+		{1, framework.KiloNode{Name: "node-b2", Key: keys["node-b2"], InternalIP: "192.168.2.12/24", Location: "b", Endpoint: "203.0.113.52:51820", PodCIDR: "10.2.2.0/24"}},
+	} {
+		if _, err := env.CreateKiloNode(ctx, n.cluster, n.node); err != nil {
+			t.Fatalf("node %s: %v", n.node.Name, err)
+		}
+	}
+	go env.KeepKiloNodesFresh(ctx, 15*time.Second)
+
+	// The predecessor's world: its CRD, its namespace, cluster-b's
+	// kubeconfig Secret (here for the member identity), its mesh with the
+	// finalizer its operator puts on, its Peers on both clusters.
+	kubectl(t, env, 0, "apply", "-f", sampleCRD)
+	kubectl(t, env, 0, "wait", "--for=condition=Established", "--timeout=60s", "crd/clustermeshes.kilo.squat.ai")
+	kubectl(t, env, 0, "create", "namespace", sampleNS)
+	kubectl(t, env, 1, "apply", "-k", "../../../artifacts/member")
+	token, err := env.ServiceAccountToken(ctx, 1, member.Namespace, member.ServiceAccount, time.Hour)
+	if err != nil {
+		t.Fatal(err)
+	}
+	kc, err := env.KubeconfigFor(1, member.ServiceAccount, token)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := env.Client(0, framework.UserAdmin).CoreV1().Secrets(sampleNS).Create(ctx, &corev1.Secret{
+		ObjectMeta: metav1.ObjectMeta{Name: "cluster-b-kubeconfig", Namespace: sampleNS},
+		Data:       map[string][]byte{"kubeconfig": kc},
+	}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	kubectl(t, env, 0, "apply", "-f", sampleFile)
+	kubectl(t, env, 0, "patch", "clustermeshes.kilo.squat.ai", sampleMesh, "-n", sampleNS, "--type=merge",
+		"-p", `{"metadata":{"finalizers":["`+migrate.PredecessorFinalizer+`"]}}`)
+	kubectlIn(t, env, 0, predecessorPeer("cluster-b", "node-b2", keys["node-b2"], "10.2.2.0/24"), "apply", "-f", "-")
+	kubectlIn(t, env, 1, predecessorPeer("cluster-a", "node-a1", keys["node-a1"], "10.1.1.0/24", "10.200.0.1/32")+"---\n"+
+		predecessorPeer("cluster-a", "node-a2", keys["node-a2"], "10.1.2.0/24")+"---\n"+
+		predecessorPeer("cluster-a", "anchor", keys["node-a1"], "10.96.0.0/12"), "apply", "-f", "-")
+	predecessorRVs := func() map[string]string {
+		out := map[string]string{}
+		for i := range 2 {
+			for _, p := range listPeers(t, env, i) {
+				if p.Labels[migrate.LabelPredecessorMesh] == sampleMesh {
+					out[fmt.Sprintf("%d/%s", i, p.Name)] = p.ResourceVersion
+				}
+			}
+		}
+		return out
+	}
+	original := predecessorRVs()
+	if len(original) != 6 {
+		t.Fatalf("set-up: %d predecessor Peers, want 6", len(original))
+	}
+
+	t.Run("dry run converts and writes nothing", func(t *testing.T) {
+		r := mustMesh(t, env, framework.UserAdmin, "import", "-f", sampleFile, "--dry-run")
+		for _, want := range []string{"apiVersion: mesh.kilo.squat.ai/v1alpha1", "namespace: kilo-system", "serviceCIDR: 10.112.0.0/12", "wireguardCIDR: 10.200.1.0/24"} {
+			if !strings.Contains(r.stdout, want) {
+				t.Errorf("dry run output lacks %q:\n%s", want, r)
+			}
+		}
+		if out, _, _ := env.Kubectl(ctx, 0, framework.UserAdmin, "get", "clustermeshes.mesh.kilo.squat.ai", "-n", sampleNS, "-o", "name"); strings.TrimSpace(out) != "" {
+			t.Errorf("dry run created %s", out)
+		}
+	})
+
+	t.Run("import creates the mesh and lists the predecessor's Peers", func(t *testing.T) {
+		r := mustMesh(t, env, framework.UserAdmin, "import", "-f", sampleFile)
+		for _, want := range []string{"ClusterMesh kilo-system/my-mesh (mesh.kilo.squat.ai) applied", "PublicKeyInUse", "run this again with --adopt"} {
+			if !strings.Contains(r.stdout, want) {
+				t.Errorf("import output lacks %q:\n%s", want, r)
+			}
+		}
+		for _, row := range [][]string{
+			{"cluster-a", "my-mesh--cluster-b--node-b1", "cluster-b", "adopt"},
+			{"cluster-a", "my-mesh--cluster-b--anchor", "cluster-b", "remove"},
+			{"cluster-a", "my-mesh--cluster-b--node-b2", "cluster-b", "remove"},
+			{"cluster-b", "my-mesh--cluster-a--node-a1", "cluster-a", "adopt"},
+			{"cluster-b", "my-mesh--cluster-a--anchor", "cluster-a", "remove"},
+			{"cluster-b", "my-mesh--cluster-a--node-a2", "cluster-a", "remove"},
+		} {
+			if !hasRow(r.stdout, row...) {
+				t.Errorf("import output lacks a row %v:\n%s", row, r)
+			}
+		}
+		if got := predecessorRVs(); !mapsEqual(got, original) {
+			t.Errorf("import without --adopt touched the predecessor's Peers: %v -> %v", original, got)
+		}
+	})
+
+	t.Run("--adopt refuses while the predecessor operator runs", func(t *testing.T) {
+		// What the operator does first on every event of its ClusterMesh:
+		// put its finalizer back.
+		stop := runFinalizerKeeper(ctx, t, env)
+		r := mesh(t, env, framework.UserAdmin, "import", "-f", sampleFile, "--adopt", "--operator-probe", "5s")
+		stop()
+		if r.code != 1 || !strings.Contains(r.stderr, "the predecessor operator is running") {
+			t.Errorf("--adopt with the operator running: want exit 1 saying so, got %s", r)
+		}
+		if got := predecessorRVs(); !mapsEqual(got, original) {
+			t.Errorf("a refused --adopt touched the predecessor's Peers: %v -> %v", original, got)
+		}
+	})
+
+	t.Run("--adopt leaves one Peer per group and no key twice", func(t *testing.T) {
+		r := mustMesh(t, env, framework.UserAdmin, "import", "-f", sampleFile, "--adopt", "--operator-probe", "3s")
+		if !strings.Contains(r.stdout, "The predecessor operator is stopped") || !strings.Contains(r.stdout, "Handed 6 Peers over") ||
+			!strings.Contains(r.stdout, "Done: every cluster holds one Peer") {
+			t.Errorf("--adopt output:\n%s", r)
+		}
+		for i, source := range []string{"cluster-b", "cluster-a"} {
+			peers := listPeers(t, env, i)
+			if len(peers) != 1 {
+				t.Errorf("cluster %d holds %d Peers, want exactly 1 (the group of %s): %v", i, len(peers), source, names(peers))
+				continue
+			}
+			p := peers[0]
+			if p.Labels[planner.LabelSourceCluster] != source || p.Labels[planner.LabelMeshName] != sampleMesh || p.Labels[migrate.LabelPredecessorMesh] != "" {
+				t.Errorf("cluster %d: Peer %s has labels %v", i, p.Name, p.Labels)
+			}
+			want := map[string]string{"cluster-b": keys["node-b1"], "cluster-a": keys["node-a1"]}[source]
+			if p.Spec.PublicKey != want {
+				t.Errorf("cluster %d: Peer %s has key %s, want the leader's %s", i, p.Name, p.Spec.PublicKey, want)
+			}
+		}
+		b := listPeers(t, env, 0)
+		if len(b) == 1 && !slices.Equal(b[0].Spec.AllowedIPs, []string{"10.2.1.0/24", "10.2.2.0/24", "10.200.1.1/32", "10.112.0.0/12"}) {
+			t.Errorf("cluster-b's group Peer on cluster-a: allowedIPs %v, want both nodes' pod CIDRs, the WireGuard IP and the service CIDR", b[0].Spec.AllowedIPs)
+		}
+		old, err := env.Dynamic(0, framework.UserAdmin).Resource(migrate.PredecessorResource).Namespace(sampleNS).Get(ctx, sampleMesh, metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if slices.Contains(old.GetFinalizers(), migrate.PredecessorFinalizer) {
+			t.Errorf("the predecessor's finalizer is still on its ClusterMesh")
+		}
+	})
+
+	t.Run("a rerun finds nothing to adopt", func(t *testing.T) {
+		r := mustMesh(t, env, framework.UserAdmin, "import", "-f", sampleFile, "--adopt", "--operator-probe", "1s")
+		if !strings.Contains(r.stdout, "nothing to adopt") {
+			t.Errorf("rerun:\n%s", r)
+		}
+	})
+}
+
+// predecessorPeer is a Peer as the predecessor operator writes it on a
+// member cluster for node of source.
+func predecessorPeer(source, node, key string, allowed ...string) string {
+	p := map[string]any{
+		"apiVersion": "kilo.squat.ai/v1alpha1",
+		"kind":       "Peer",
+		"metadata": map[string]any{
+			"name":   sampleMesh + "--" + source + "--" + node,
+			"labels": map[string]any{migrate.LabelPredecessorMesh: sampleMesh, migrate.LabelPredecessorSource: source},
+		},
+		"spec": map[string]any{"allowedIPs": allowed, "publicKey": key, "endpoint": map[string]any{"dnsOrIP": map[string]any{"ip": "203.0.113.99"}, "port": 51820}},
+	}
+	out, err := yaml.Marshal(p)
+	if err != nil {
+		panic(err)
+	}
+	return string(out)
+}
+
+func listPeers(t *testing.T, env *framework.Env, cluster int) []kilov1alpha1.Peer {
+	t.Helper()
+	list, err := env.Dynamic(cluster, framework.UserAdmin).Resource(kilov1alpha1.PeerResource).List(context.Background(), metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := make([]kilov1alpha1.Peer, len(list.Items))
+	for i, u := range list.Items {
+		if err := runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, &out[i]); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return out
+}
+
+func names(peers []kilov1alpha1.Peer) []string {
+	var out []string
+	for _, p := range peers {
+		out = append(out, p.Name)
+	}
+	return out
+}
+
+// hasRow reports whether a line of out has fields among its
+// whitespace-separated fields, in that order and adjacent.
+func hasRow(out string, fields ...string) bool {
+	for _, line := range strings.Split(out, "\n") {
+		f := strings.Fields(line)
+		for i := 0; i+len(fields) <= len(f); i++ {
+			if slices.Equal(f[i:i+len(fields)], fields) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+func mapsEqual(a, b map[string]string) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for k, v := range a {
+		if b[k] != v {
+			return false
+		}
+	}
+	return true
+}
+
+// runFinalizerKeeper stands in for a running predecessor operator: it puts
+// the finalizer back on the predecessor's ClusterMesh whenever it is gone,
+// as that operator's reconciler does on every event. It returns a stop
+// function.
+func runFinalizerKeeper(ctx context.Context, t *testing.T, env *framework.Env) func() {
+	ctx, cancel := context.WithCancel(ctx)
+	done := make(chan struct{})
+	res := env.Dynamic(0, framework.UserAdmin).Resource(migrate.PredecessorResource).Namespace(sampleNS)
+	go func() {
+		defer close(done)
+		for ctx.Err() == nil {
+			if m, err := res.Get(ctx, sampleMesh, metav1.GetOptions{}); err == nil && !slices.Contains(m.GetFinalizers(), migrate.PredecessorFinalizer) {
+				patch := `{"metadata":{"finalizers":["` + migrate.PredecessorFinalizer + `"]}}`
+				if _, err := res.Patch(ctx, sampleMesh, types.MergePatchType, []byte(patch), metav1.PatchOptions{}); err != nil && ctx.Err() == nil {
+					fmt.Fprintf(os.Stderr, "finalizer keeper: %v\n", err)
+				}
+			}
+			select {
+			case <-ctx.Done():
+			case <-time.After(50 * time.Millisecond):
+			}
+		}
+	}()
+	return func() { cancel(); <-done }
+}
