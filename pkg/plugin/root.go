@@ -21,7 +21,7 @@ func NewCommand(streams genericiooptions.IOStreams) *cobra.Command {
 		// command as users type it.
 		Use:         "kubectl-mesh",
 		Annotations: map[string]string{cobra.CommandDisplayNameAnnotation: "kubectl mesh"},
-		Short: "Join Kubernetes clusters running Kilo into one WireGuard mesh, and see why",
+		Short:       "Join Kubernetes clusters running Kilo into one WireGuard mesh, and see why",
 		Long: `kubectl mesh works with the ClusterMeshes of kilo-mesh-apiserver
 (mesh.kilo.squat.ai/v1alpha1) on the host cluster the kubeconfig flags select:
 it joins member clusters, shows what the server plans and why, and moves meshes

@@ -134,8 +134,13 @@ func decide(p *kilov1alpha1.Peer, source, target string, s *SourceKeys, adopted 
 		adopted[id] = p.Name
 		return ActionAdopt, fmt.Sprintf("key of %s's leader %s; replaced by Peer %s in the server's next pass", g.Name, g.Leader, g.PeerName)
 	}
-	for node, k := range s.NodeKeys {
-		if k != key {
+	nodes := make([]string, 0, len(s.NodeKeys))
+	for node := range s.NodeKeys {
+		nodes = append(nodes, node)
+	}
+	slices.Sort(nodes)
+	for _, node := range nodes {
+		if s.NodeKeys[node] != key {
 			continue
 		}
 		for _, g := range s.Cluster.Groups {

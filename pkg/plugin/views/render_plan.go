@@ -1,6 +1,7 @@
 package views
 
 import (
+	"bytes"
 	"fmt"
 	"io"
 	"strings"
@@ -131,8 +132,15 @@ func renderSource(w io.Writer, c *meshv1alpha1.ClusterPlan) {
 
 // renderTarget writes how the Peers of one target cluster change.
 func renderTarget(w io.Writer, t *meshv1alpha1.TargetPlan, sources map[string]peerSource) {
-	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-	defer tw.Flush()
+	var b bytes.Buffer
+	tw := tabwriter.NewWriter(&b, 0, 4, 2, ' ', 0)
+	defer func() {
+		tw.Flush()
+		// Rows whose last column is empty would end in padding.
+		for _, line := range strings.Split(strings.TrimSuffix(b.String(), "\n"), "\n") {
+			fmt.Fprintln(w, strings.TrimRight(line, " "))
+		}
+	}()
 	fmt.Fprintf(tw, "  Peers on %s: %d desired\n", t.Cluster, t.DesiredPeers)
 	for _, n := range t.Create {
 		fmt.Fprintf(tw, "    + %s\tcreate\t%s\n", n, sources[n])
@@ -147,7 +155,7 @@ func renderTarget(w io.Writer, t *meshv1alpha1.TargetPlan, sources map[string]pe
 		fmt.Fprintf(tw, "    = %s\tkept\t%s (represents %s)\n", k.Name, k.Reason, k.SourceCluster)
 	}
 	if len(t.Unchanged) > 0 {
-		fmt.Fprintf(tw, "    = %d unchanged\t\t\n", len(t.Unchanged))
+		fmt.Fprintf(tw, "    = %d unchanged\n", len(t.Unchanged))
 	}
 }
 

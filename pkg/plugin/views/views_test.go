@@ -1,0 +1,132 @@
+package views
+
+import (
+	"bytes"
+	"strings"
+	"testing"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	meshv1alpha1 "github.com/kilo-mesh/kilo-mesh-apiserver/pkg/apis/mesh/v1alpha1"
+)
+
+// testPlan has node "dup" in two clusters, a skipped node, and a group
+// withheld on one target by a conflict.
+func testPlan() *meshv1alpha1.ClusterMeshPlan {
+	return &meshv1alpha1.ClusterMeshPlan{
+		ObjectMeta: metav1.ObjectMeta{Name: "demo", Namespace: "ns"},
+		Clusters: []meshv1alpha1.ClusterPlan{
+			{
+				Name: "east", Reachable: true, Granularity: meshv1alpha1.GranularityLocation, GranularitySource: meshv1alpha1.GranularitySourceSpec,
+				Groups: []meshv1alpha1.GroupPlan{{Name: "location:home", Leader: "dup", Members: []string{"dup"}, Ready: true, PeerName: "demo-east-home-x", Endpoint: "198.51.100.1:51820", WireguardIP: "10.4.0.1"}},
+				Nodes:  []meshv1alpha1.NodeDecision{{Node: "dup", Included: true, Group: "location:home", Role: meshv1alpha1.NodeRoleLeader, Reason: "Advertised"}},
+			},
+			{
+				Name: "west", Reachable: true, Granularity: meshv1alpha1.GranularityLocation,
+				Groups: []meshv1alpha1.GroupPlan{{Name: "location:eu", Leader: "w1", Members: []string{"dup", "w1"}, Ready: true, PeerName: "demo-west-eu-y"}},
+				Nodes: []meshv1alpha1.NodeDecision{
+					{Node: "dup", Included: true, Group: "location:eu", Role: meshv1alpha1.NodeRoleMember, Reason: "Advertised"},
+					{Node: "nokey", Reason: "NoPublicKey", Message: "kilo.squat.ai/key is missing"},
+					{Node: "w1", Included: true, Group: "location:eu", Role: meshv1alpha1.NodeRoleLeader, Reason: "Advertised"},
+				},
+			},
+			{Name: "north", Reachable: false, Error: "connection refused"},
+		},
+		Targets: []meshv1alpha1.TargetPlan{
+			{Cluster: "east", DiffState: meshv1alpha1.DiffStateComputed, DesiredPeers: 0},
+			{Cluster: "north", DiffState: meshv1alpha1.DiffStateUnknown, DesiredPeers: 1},
+			{Cluster: "west", DiffState: meshv1alpha1.DiffStateComputed, DesiredPeers: 3, Create: []string{"demo-east-home-x", "demo-of-no-group"}, Unchanged: []string{"u1"}},
+		},
+		Conflicts: []meshv1alpha1.PlanIssue{{Reason: "PublicKeyInUse", Cluster: "west", Target: "east", Message: "groups whose leader's key is in use: group location:eu (leader key K)"}},
+	}
+}
+
+func TestRenderWhy(t *testing.T) {
+	p := testPlan()
+	var out bytes.Buffer
+	err := RenderWhy(&out, p, "dup", "")
+	if err == nil || !strings.Contains(err.Error(), "ambiguous") || !strings.Contains(err.Error(), "east, west") || !strings.Contains(err.Error(), "--cluster") {
+		t.Errorf("a name of two clusters: want an error naming both and --cluster, got %v", err)
+	}
+
+	out.Reset()
+	if err := RenderWhy(&out, p, "dup", "west"); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"Node dup of cluster west: advertised (Advertised)", "this node is its member; leader w1",
+		"on east: not planned: PublicKeyInUse", "on north: unknown: the cluster is unreachable"} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("why dup --cluster west lacks %q:\n%s", want, out.String())
+		}
+	}
+
+	out.Reset()
+	if err := RenderWhy(&out, p, "dup", "east"); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(out.String(), "on west: to be created") {
+		t.Errorf("why dup --cluster east:\n%s", out.String())
+	}
+
+	out.Reset()
+	if err := RenderWhy(&out, p, "nokey", ""); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(out.String(), "Node nokey of cluster west: skipped (NoPublicKey)") || !strings.Contains(out.String(), "Kilo itself does not count the node") {
+		t.Errorf("why nokey:\n%s", out.String())
+	}
+
+	if err := RenderWhy(&out, p, "n1", ""); err == nil || !strings.Contains(err.Error(), "unreachable, so unknown: north") {
+		t.Errorf("a node of no reachable cluster: want the unreachable clusters named, got %v", err)
+	}
+	if err := RenderWhy(&out, p, "n1", "south"); err == nil || !strings.Contains(err.Error(), "not a member") {
+		t.Errorf("an unknown cluster: got %v", err)
+	}
+}
+
+func TestRenderPlan(t *testing.T) {
+	var out bytes.Buffer
+	RenderPlan(&out, testPlan())
+	for _, want := range []string{
+		"west: granularity Location",
+		"skipped nokey: NoPublicKey: kilo.squat.ai/key is missing",
+		"+ demo-east-home-x",
+		"from east location:home",
+		"north: unreachable: connection refused",
+		"Peers on north: unknown while it is unreachable",
+		"PublicKeyInUse [west -> east]",
+		"= 1 unchanged",
+		"2 to create, 0 to update, 0 to delete; 1 cluster(s) unreachable",
+	} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("plan lacks %q:\n%s", want, out.String())
+		}
+	}
+	for _, line := range strings.Split(out.String(), "\n") {
+		if strings.TrimRight(line, " ") != line {
+			t.Errorf("trailing blanks in %q", line)
+		}
+	}
+}
+
+func TestReady(t *testing.T) {
+	ready := metav1.Condition{Type: meshv1alpha1.ConditionReady, Status: metav1.ConditionTrue, ObservedGeneration: 2}
+	m := &meshv1alpha1.ClusterMesh{ObjectMeta: metav1.ObjectMeta{Generation: 2}}
+	m.Status = meshv1alpha1.ClusterMeshStatus{ObservedGeneration: 2, Conditions: []metav1.Condition{ready}}
+	if !Ready(m) {
+		t.Errorf("Ready=True of the current generation is Ready")
+	}
+	m.Generation = 3 // a cluster just joined: the old Ready says nothing
+	if Ready(m) {
+		t.Errorf("a status of an older generation counts as Ready")
+	}
+	if !strings.Contains(Progress(m), "generation 3 not observed yet") {
+		t.Errorf("progress %q", Progress(m))
+	}
+}
+
+func TestWithoutElapsed(t *testing.T) {
+	if got := withoutElapsed("waiting for ns/demo to be Ready (12s): Ready=False"); got != "waiting for ns/demo to be Ready : Ready=False" {
+		t.Errorf("got %q", got)
+	}
+}
