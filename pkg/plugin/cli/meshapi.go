@@ -3,16 +3,11 @@ package cli
 import (
 	"context"
 	"fmt"
-	"net/url"
-	"strings"
-	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/serializer"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/yaml"
 
@@ -67,17 +62,6 @@ func (m *MeshAPI) List(ctx context.Context, ns string) (*meshv1alpha1.ClusterMes
 	out := &meshv1alpha1.ClusterMeshList{}
 	err := m.client.Get().Namespace(ns).Resource(meshResource).Do(ctx).Into(out)
 	return out, err
-}
-
-// Watch watches one mesh from resourceVersion rv.
-func (m *MeshAPI) Watch(ctx context.Context, ns, name, rv string) (watch.Interface, error) {
-	opts := &metav1.ListOptions{
-		FieldSelector:   fields.OneTermEqualSelector("metadata.name", name).String(),
-		ResourceVersion: rv,
-		Watch:           true,
-	}
-	return m.client.Get().Namespace(ns).Resource(meshResource).
-		VersionedParams(opts, metav1.ParameterCodec).Timeout(10 * time.Minute).Watch(ctx)
 }
 
 // Plan reads the clustermeshes/NAME/plan view.
@@ -136,14 +120,4 @@ func (m *MeshAPI) Apply(ctx context.Context, ns, name string, patch []byte, opts
 	err = m.client.Patch(types.ApplyPatchType).Namespace(ns).Resource(meshResource).Name(name).
 		VersionedParams(po, metav1.ParameterCodec).Body(body).Do(ctx).Into(out)
 	return out, err
-}
-
-// Path is the API path of a mesh or one of its subresources, for messages
-// that tell users what they can read with kubectl get --raw.
-func Path(ns, name string, subresource ...string) string {
-	p := "/apis/" + meshv1alpha1.SchemeGroupVersion.String() + "/namespaces/" + url.PathEscape(ns) + "/" + meshResource + "/" + url.PathEscape(name)
-	if len(subresource) > 0 {
-		p += "/" + strings.Join(subresource, "/")
-	}
-	return p
 }

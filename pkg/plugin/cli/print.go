@@ -7,8 +7,6 @@ import (
 
 	"k8s.io/apimachinery/pkg/runtime"
 	"sigs.k8s.io/yaml"
-
-	meshv1alpha1 "github.com/kilo-mesh/kilo-mesh-apiserver/pkg/apis/mesh/v1alpha1"
 )
 
 // Output formats of -o.
@@ -48,9 +46,4 @@ func PrintData(w io.Writer, v any, format string) error {
 	default:
 		return fmt.Errorf("unknown output format %q: use %s or %s", format, OutputYAML, OutputJSON)
 	}
-}
-
-// MeshKind is the TypeMeta of a ClusterMesh.
-func MeshKind() (apiVersion, kind string) {
-	return meshv1alpha1.SchemeGroupVersion.String(), "ClusterMesh"
 }
