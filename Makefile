@@ -28,7 +28,7 @@ IMAGE_ARCHIVE := $(OUTPUT)/kilo-mesh-apiserver-image.tar
 TOOLS_BIN := $(CURDIR)/hack/tools/bin
 TOOLS_GO  := cd hack/tools && GOWORK=off GOFLAGS="-mod=readonly -buildvcs=false" $(GO)
 
-.PHONY: all build run tools test test-unit test-integration test-e2e test-dataplane verify generate bench image push crane docker-image clean
+.PHONY: all build run tools test test-unit test-integration test-e2e test-dataplane verify generate bench image push crane docker-image plugin-release clean
 
 all: build
 
@@ -121,6 +121,11 @@ push: image crane
 docker-image:
 	docker build --build-arg VERSION=$(VERSION) --build-arg GIT_COMMIT=$(GIT_COMMIT) --build-arg BUILD_DATE=$(BUILD_DATE) \
 		-t $(or $(IMAGE),kilo-mesh-apiserver:$(VERSION)) .
+
+# The plugin's release archives and its filled-in krew manifest, in
+# _output/plugin: make plugin-release VERSION=v0.1.0
+plugin-release:
+	bash hack/plugin-release.sh $(VERSION)
 
 clean:
 	rm -rf $(BIN_DIR) $(OUTPUT) hack/tools/bin
