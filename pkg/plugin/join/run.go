@@ -247,7 +247,7 @@ func (o *Options) credential(ctx context.Context, host kubernetes.Interface, ns,
 		return token, "kept: " + verdict.reason + "; --refresh renews it", nil
 	}
 	if o.DryRun {
-		return redactedToken, fmt.Sprintf("a new token for %s, valid %s, would be requested (%s)", member.Username(), o.TokenExpiry, verdict.reason), nil
+		return redactedToken, fmt.Sprintf("a new token for %s, valid %s, would be requested (%s)", member.Username(), days(o.TokenExpiry), verdict.reason), nil
 	}
 	seconds := int64(o.TokenExpiry / time.Second)
 	tr, err := memberKube.CoreV1().ServiceAccounts(member.Namespace).CreateToken(ctx, member.ServiceAccount,
@@ -258,7 +258,7 @@ func (o *Options) credential(ctx context.Context, host kubernetes.Interface, ns,
 	exp := tr.Status.ExpirationTimestamp.Time
 	msg = fmt.Sprintf("new token for %s, valid until %s (%s)", member.Username(), exp.UTC().Format(time.RFC3339), verdict.reason)
 	if granted := exp.Sub(o.now()); granted < o.TokenExpiry-time.Minute {
-		msg += fmt.Sprintf("; the member cluster granted %s of the %s asked (its --service-account-max-token-expiration)", granted.Round(time.Hour), o.TokenExpiry)
+		msg += fmt.Sprintf("; the member cluster granted %s of the %s asked (its --service-account-max-token-expiration)", days(granted.Round(time.Hour)), days(o.TokenExpiry))
 	}
 	return tr.Status.Token, msg, nil
 }
@@ -385,4 +385,12 @@ func (o *Options) proposeNetworks(ctx context.Context, kube kubernetes.Interface
 		}
 	}
 	return n, nil
+}
+
+// days writes whole days as such: 365d reads better than 8760h0m0s.
+func days(d time.Duration) string {
+	if d >= 24*time.Hour && d%(24*time.Hour) == 0 {
+		return fmt.Sprintf("%dd", d/(24*time.Hour))
+	}
+	return d.String()
 }
