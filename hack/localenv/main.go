@@ -225,13 +225,20 @@ func serviceCIDR(i int) string { return fmt.Sprintf("10.%d.0.0/16", 43+10*i) }
 func kiloSubnet(i int) string  { return fmt.Sprintf("10.%d.0.0/16", 4+i) }
 func nodeCIDR(i int) string    { return fmt.Sprintf("192.168.%d.0/24", 10+10*i) }
 
-// meshName is cluster i's name in the example ClusterMesh.
+// exampleClusters is how many clusters the example ClusterMesh names; the
+// others are left for `kubectl mesh join` (docs/tutorial.md).
+const exampleClusters = 2
+
+// meshName is cluster i's name in the example ClusterMesh, or the name the
+// tutorial joins it as.
 func meshName(i int) string {
 	switch i {
 	case 0:
 		return "east"
 	case 1:
 		return "west"
+	case 2:
+		return "north"
 	default:
 		return fmt.Sprintf("cluster-%d", i)
 	}
@@ -285,16 +292,16 @@ func createSampleNodes(ctx context.Context, env *framework.Env, i, n int) error 
 	return nil
 }
 
-// setupDemo creates namespace demo on the host with the kubeconfig Secrets
-// of the member clusters (user admin there; west-kubeconfig for cluster-1)
-// and lets tenant-a edit there.
+// setupDemo creates namespace demo on the host with the kubeconfig Secret of
+// the example's member cluster (user admin there; west-kubeconfig for
+// cluster-1) and lets tenant-a edit there.
 func setupDemo(ctx context.Context, env *framework.Env) error {
 	client := env.Client(framework.HostCluster, framework.UserAdmin)
 	_, err := client.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: demoNamespace}}, metav1.CreateOptions{})
 	if err != nil && !apierrors.IsAlreadyExists(err) {
 		return err
 	}
-	for i := 1; i < env.NumClusters(); i++ {
+	for i := 1; i < min(env.NumClusters(), exampleClusters); i++ {
 		if _, err := env.CreateKubeconfigSecret(ctx, demoNamespace, secretName(i), i, framework.UserAdmin); err != nil && !apierrors.IsAlreadyExists(err) {
 			return err
 		}
@@ -351,15 +358,20 @@ kilo-mesh local environment is up: %d clusters, kilo-mesh-apiserver at %s.
 
   export KUBECONFIG=%s
   alias kubectl=%s   # kubectl %s; any recent kubectl works
+  export PATH=%s:$PATH   # kubectl mesh: the plugin make run built
 
 Contexts: cluster-<i>-<user> for users admin, tenant-a, tenant-b, viewer-a
 (current: cluster-0-admin, namespace demo). cluster-0 hosts the API.
 
 Clusters (Kilo nodes in locations dc1 and dc2, WireGuard port 51820):
-`, env.NumClusters(), m.URL, kubeconfig, kubectl, framework.KubeVersion)
+`, env.NumClusters(), m.URL, kubeconfig, kubectl, framework.KubeVersion, pluginDir())
 	for i := range env.NumClusters() {
 		secret := "local (the server's own identity)"
-		if i != framework.HostCluster {
+		switch {
+		case i >= exampleClusters:
+			secret = fmt.Sprintf("not in a mesh yet: kubectl mesh join demo --name %s --member-kubeconfig %s --member-context %s-admin",
+				meshName(i), kubeconfig, env.Cluster(i).Name)
+		case i != framework.HostCluster:
 			secret = "Secret demo/" + secretName(i) + `, key "kubeconfig"`
 		}
 		fmt.Printf("  %s = %q: pods %s, services %s, Kilo subnet %s, nodes %s; %s\n",
@@ -374,6 +386,7 @@ Try:
   kubectl --context cluster-1-admin get peers.kilo.squat.ai
   kubectl --context cluster-0-tenant-a -n demo get cmesh       # allowed (edit in demo)
   kubectl --context cluster-0-tenant-b -n demo get cmesh       # forbidden
+  kubectl mesh status demo                                     # and plan, peers, why, graph: kubectl mesh --help
 `)
 	if example != "" {
 		fmt.Printf("  kubectl get cmesh -o yaml                                    # from %s, created by tenant-a\n", example)
@@ -386,4 +399,13 @@ Try:
 Logs: %s (kilo-mesh-apiserver), %s
 Press Ctrl-C to stop.
 `, m.LogPath, filepath.Join(env.Dir, "logs"))
+}
+
+// pluginDir is where make run built kubectl-mesh: bin of the repository.
+func pluginDir() string {
+	root, err := framework.RepoRoot()
+	if err != nil {
+		return "bin"
+	}
+	return filepath.Join(root, "bin")
 }

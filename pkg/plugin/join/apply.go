@@ -78,7 +78,7 @@ func applyIdentity(ctx context.Context, dyn dynamic.Interface, objs []*unstructu
 		if dryRun && newNamespaces[u.GetNamespace()] {
 			// A dry run creates no namespace, so the server cannot check
 			// what would live in it.
-			report = append(report, fmt.Sprintf("%s/%s would be created with its namespace", u.GetKind(), u.GetName()))
+			report = append(report, fmt.Sprintf("%s/%s: would be created with its namespace", u.GetKind(), u.GetName()))
 			continue
 		}
 		opts := metav1.ApplyOptions{FieldManager: cli.FieldManager, Force: true}
@@ -89,7 +89,7 @@ func applyIdentity(ctx context.Context, dyn dynamic.Interface, objs []*unstructu
 		if err != nil {
 			return nil, fmt.Errorf("applying %s %s on the member cluster: %w", u.GetKind(), u.GetName(), err)
 		}
-		report = append(report, fmt.Sprintf("%s/%s %s", u.GetKind(), u.GetName(), outcome(before, after.GetResourceVersion(), dryRun)))
+		report = append(report, fmt.Sprintf("%s/%s: %s", u.GetKind(), u.GetName(), outcome(before, after.GetResourceVersion(), dryRun)))
 	}
 	return report, nil
 }

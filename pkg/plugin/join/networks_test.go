@@ -11,6 +11,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	kilov1alpha1 "github.com/kilo-mesh/kilo-mesh-apiserver/pkg/apis/kilo/v1alpha1"
+	meshv1alpha1 "github.com/kilo-mesh/kilo-mesh-apiserver/pkg/apis/mesh/v1alpha1"
 )
 
 func TestCoveringPrefix(t *testing.T) {
@@ -111,5 +112,29 @@ func TestProposeWireguardCIDR(t *testing.T) {
 		if _, err := ProposeWireguardCIDR(nodes); err == nil || !strings.Contains(err.Error(), "--wireguard-cidr") {
 			t.Errorf("%s: want an error naming --wireguard-cidr, got %v", name, err)
 		}
+	}
+}
+
+// A rerun without a flag keeps what an earlier join set: the apply owns
+// what it sends, and leaving a field out would remove it.
+func TestEntryKeepsFieldsNotGiven(t *testing.T) {
+	o := &Options{Name: "north"}
+	nets := Networks{PodCIDRs: Proposal{Values: []string{"10.62.0.0/16"}}, WireguardCIDR: Proposal{Values: []string{"10.6.0.0/16"}}}
+	have := &meshv1alpha1.ClusterEntry{Name: "north", NodeCIDRs: []string{"192.168.30.0/24"}, PersistentKeepalive: 25,
+		WireguardPort: meshv1alpha1.DefaultWireguardPort, Granularity: meshv1alpha1.GranularityAuto}
+	e := o.entry(have, "north-kubeconfig", "kubeconfig", nets)
+	if !slices.Equal(e["nodeCIDRs"].([]string), have.NodeCIDRs) || e["persistentKeepalive"] != int32(25) {
+		t.Errorf("entry %v dropped fields of the existing entry", e)
+	}
+	if _, ok := e["wireguardPort"]; ok {
+		t.Errorf("entry %v takes over the server's default port", e)
+	}
+	keepalive := int32(0)
+	o.PersistentKeepalive = &keepalive
+	if e := o.entry(have, "north-kubeconfig", "kubeconfig", nets); e["persistentKeepalive"] != int32(0) {
+		t.Errorf("a flag given does not win: %v", e)
+	}
+	if up, err := entryUpToDate(have, o.entry(nil, "north-kubeconfig", "kubeconfig", nets)); err != nil || up {
+		t.Errorf("an entry without its Secret reference is up to date: %v %v", up, err)
 	}
 }

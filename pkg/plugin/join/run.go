@@ -83,7 +83,10 @@ func (o *Options) Run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(w, "\nMember identity on %s: %s\n", o.Name, strings.Join(identity, ", "))
+	fmt.Fprintf(w, "\nMember identity on %s:\n", o.Name)
+	for _, line := range identity {
+		fmt.Fprintf(w, "  %s\n", line)
+	}
 
 	token, credMsg, err := o.credential(ctx, host.Kube, ns, secretName, key, memberCfg, memberClients.Kube, target)
 	if err != nil {
@@ -95,7 +98,7 @@ func (o *Options) Run(ctx context.Context) error {
 		return err
 	}
 	secret := secretApply(ns, secretName, key, o.Name, kubeconfig)
-	entryMap := o.entry(secretName, key, nets)
+	entryMap := o.entry(entry, secretName, key, nets)
 	patch, err := entryPatch(mesh, entryMap)
 	if err != nil {
 		return err
@@ -283,8 +286,10 @@ func printNetworks(w io.Writer, n Networks) {
 	tw.Flush()
 }
 
-// entry is the apply configuration of the member's mesh entry.
-func (o *Options) entry(secretName, key string, n Networks) map[string]any {
+// entry is the apply configuration of the member's mesh entry. A field not
+// given as a flag keeps the entry's value: the apply owns what it sends, and
+// a rerun without the flag must not drop what an earlier one set.
+func (o *Options) entry(have *meshv1alpha1.ClusterEntry, secretName, key string, n Networks) map[string]any {
 	e := map[string]any{
 		"name":                o.Name,
 		"kubeconfigSecretRef": map[string]any{"name": secretName, "key": key},
@@ -297,17 +302,32 @@ func (o *Options) entry(secretName, key string, n Networks) map[string]any {
 	if len(n.AdditionalCIDRs.Values) > 0 {
 		e["additionalCIDRs"] = n.AdditionalCIDRs.Values
 	}
-	if o.NodeCIDRs != nil {
+	if have == nil {
+		have = &meshv1alpha1.ClusterEntry{}
+	}
+	switch {
+	case o.NodeCIDRs != nil:
 		e["nodeCIDRs"] = o.NodeCIDRs
+	case len(have.NodeCIDRs) > 0:
+		e["nodeCIDRs"] = have.NodeCIDRs
 	}
-	if o.WireguardPort != nil {
+	switch {
+	case o.WireguardPort != nil:
 		e["wireguardPort"] = *o.WireguardPort
+	case have.WireguardPort != 0 && have.WireguardPort != meshv1alpha1.DefaultWireguardPort:
+		e["wireguardPort"] = have.WireguardPort
 	}
-	if o.PersistentKeepalive != nil {
+	switch {
+	case o.PersistentKeepalive != nil:
 		e["persistentKeepalive"] = *o.PersistentKeepalive
+	case have.PersistentKeepalive != 0:
+		e["persistentKeepalive"] = have.PersistentKeepalive
 	}
-	if o.Granularity != nil {
+	switch {
+	case o.Granularity != nil:
 		e["granularity"] = *o.Granularity
+	case have.Granularity != "" && have.Granularity != meshv1alpha1.GranularityAuto:
+		e["granularity"] = have.Granularity
 	}
 	return e
 }

@@ -132,15 +132,8 @@ func renderSource(w io.Writer, c *meshv1alpha1.ClusterPlan) {
 
 // renderTarget writes how the Peers of one target cluster change.
 func renderTarget(w io.Writer, t *meshv1alpha1.TargetPlan, sources map[string]peerSource) {
-	var b bytes.Buffer
-	tw := tabwriter.NewWriter(&b, 0, 4, 2, ' ', 0)
-	defer func() {
-		tw.Flush()
-		// Rows whose last column is empty would end in padding.
-		for _, line := range strings.Split(strings.TrimSuffix(b.String(), "\n"), "\n") {
-			fmt.Fprintln(w, strings.TrimRight(line, " "))
-		}
-	}()
+	tw := newTable(w)
+	defer tw.flush()
 	fmt.Fprintf(tw, "  Peers on %s: %d desired\n", t.Cluster, t.DesiredPeers)
 	for _, n := range t.Create {
 		fmt.Fprintf(tw, "    + %s\tcreate\t%s\n", n, sources[n])
@@ -174,4 +167,26 @@ func renderIssues(w io.Writer, title string, issues []meshv1alpha1.PlanIssue) {
 		}
 		fmt.Fprintf(w, "  %s%s: %s\n", i.Reason, where, i.Message)
 	}
+}
+
+// table aligns columns like tabwriter, without the padding that rows whose
+// last column is empty would end in.
+type table struct {
+	*tabwriter.Writer
+	buf bytes.Buffer
+	out io.Writer
+}
+
+func newTable(out io.Writer) *table {
+	t := &table{out: out}
+	t.Writer = tabwriter.NewWriter(&t.buf, 0, 4, 2, ' ', 0)
+	return t
+}
+
+func (t *table) flush() {
+	t.Writer.Flush()
+	for _, line := range strings.Split(strings.TrimSuffix(t.buf.String(), "\n"), "\n") {
+		fmt.Fprintln(t.out, strings.TrimRight(line, " "))
+	}
+	t.buf.Reset()
 }

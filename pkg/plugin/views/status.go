@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"io"
 	"strings"
-	"text/tabwriter"
 
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -46,7 +45,7 @@ func Progress(m *meshv1alpha1.ClusterMesh) string {
 // RenderStatus writes the mesh's conditions and its figures per cluster.
 func RenderStatus(w io.Writer, m *meshv1alpha1.ClusterMesh) {
 	fmt.Fprintf(w, "ClusterMesh %s/%s: generation %d, status of generation %d\n\n", m.Namespace, m.Name, m.Generation, m.Status.ObservedGeneration)
-	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	tw := newTable(w)
 	fmt.Fprintln(tw, "CONDITION\tSTATUS\tREASON\tSINCE\tMESSAGE")
 	for _, typ := range []string{meshv1alpha1.ConditionReady, meshv1alpha1.ConditionClustersReachable, meshv1alpha1.ConditionPeersApplied, meshv1alpha1.ConditionNetworksValid} {
 		c := meta.FindStatusCondition(m.Status.Conditions, typ)
@@ -64,9 +63,9 @@ func RenderStatus(w io.Writer, m *meshv1alpha1.ClusterMesh) {
 		}
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", c.Type, c.Status, c.Reason, c.LastTransitionTime.UTC().Format("2006-01-02T15:04:05Z"), oneLine(c.Message))
 	}
-	tw.Flush()
+	tw.flush()
 	fmt.Fprintln(w)
-	tw = tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	tw = newTable(w)
 	fmt.Fprintln(tw, "CLUSTER\tREACHABLE\tGRANULARITY\tNODES\tKILO-READY\tGROUPS\tPEERS\tSKIPPED\tLAST ERROR")
 	for _, c := range m.Status.Clusters {
 		var skipped []string
@@ -80,7 +79,7 @@ func RenderStatus(w io.Writer, m *meshv1alpha1.ClusterMesh) {
 		fmt.Fprintf(tw, "%s\t%t\t%s\t%d\t%d\t%d\t%d/%d\t%s\t%s\n", c.Name, c.Reachable, c.Granularity, c.Nodes, c.ReadyNodes,
 			c.Locations, c.PeersApplied, c.PeersDesired, skip, oneLine(c.LastError))
 	}
-	tw.Flush()
+	tw.flush()
 }
 
 func oneLine(s string) string { return strings.Join(strings.Fields(s), " ") }

@@ -134,7 +134,7 @@ func TestJoin(t *testing.T) {
 
 	t.Run("join adds the cluster with the member identity's token", func(t *testing.T) {
 		r := mustMesh(t, env, framework.UserAdmin, append(joinArgs, "--pod-cidrs", "10.62.0.0/16")...)
-		for _, want := range []string{"podCIDRs       10.62.0.0/16", "serviceCIDR    10.63.0.0/16", "ClusterRole/kilo-mesh-member created", "entry north added"} {
+		for _, want := range []string{"podCIDRs       10.62.0.0/16", "serviceCIDR    10.63.0.0/16", "ClusterRole/kilo-mesh-member: created", "entry north added"} {
 			if !strings.Contains(r.stdout, want) {
 				t.Errorf("join output lacks %q:\n%s", want, r)
 			}
