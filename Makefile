@@ -37,6 +37,7 @@ all: build
 build:
 	$(GO_BUILD) -o $(BIN_DIR)/kilo-mesh-apiserver ./cmd/kilo-mesh-apiserver
 	$(GO_BUILD) -o $(BIN_DIR)/kubectl-mesh ./cmd/kubectl-mesh
+	install -m 0755 cmd/kubectl-mesh/kubectl_complete-mesh $(BIN_DIR)/
 
 # Real kube-apiserver, etcd and kubectl v1.36.3, built once from the Go module proxy.
 tools:
@@ -46,6 +47,7 @@ tools:
 # RUN_FLAGS go to the demo, e.g. make run RUN_FLAGS=--clusters=3.
 run: tools
 	$(GO) build -o $(BIN_DIR)/kubectl-mesh ./cmd/kubectl-mesh
+	install -m 0755 cmd/kubectl-mesh/kubectl_complete-mesh $(BIN_DIR)/
 	$(GO) build -o $(BIN_DIR)/localenv ./hack/localenv
 	exec $(BIN_DIR)/localenv $(RUN_FLAGS)
 

@@ -28,9 +28,9 @@ for p in "${PLATFORMS[@]}"; do
 	(cd "$ROOT" && GOOS=$os GOARCH=$arch CGO_ENABLED=0 go build -trimpath \
 		-ldflags "-s -w -X $PKG.gitVersion=$VERSION -X $PKG.gitCommit=$COMMIT -X $PKG.buildDate=$DATE" \
 		-o "$dir/kubectl-mesh" ./cmd/kubectl-mesh)
-	cp "$ROOT/LICENSE" "$dir/"
+	cp "$ROOT/LICENSE" "$ROOT/cmd/kubectl-mesh/kubectl_complete-mesh" "$dir/"
 	archive="$OUT/kubectl-mesh_${VERSION}_${os}_${arch}.tar.gz"
-	tar -C "$dir" -czf "$archive" kubectl-mesh LICENSE
+	tar -C "$dir" -czf "$archive" kubectl-mesh kubectl_complete-mesh LICENSE
 	rm -rf "$dir"
 	sum=$(sha256sum "$archive" | cut -d' ' -f1)
 	var="SHA256_$(echo "${os}_${arch}" | tr '[:lower:]' '[:upper:]')"

@@ -290,6 +290,19 @@ func TestJoin(t *testing.T) {
 		}
 	})
 
+	t.Run("shell completion through kubectl", func(t *testing.T) {
+		out := kubectl(t, env, framework.HostCluster, "__complete", "mesh", "status", "-n", ns, "")
+		if !strings.Contains(out, "demo\n") {
+			t.Errorf("completing a mesh name:\n%s", out)
+		}
+		out = kubectl(t, env, framework.HostCluster, "__complete", "mesh", "why", "demo", "-n", ns, "--cluster", "")
+		for _, c := range []string{"east", "north", "west"} {
+			if !strings.Contains(out, c+"\n") {
+				t.Errorf("completing --cluster lacks %s:\n%s", c, out)
+			}
+		}
+	})
+
 	t.Run("status exits 2 when the mesh is not Ready", func(t *testing.T) {
 		if err := env.StopCluster(2); err != nil {
 			t.Fatal(err)

@@ -37,8 +37,29 @@ func TestMain(m *testing.M) {
 		os.Exit(1)
 	}
 	pluginPath = p
-	os.Setenv("PATH", filepath.Dir(p)+string(os.PathListSeparator)+os.Getenv("PATH"))
-	os.Exit(m.Run())
+	// kubectl finds the plugin, and its completion helper, on PATH.
+	dir, err := os.MkdirTemp("", "kubectl-mesh-path-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	code := func() int {
+		defer os.RemoveAll(dir)
+		root, err := framework.RepoRoot()
+		if err == nil {
+			err = os.Symlink(p, filepath.Join(dir, "kubectl-mesh"))
+		}
+		if err == nil {
+			err = os.Symlink(filepath.Join(root, "cmd", "kubectl-mesh", "kubectl_complete-mesh"), filepath.Join(dir, "kubectl_complete-mesh"))
+		}
+		if err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			return 1
+		}
+		os.Setenv("PATH", dir+string(os.PathListSeparator)+os.Getenv("PATH"))
+		return m.Run()
+	}()
+	os.Exit(code)
 }
 
 // result is what one run of a command printed and how it ended.
