@@ -286,52 +286,6 @@ func printNetworks(w io.Writer, n Networks) {
 	tw.Flush()
 }
 
-// entry is the apply configuration of the member's mesh entry. A field not
-// given as a flag keeps the entry's value: the apply owns what it sends, and
-// a rerun without the flag must not drop what an earlier one set.
-func (o *Options) entry(have *meshv1alpha1.ClusterEntry, secretName, key string, n Networks) map[string]any {
-	e := map[string]any{
-		"name":                o.Name,
-		"kubeconfigSecretRef": map[string]any{"name": secretName, "key": key},
-		"podCIDRs":            n.PodCIDRs.Values,
-		"wireguardCIDR":       n.WireguardCIDR.Values[0],
-	}
-	if len(n.ServiceCIDR.Values) > 0 {
-		e["serviceCIDR"] = n.ServiceCIDR.Values[0]
-	}
-	if len(n.AdditionalCIDRs.Values) > 0 {
-		e["additionalCIDRs"] = n.AdditionalCIDRs.Values
-	}
-	if have == nil {
-		have = &meshv1alpha1.ClusterEntry{}
-	}
-	switch {
-	case o.NodeCIDRs != nil:
-		e["nodeCIDRs"] = o.NodeCIDRs
-	case len(have.NodeCIDRs) > 0:
-		e["nodeCIDRs"] = have.NodeCIDRs
-	}
-	switch {
-	case o.WireguardPort != nil:
-		e["wireguardPort"] = *o.WireguardPort
-	case have.WireguardPort != 0 && have.WireguardPort != meshv1alpha1.DefaultWireguardPort:
-		e["wireguardPort"] = have.WireguardPort
-	}
-	switch {
-	case o.PersistentKeepalive != nil:
-		e["persistentKeepalive"] = *o.PersistentKeepalive
-	case have.PersistentKeepalive != 0:
-		e["persistentKeepalive"] = have.PersistentKeepalive
-	}
-	switch {
-	case o.Granularity != nil:
-		e["granularity"] = *o.Granularity
-	case have.Granularity != "" && have.Granularity != meshv1alpha1.GranularityAuto:
-		e["granularity"] = have.Granularity
-	}
-	return e
-}
-
 // keptSource is the source of a value kept from the mesh's entry.
 const keptSource = "kept from the mesh's entry"
 
