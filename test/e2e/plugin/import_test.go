@@ -164,7 +164,31 @@ func TestImportAdopt(t *testing.T) {
 	})
 
 	t.Run("--adopt leaves one Peer per group and no key twice", func(t *testing.T) {
+		// What each cluster must never lose for longer than one apply: the
+		// other cluster's leader key, and cluster-b's service network (the
+		// old anchor Peer's, then the group Peer's).
+		watch := watchGaps(ctx, t, env, map[string]func(cluster int, peers []kilov1alpha1.Peer) bool{
+			"cluster-a holds node-b1's key": func(c int, peers []kilov1alpha1.Peer) bool {
+				return c != 0 || slices.ContainsFunc(peers, func(p kilov1alpha1.Peer) bool { return p.Spec.PublicKey == keys["node-b1"] })
+			},
+			"cluster-b holds node-a1's key": func(c int, peers []kilov1alpha1.Peer) bool {
+				return c != 1 || slices.ContainsFunc(peers, func(p kilov1alpha1.Peer) bool { return p.Spec.PublicKey == keys["node-a1"] })
+			},
+			"cluster-a routes cluster-b's services": func(c int, peers []kilov1alpha1.Peer) bool {
+				return c != 0 || slices.ContainsFunc(peers, func(p kilov1alpha1.Peer) bool { return slices.Contains(p.Spec.AllowedIPs, "10.112.0.0/12") })
+			},
+		})
 		r := mustMesh(t, env, framework.UserAdmin, "import", "-f", sampleFile, "--adopt", "--operator-probe", "3s")
+		gaps := watch()
+		for _, what := range []string{"cluster-a holds node-b1's key", "cluster-b holds node-a1's key", "cluster-a routes cluster-b's services"} {
+			gap := gaps[what]
+			// One apply takes milliseconds here; a gap of seconds would be
+			// one of deletion before replacement.
+			if gap > 2*time.Second {
+				t.Errorf("%s: false for %s during the hand-over", what, gap)
+			}
+			t.Logf("%s: longest gap %s", what, gap)
+		}
 		if !strings.Contains(r.stdout, "The predecessor operator is stopped") || !strings.Contains(r.stdout, "Handed 6 Peers over") ||
 			!strings.Contains(r.stdout, "Done: every cluster holds one Peer") {
 			t.Errorf("--adopt output:\n%s", r)
@@ -297,4 +321,47 @@ func runFinalizerKeeper(ctx context.Context, t *testing.T, env *framework.Env) f
 		}
 	}()
 	return func() { cancel(); <-done }
+}
+
+// watchGaps lists the Peers of clusters 0 and 1 every 50 ms and measures,
+// for each named condition, the longest time it was false. The returned
+// function stops watching and reports.
+func watchGaps(ctx context.Context, t *testing.T, env *framework.Env, conds map[string]func(int, []kilov1alpha1.Peer) bool) func() map[string]time.Duration {
+	ctx, cancel := context.WithCancel(ctx)
+	done := make(chan map[string]time.Duration)
+	go func() {
+		longest := map[string]time.Duration{}
+		since := map[string]time.Time{}
+		for ctx.Err() == nil {
+			for c := range 2 {
+				list, err := env.Dynamic(c, framework.UserAdmin).Resource(kilov1alpha1.PeerResource).List(ctx, metav1.ListOptions{})
+				if err != nil {
+					continue
+				}
+				peers := make([]kilov1alpha1.Peer, len(list.Items))
+				for i, u := range list.Items {
+					_ = runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, &peers[i])
+				}
+				now := time.Now()
+				for what, ok := range conds {
+					switch start, open := since[what]; {
+					case ok(c, peers) && open:
+						longest[what] = max(longest[what], now.Sub(start))
+						delete(since, what)
+					case !ok(c, peers) && !open:
+						since[what] = now
+					}
+				}
+			}
+			select {
+			case <-ctx.Done():
+			case <-time.After(50 * time.Millisecond):
+			}
+		}
+		for what, start := range since {
+			longest[what] = max(longest[what], time.Since(start))
+		}
+		done <- longest
+	}()
+	return func() map[string]time.Duration { cancel(); return <-done }
 }
