@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"io"
 	"net/netip"
+	"slices"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -143,18 +144,20 @@ func (o *Options) validate() error {
 	if o.TokenExpiry < 10*time.Minute {
 		return fmt.Errorf("--token-expiry must be at least 10m (the shortest token Kubernetes issues)")
 	}
-	for _, list := range [][]string{o.PodCIDRs, o.AdditionalCIDRs, o.NodeCIDRs} {
-		for _, c := range list {
-			if _, err := netip.ParsePrefix(c); err != nil {
-				return fmt.Errorf("%q is not a CIDR", c)
-			}
-		}
-	}
+	cidrs := slices.Concat(o.PodCIDRs, o.AdditionalCIDRs, o.NodeCIDRs)
 	for _, c := range []*string{o.ServiceCIDR, o.WireguardCIDR} {
 		if c != nil && *c != "" {
-			if _, err := netip.ParsePrefix(*c); err != nil {
-				return fmt.Errorf("%q is not a CIDR", *c)
-			}
+			cidrs = append(cidrs, *c)
+		}
+	}
+	for _, c := range cidrs {
+		p, err := netip.ParsePrefix(c)
+		if err != nil {
+			return fmt.Errorf("%q is not a CIDR", c)
+		}
+		// The server takes networks in canonical form only.
+		if p.Masked() != p {
+			return fmt.Errorf("%q has host bits set: did you mean %s?", c, p.Masked())
 		}
 	}
 	if o.PodCIDRs != nil && len(o.PodCIDRs) == 0 {
