@@ -125,6 +125,29 @@ func TestImportAdopt(t *testing.T) {
 		}
 	})
 
+	t.Run("the flat form lists what to fill in and writes nothing", func(t *testing.T) {
+		flat := `apiVersion: kilo.squat.ai/v1alpha1
+kind: ClusterMesh
+metadata: {name: flat-mesh, namespace: kilo-system}
+spec:
+  clusters:
+  - {name: cluster-a, local: true, allowedNetworks: ["10.1.0.0/16", "10.200.0.0/24"]}
+  - {name: cluster-b, kubeconfigSecretRef: {name: cluster-b-kubeconfig, key: kubeconfig}, allowedNetworks: ["10.2.0.0/16", "10.200.1.0/24"]}
+`
+		file := t.TempDir() + "/flat.yaml"
+		if err := os.WriteFile(file, []byte(flat), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		r := mesh(t, env, framework.UserAdmin, "import", "-f", file)
+		if r.code != 1 || !strings.Contains(r.stderr, "cluster-b: wireguardCIDR (required), one or more of 10.2.0.0/16, 10.200.1.0/24") ||
+			!strings.Contains(r.stdout, "name: flat-mesh") {
+			t.Errorf("import of the flat form: want exit 1, the fields to fill in and the mesh to fill them in, got %s", r)
+		}
+		if out, _, _ := env.Kubectl(ctx, 0, framework.UserAdmin, "get", "clustermeshes.mesh.kilo.squat.ai", "-n", sampleNS, "-o", "name"); strings.TrimSpace(out) != "" {
+			t.Errorf("import of the flat form created %s", out)
+		}
+	})
+
 	t.Run("import creates the mesh and lists the predecessor's Peers", func(t *testing.T) {
 		r := mustMesh(t, env, framework.UserAdmin, "import", "-f", sampleFile)
 		for _, want := range []string{"ClusterMesh kilo-system/my-mesh (mesh.kilo.squat.ai) applied", "PublicKeyInUse", "run this again with --adopt"} {
