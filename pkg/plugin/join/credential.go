@@ -32,11 +32,11 @@ type reuseVerdict struct {
 // credential can stay: only a token of the member identity, for the same
 // server and CA, valid for more than RenewWithin. The member cluster still
 // has to confirm the token (verifyToken) before it is kept.
-func judgeExisting(data []byte, found bool, want Target, now time.Time, refresh bool) (reuseVerdict, existingCredential) {
+func judgeExisting(data []byte, want Target, now time.Time, refresh bool) (reuseVerdict, existingCredential) {
 	switch {
 	case refresh:
 		return reuseVerdict{reason: "--refresh asks for a new token"}, existingCredential{}
-	case !found:
+	case len(data) == 0:
 		return reuseVerdict{reason: "no credential yet"}, existingCredential{}
 	}
 	have, err := parseExisting(data)

@@ -115,25 +115,24 @@ func TestJudgeExisting(t *testing.T) {
 	tests := []struct {
 		name    string
 		data    []byte
-		found   bool
 		refresh bool
 		reuse   bool
 		reason  string
 	}{
-		{"valid for long", kubeconfig(target, valid), true, false, true, "valid until"},
-		{"same server written differently", kubeconfig(Target{Server: "https://NORTH:6443/", CAData: ca}, valid), true, false, true, "valid until"},
-		{"refresh", kubeconfig(target, valid), true, true, false, "--refresh"},
-		{"no Secret", nil, false, false, false, "no credential"},
-		{"expires within 30 days", kubeconfig(target, testToken(t, member.Username(), now.Add(29*24*time.Hour))), true, false, false, "within 30 days"},
-		{"another identity", kubeconfig(target, testToken(t, "system:serviceaccount:kube-system:default", now.Add(200*24*time.Hour))), true, false, false, "not the member identity"},
-		{"not a JWT", kubeconfig(target, "static-admin-token"), true, false, false, "not a JSON Web Token"},
-		{"another server", kubeconfig(Target{Server: "https://south:6443", CAData: ca}, valid), true, false, false, "another server"},
-		{"another CA", kubeconfig(Target{Server: "https://north:6443", CAData: testCA(t)}, valid), true, false, false, "another server or CA"},
-		{"garbage", []byte("nonsense"), true, false, false, "not one join wrote"},
+		{"valid for long", kubeconfig(target, valid), false, true, "valid until"},
+		{"same server written differently", kubeconfig(Target{Server: "https://NORTH:6443/", CAData: ca}, valid), false, true, "valid until"},
+		{"refresh", kubeconfig(target, valid), true, false, "--refresh"},
+		{"no Secret", nil, false, false, "no credential"},
+		{"expires within 30 days", kubeconfig(target, testToken(t, member.Username(), now.Add(29*24*time.Hour))), false, false, "within 30 days"},
+		{"another identity", kubeconfig(target, testToken(t, "system:serviceaccount:kube-system:default", now.Add(200*24*time.Hour))), false, false, "not the member identity"},
+		{"not a JWT", kubeconfig(target, "static-admin-token"), false, false, "not a JSON Web Token"},
+		{"another server", kubeconfig(Target{Server: "https://south:6443", CAData: ca}, valid), false, false, "another server"},
+		{"another CA", kubeconfig(Target{Server: "https://north:6443", CAData: testCA(t)}, valid), false, false, "another server or CA"},
+		{"garbage", []byte("nonsense"), false, false, "not one join wrote"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			v, have := judgeExisting(tt.data, tt.found, target, now, tt.refresh)
+			v, have := judgeExisting(tt.data, target, now, tt.refresh)
 			if v.reuse != tt.reuse || !strings.Contains(v.reason, tt.reason) {
 				t.Errorf("verdict %+v, want reuse=%t with %q", v, tt.reuse, tt.reason)
 			}

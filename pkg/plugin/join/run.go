@@ -88,7 +88,14 @@ func (o *Options) Run(ctx context.Context) error {
 		fmt.Fprintf(w, "  %s\n", line)
 	}
 
-	token, credMsg, err := o.credential(ctx, host.Kube, ns, secretName, key, memberCfg, memberClients.Kube, target)
+	have, err := host.Kube.CoreV1().Secrets(ns).Get(ctx, secretName, metav1.GetOptions{})
+	if apierrors.IsNotFound(err) {
+		have, err = nil, nil
+	}
+	if err != nil {
+		return fmt.Errorf("reading Secret %s/%s: %w", ns, secretName, err)
+	}
+	token, credMsg, err := o.credential(ctx, have, key, memberCfg, memberClients.Kube, target)
 	if err != nil {
 		return err
 	}
@@ -109,13 +116,6 @@ func (o *Options) Run(ctx context.Context) error {
 		}
 	}
 
-	have, err := host.Kube.CoreV1().Secrets(ns).Get(ctx, secretName, metav1.GetOptions{})
-	if apierrors.IsNotFound(err) {
-		have, err = nil, nil
-	}
-	if err != nil {
-		return fmt.Errorf("reading Secret %s/%s: %w", ns, secretName, err)
-	}
 	secretOutcome, err := applySecret(ctx, host.Kube, secret, have, o.DryRun)
 	if err != nil {
 		return err
@@ -226,17 +226,12 @@ func describeMember(file, context string) string {
 // if join wrote it for this member and it stays valid for more than
 // RenewWithin, else a new one from a TokenRequest (redacted under
 // --dry-run, which requests none).
-func (o *Options) credential(ctx context.Context, host kubernetes.Interface, ns, secretName, key string, memberCfg *rest.Config, memberKube kubernetes.Interface, target Target) (token, msg string, err error) {
+func (o *Options) credential(ctx context.Context, secret *corev1.Secret, key string, memberCfg *rest.Config, memberKube kubernetes.Interface, target Target) (token, msg string, err error) {
 	var data []byte
-	found := false
-	s, err := host.CoreV1().Secrets(ns).Get(ctx, secretName, metav1.GetOptions{})
-	switch {
-	case err == nil:
-		data, found = s.Data[key], len(s.Data[key]) > 0
-	case !apierrors.IsNotFound(err):
-		return "", "", fmt.Errorf("reading Secret %s/%s: %w", ns, secretName, err)
+	if secret != nil {
+		data = secret.Data[key]
 	}
-	verdict, have := judgeExisting(data, found, target, o.now(), o.Refresh)
+	verdict, have := judgeExisting(data, target, o.now(), o.Refresh)
 	if verdict.reuse {
 		if err := verifyToken(ctx, memberCfg, have.token); err != nil {
 			verdict = reuseVerdict{reason: err.Error()}
