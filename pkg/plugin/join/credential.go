@@ -13,11 +13,8 @@ import (
 
 	"github.com/kilo-mesh/kilo-mesh-apiserver/pkg/clusters"
 	"github.com/kilo-mesh/kilo-mesh-apiserver/pkg/member"
+	"github.com/kilo-mesh/kilo-mesh-apiserver/pkg/planner"
 )
-
-// RenewWithin is how close to its expiry a member credential is renewed: a
-// join rerun keeps a token valid for longer, and renews one that is not.
-const RenewWithin = 30 * 24 * time.Hour
 
 // DefaultTokenValidity is the validity join asks for a new token.
 const DefaultTokenValidity = 365 * 24 * time.Hour
@@ -29,9 +26,10 @@ type reuseVerdict struct {
 }
 
 // judgeExisting decides from what the Secret holds alone whether its
-// credential can stay: only a token of the member identity, for the same
-// server and CA, valid for more than RenewWithin. The member cluster still
-// has to confirm the token (verifyToken) before it is kept.
+// credential can stay: only a token for the same server and CA, valid for
+// more than planner.CredentialRenewWithin (the plan warns from then on).
+// The member cluster still has to confirm that the token is the member
+// identity's (verifyToken) before it is kept.
 func judgeExisting(data []byte, want Target, now time.Time, refresh bool) (reuseVerdict, existingCredential) {
 	switch {
 	case refresh:
@@ -50,12 +48,9 @@ func judgeExisting(data []byte, want Target, now time.Time, refresh bool) (reuse
 	if !same {
 		return reuseVerdict{reason: "the Secret's kubeconfig names another server or CA"}, existingCredential{}
 	}
-	exp := have.claims.expiry()
-	if exp.IsZero() {
-		return reuseVerdict{reason: "the token has no expiry claim"}, existingCredential{}
-	}
-	if left := exp.Sub(now); left <= RenewWithin {
-		return reuseVerdict{reason: fmt.Sprintf("the token expires %s, within %d days", exp.UTC().Format(time.RFC3339), int(RenewWithin.Hours()/24))}, existingCredential{}
+	exp := have.expiry
+	if left := exp.Sub(now); left <= planner.CredentialRenewWithin {
+		return reuseVerdict{reason: fmt.Sprintf("the token expires %s, within %d days", exp.UTC().Format(time.RFC3339), int(planner.CredentialRenewWithin.Hours()/24))}, existingCredential{}
 	}
 	return reuseVerdict{reuse: true, reason: fmt.Sprintf("the token in the Secret is valid until %s", exp.UTC().Format(time.RFC3339))}, have
 }

@@ -1,10 +1,7 @@
 package join
 
 import (
-	"encoding/base64"
-	"encoding/json"
 	"fmt"
-	"strings"
 	"time"
 
 	"k8s.io/client-go/rest"
@@ -70,50 +67,19 @@ func BuildKubeconfig(cluster string, t Target, token string) ([]byte, error) {
 	return data, nil
 }
 
-// tokenClaims are the claims of a service account token that join reads.
-type tokenClaims struct {
-	Subject string `json:"sub"`
-	Expiry  int64  `json:"exp"`
-}
-
-// readTokenClaims decodes the claims of a JWT without verifying it. Only
-// the member cluster can verify the token; join asks it (a
-// SelfSubjectReview) before it trusts a token it finds, and uses these
-// claims only to see whom the token names and when it expires.
-func readTokenClaims(token string) (tokenClaims, error) {
-	parts := strings.Split(token, ".")
-	if len(parts) != 3 {
-		return tokenClaims{}, fmt.Errorf("not a JSON Web Token")
-	}
-	payload, err := base64.RawURLEncoding.DecodeString(parts[1])
-	if err != nil {
-		return tokenClaims{}, fmt.Errorf("token payload is not base64url")
-	}
-	var c tokenClaims
-	if err := json.Unmarshal(payload, &c); err != nil {
-		return tokenClaims{}, fmt.Errorf("token payload is not JSON")
-	}
-	return c, nil
-}
-
-// expiry is when the token's exp claim says it expires.
-func (c tokenClaims) expiry() time.Time {
-	if c.Expiry == 0 {
-		return time.Time{}
-	}
-	return time.Unix(c.Expiry, 0)
-}
-
 // existingCredential is what a kubeconfig Secret written earlier holds.
 type existingCredential struct {
 	target Target
 	token  string
-	claims tokenClaims
+	// expiry is the exp claim of the token, read without verifying it:
+	// only the member cluster can verify a token, and join asks it
+	// (verifyToken) before it keeps one.
+	expiry time.Time
 }
 
 // parseExisting reads a kubeconfig Secret's content with the server's rules.
-// It fails for anything join would not have written: another user, a client
-// certificate, a token that is not the member identity's.
+// It fails for anything join would not have written: a client certificate,
+// a token that states no expiry (not one from a TokenRequest).
 func parseExisting(data []byte) (existingCredential, error) {
 	cfg, err := clusters.ParseKubeconfig(data, false)
 	if err != nil {
@@ -122,16 +88,13 @@ func parseExisting(data []byte) (existingCredential, error) {
 	if cfg.BearerToken == "" {
 		return existingCredential{}, fmt.Errorf("it holds no token")
 	}
-	claims, err := readTokenClaims(cfg.BearerToken)
-	if err != nil {
-		return existingCredential{}, err
-	}
-	if claims.Subject != member.Username() {
-		return existingCredential{}, fmt.Errorf("its token is not the member identity's (%s)", member.Username())
+	exp := clusters.TokenExpiry(cfg.BearerToken)
+	if exp.IsZero() {
+		return existingCredential{}, fmt.Errorf("its token states no expiry: not one from a TokenRequest")
 	}
 	return existingCredential{
 		target: Target{Server: cfg.Host, CAData: cfg.CAData, TLSServerName: cfg.ServerName},
 		token:  cfg.BearerToken,
-		claims: claims,
+		expiry: exp,
 	}, nil
 }

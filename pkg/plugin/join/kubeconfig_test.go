@@ -39,7 +39,8 @@ func testCA(t *testing.T) []byte {
 }
 
 // testToken is an unsigned JWT with the claims join reads: only the member
-// cluster verifies tokens, join reads whom they name and when they expire.
+// cluster verifies tokens (and says whom they name), join reads when they
+// expire.
 func testToken(t *testing.T, sub string, exp time.Time) string {
 	t.Helper()
 	payload, err := json.Marshal(map[string]any{"sub": sub, "exp": exp.Unix()})
@@ -124,8 +125,7 @@ func TestJudgeExisting(t *testing.T) {
 		{"refresh", kubeconfig(target, valid), true, false, "--refresh"},
 		{"no Secret", nil, false, false, "no credential"},
 		{"expires within 30 days", kubeconfig(target, testToken(t, member.Username(), now.Add(29*24*time.Hour))), false, false, "within 30 days"},
-		{"another identity", kubeconfig(target, testToken(t, "system:serviceaccount:kube-system:default", now.Add(200*24*time.Hour))), false, false, "not the member identity"},
-		{"not a JWT", kubeconfig(target, "static-admin-token"), false, false, "not a JSON Web Token"},
+		{"not a JWT", kubeconfig(target, "static-admin-token"), false, false, "states no expiry"},
 		{"another server", kubeconfig(Target{Server: "https://south:6443", CAData: ca}, valid), false, false, "another server"},
 		{"another CA", kubeconfig(Target{Server: "https://north:6443", CAData: testCA(t)}, valid), false, false, "another server or CA"},
 		{"garbage", []byte("nonsense"), false, false, "not one join wrote"},

@@ -224,7 +224,7 @@ func describeMember(file, context string) string {
 
 // credential returns the token for the Secret's kubeconfig: the one there,
 // if join wrote it for this member and it stays valid for more than
-// RenewWithin, else a new one from a TokenRequest (redacted under
+// planner.CredentialRenewWithin, else a new one from a TokenRequest (redacted under
 // --dry-run, which requests none).
 func (o *Options) credential(ctx context.Context, secret *corev1.Secret, key string, memberCfg *rest.Config, memberKube kubernetes.Interface, target Target) (token, msg string, err error) {
 	var data []byte

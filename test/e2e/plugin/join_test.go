@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -238,6 +239,41 @@ func TestJoin(t *testing.T) {
 			t.Errorf("--refresh left the kubeconfig as it was")
 		}
 		mustMesh(t, env, framework.UserAdmin, "status", "demo", "-n", ns, "--wait", "--timeout", "60s")
+	})
+
+	t.Run("a token of another identity in the Secret is replaced", func(t *testing.T) {
+		// Valid, far from expiry, for the right server: only the member
+		// cluster can tell that it is not the member identity's.
+		if _, err := north.CoreV1().ServiceAccounts("default").Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: "intruder"}}, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		token, err := env.ServiceAccountToken(ctx, 2, "default", "intruder", 90*24*time.Hour)
+		if err != nil {
+			t.Fatal(err)
+		}
+		kc, err := env.KubeconfigFor(2, "intruder", token)
+		if err != nil {
+			t.Fatal(err)
+		}
+		secret, err := hostKube.CoreV1().Secrets(ns).Get(ctx, "north-kubeconfig", metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		secret.Data["kubeconfig"] = kc
+		if _, err := hostKube.CoreV1().Secrets(ns).Update(ctx, secret, metav1.UpdateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		r := mustMesh(t, env, framework.UserAdmin, joinArgs...)
+		if !strings.Contains(r.stdout, "Credential: new token") || !strings.Contains(r.stdout, `authenticates as "system:serviceaccount:default:intruder"`) {
+			t.Errorf("join kept or misreported another identity's token:\n%s", r)
+		}
+		secret, err = hostKube.CoreV1().Secrets(ns).Get(ctx, "north-kubeconfig", metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if cfg, err := clusters.ParseKubeconfig(secret.Data["kubeconfig"], false); err != nil || jwtSubject(t, cfg.BearerToken) != member.Username() {
+			t.Errorf("the Secret does not hold the member identity's token again (%v)", err)
+		}
 	})
 
 	t.Run("why explains a skipped node and ambiguous names", func(t *testing.T) {
