@@ -74,6 +74,20 @@ func (o *Options) Run(ctx context.Context) error {
 		return err
 	}
 	printNetworks(w, nets)
+	entryMap := o.entry(entry, secretName, key, nets)
+	patch, err := entryPatch(mesh, entryMap)
+	if err != nil {
+		return err
+	}
+	upToDate, err := entryUpToDate(entry, entryMap)
+	if err != nil {
+		return err
+	}
+	if !upToDate {
+		if err := preflightEntry(ctx, api, mesh, o.Name, patch); err != nil {
+			return err
+		}
+	}
 
 	objs, err := identityObjects()
 	if err != nil {
@@ -105,11 +119,6 @@ func (o *Options) Run(ctx context.Context) error {
 		return err
 	}
 	secret := secretApply(ns, secretName, key, o.Name, kubeconfig)
-	entryMap := o.entry(entry, secretName, key, nets)
-	patch, err := entryPatch(mesh, entryMap)
-	if err != nil {
-		return err
-	}
 	if o.DryRun {
 		if err := printDryRun(o.Out, objs, ns, secretName, key, o.Name, kubeconfig, patch); err != nil {
 			return err
@@ -122,19 +131,17 @@ func (o *Options) Run(ctx context.Context) error {
 	}
 	fmt.Fprintf(w, "Secret %s/%s (key %s): %s\n", ns, secretName, key, secretOutcome)
 
-	upToDate, err := entryUpToDate(entry, entryMap)
-	if err != nil {
-		return err
-	}
 	meshOutcome := outcomeUnchanged
-	if !upToDate {
-		applied, err := api.Apply(ctx, ns, o.Mesh, patch, cli.ApplyOptions{FieldManager: entryFieldManager(o.Name), Force: true, DryRun: o.DryRun})
+	switch {
+	case upToDate:
+	case o.DryRun:
+		meshOutcome = outcomeDryRun // preflightEntry's dry run
+	default:
+		applied, err := api.Apply(ctx, ns, o.Mesh, patch, cli.ApplyOptions{FieldManager: entryFieldManager(o.Name), Force: true})
 		if err != nil {
 			return fmt.Errorf("adding entry %s to clustermesh %s/%s: %w", o.Name, ns, o.Mesh, err)
 		}
 		switch {
-		case o.DryRun:
-			meshOutcome = outcomeDryRun
 		case entry == nil:
 			meshOutcome = fmt.Sprintf("entry %s added (generation %d)", o.Name, applied.Generation)
 		default:
@@ -168,13 +175,8 @@ func (o *Options) secretRef(entry *meshv1alpha1.ClusterEntry) (name, key string)
 
 // checkHostAccess asks the host, before anything is written on the member,
 // whether the caller may write what join writes there: the kubeconfig
-// Secret and the mesh (server-side apply is a patch).
-//
-// Host grant (issue 8): a mesh with a local entry puts Peers on the host,
-// which the server will allow only to a caller who may manage Peers there
-// or whose namespace a ClusterMeshGrant covers. When ClusterMeshGrant
-// exists, this is where join looks up the grants covering the namespace and
-// says which one is missing, before the server refuses the mesh.
+// Secret and the mesh (server-side apply is a patch). Whether the server
+// takes the entry itself is preflightEntry's question.
 func checkHostAccess(ctx context.Context, kube kubernetes.Interface, ns, mesh, secret string) error {
 	checks := []authorizationv1.ResourceAttributes{
 		{Namespace: ns, Verb: "get", Resource: "secrets", Name: secret},
@@ -198,6 +200,20 @@ func checkHostAccess(ctx context.Context, kube kubernetes.Interface, ns, mesh, s
 	}
 	if len(missing) > 0 {
 		return fmt.Errorf("on the host cluster you may not %s in namespace %s; nothing was changed", strings.Join(missing, ", "), ns)
+	}
+	return nil
+}
+
+// preflightEntry asks the server, before anything is written on the member,
+// whether it would take the entry: a server-side dry run of the apply runs
+// its admission as for the real one. Its refusal is the server's own words
+// and says what is missing, e.g. for a mesh with a local cluster the right
+// to manage Peers on the host or a ClusterMeshGrant covering the namespace
+// (403), or the networks a grant does not allow (422, per field).
+func preflightEntry(ctx context.Context, api *cli.MeshAPI, mesh *meshv1alpha1.ClusterMesh, name string, patch []byte) error {
+	_, err := api.Apply(ctx, mesh.Namespace, mesh.Name, patch, cli.ApplyOptions{FieldManager: entryFieldManager(name), Force: true, DryRun: true})
+	if err != nil {
+		return fmt.Errorf("clustermesh %s/%s would not take entry %s, so nothing was changed: %w", mesh.Namespace, mesh.Name, name, err)
 	}
 	return nil
 }
