@@ -2,6 +2,7 @@ package join
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"strings"
@@ -212,10 +213,22 @@ func checkHostAccess(ctx context.Context, kube kubernetes.Interface, ns, mesh, s
 // (403), or the networks a grant does not allow (422, per field).
 func preflightEntry(ctx context.Context, api *cli.MeshAPI, mesh *meshv1alpha1.ClusterMesh, name string, patch []byte) error {
 	_, err := api.Apply(ctx, mesh.Namespace, mesh.Name, patch, cli.ApplyOptions{FieldManager: entryFieldManager(name), Force: true, DryRun: true})
-	if err != nil {
-		return fmt.Errorf("clustermesh %s/%s would not take entry %s, so nothing was changed: %w", mesh.Namespace, mesh.Name, name, err)
+	if err == nil {
+		return nil
 	}
-	return nil
+	msg := fmt.Sprintf("clustermesh %s/%s would not take entry %s, so nothing was changed", mesh.Namespace, mesh.Name, name)
+	// A 422 lists its fields: one a line reads better than the server's
+	// one-line list.
+	var status apierrors.APIStatus
+	if errors.As(err, &status) && status.Status().Details != nil && len(status.Status().Details.Causes) > 0 {
+		var b strings.Builder
+		b.WriteString(msg + ":")
+		for _, c := range status.Status().Details.Causes {
+			fmt.Fprintf(&b, "\n  %s: %s", c.Field, c.Message)
+		}
+		return errors.New(b.String())
+	}
+	return fmt.Errorf("%s: %w", msg, err)
 }
 
 // memberConfig is the caller's own configuration of the member cluster:
