@@ -46,7 +46,7 @@ tools:
 # Built, then run, so that Ctrl-C reaches the demo itself and it exits cleanly.
 # RUN_FLAGS go to the demo, e.g. make run RUN_FLAGS=--clusters=3.
 run: tools
-	$(GO) build -o $(BIN_DIR)/kubectl-mesh ./cmd/kubectl-mesh
+	$(GO_BUILD) -o $(BIN_DIR)/kubectl-mesh ./cmd/kubectl-mesh
 	install -m 0755 cmd/kubectl-mesh/kubectl_complete-mesh $(BIN_DIR)/
 	$(GO) build -o $(BIN_DIR)/localenv ./hack/localenv
 	exec $(BIN_DIR)/localenv $(RUN_FLAGS)

@@ -5,16 +5,17 @@
 # _output/plugin/mesh.yaml, the manifest with the version and checksums
 # filled in.
 #
-#   hack/plugin-release.sh v0.1.0
+#   hack/plugin-release.sh [VERSION]    # default: hack/version.sh
 set -o errexit -o nounset -o pipefail
 
-VERSION=${1:?usage: hack/plugin-release.sh VERSION (e.g. v0.1.0)}
+VERSION=${1:-$(bash "$(dirname "${BASH_SOURCE[0]}")/version.sh")}
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 OUT=${OUT:-$ROOT/_output/plugin}
 PLATFORMS=(linux/amd64 linux/arm64 darwin/amd64 darwin/arm64)
 PKG=github.com/kilo-mesh/kilo-mesh-apiserver/pkg/version
 COMMIT=$(git -C "$ROOT" rev-parse HEAD 2>/dev/null || echo unknown)
-DATE=$(date -u +%Y-%m-%dT%H:%M:%SZ)
+# The commit time, as the Makefile stamps the server: one commit, the same binaries.
+DATE=$(date -u -d "@$(git -C "$ROOT" log -1 --format=%ct 2>/dev/null || echo 0)" +%Y-%m-%dT%H:%M:%SZ)
 
 rm -rf "$OUT"
 mkdir -p "$OUT"
@@ -25,7 +26,7 @@ for p in "${PLATFORMS[@]}"; do
 	os=${p%/*} arch=${p#*/}
 	dir=$(mktemp -d)
 	echo "building kubectl-mesh $VERSION for $os/$arch"
-	(cd "$ROOT" && GOOS=$os GOARCH=$arch CGO_ENABLED=0 go build -trimpath \
+	(cd "$ROOT" && GOOS=$os GOARCH=$arch CGO_ENABLED=0 go build -trimpath -buildvcs=false \
 		-ldflags "-s -w -X $PKG.gitVersion=$VERSION -X $PKG.gitCommit=$COMMIT -X $PKG.buildDate=$DATE" \
 		-o "$dir/kubectl-mesh" ./cmd/kubectl-mesh)
 	cp "$ROOT/LICENSE" "$ROOT/cmd/kubectl-mesh/kubectl_complete-mesh" "$dir/"

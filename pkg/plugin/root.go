@@ -41,6 +41,7 @@ of the predecessor kilo-clustermesh-operator over.`,
 		views.NewWhyCommand(o),
 		views.NewStatusCommand(o),
 		migrate.NewImportCommand(o),
+		newVersionCommand(o),
 	)
 	return root
 }

@@ -22,10 +22,21 @@ func TestCommands(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, want := range []string{"kubectl mesh [command]", "join", "plan", "peers", "graph", "why", "status", "import", "completion", "--kubeconfig", "--context", "--namespace"} {
+	for _, want := range []string{"kubectl mesh [command]", "join", "plan", "peers", "graph", "why", "status", "import", "version", "completion", "--kubeconfig", "--context", "--namespace"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("help lacks %q:\n%s", want, out)
 		}
+	}
+}
+
+func TestVersion(t *testing.T) {
+	out, err := run(t, "version")
+	if err != nil || !strings.HasPrefix(out, "kubectl-mesh v") {
+		t.Errorf("version printed %q, %v", out, err)
+	}
+	out, err = run(t, "version", "-o", "json")
+	if err != nil || !strings.Contains(out, `"version": "v`) {
+		t.Errorf("version -o json printed %q, %v", out, err)
 	}
 }
 
