@@ -102,12 +102,3 @@ func conditionMessage(obj *unstructured.Unstructured, condType string) string {
 	}
 	return "no " + condType + " condition"
 }
-
-// ListPeers returns the Kilo Peers on cluster i, as admin.
-func (e *Env) ListPeers(ctx context.Context, cluster int) ([]unstructured.Unstructured, error) {
-	list, err := e.Dynamic(cluster, UserAdmin).Resource(PeerGVR).List(ctx, metav1.ListOptions{})
-	if err != nil {
-		return nil, err
-	}
-	return list.Items, nil
-}

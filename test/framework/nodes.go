@@ -233,23 +233,9 @@ func (e *Env) CreateKiloNode(ctx context.Context, cluster int, k KiloNode) (*cor
 }
 
 // AnnotateNode merge-patches annotations onto node name of cluster i (an
-// empty value sets the annotation to ""; see RemoveNodeAnnotations).
+// empty value sets the annotation to "", it does not remove it).
 func (e *Env) AnnotateNode(ctx context.Context, cluster int, name string, annotations map[string]string) error {
 	patch, err := json.Marshal(map[string]any{"metadata": map[string]any{"annotations": annotations}})
-	if err != nil {
-		return err
-	}
-	_, err = e.Client(cluster, UserAdmin).CoreV1().Nodes().Patch(ctx, name, types.MergePatchType, patch, metav1.PatchOptions{})
-	return err
-}
-
-// RemoveNodeAnnotations removes annotations from node name on cluster i.
-func (e *Env) RemoveNodeAnnotations(ctx context.Context, cluster int, name string, keys ...string) error {
-	ann := map[string]any{}
-	for _, k := range keys {
-		ann[k] = nil
-	}
-	patch, err := json.Marshal(map[string]any{"metadata": map[string]any{"annotations": ann}})
 	if err != nil {
 		return err
 	}

@@ -9,7 +9,6 @@ import (
 	"net"
 	"os"
 	"os/exec"
-	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -233,5 +232,3 @@ func runCommand(ctx context.Context, stdin io.Reader, env []string, path string,
 	}
 	return stdout.String(), stderr.String(), err
 }
-
-func itoa(i int) string { return strconv.Itoa(i) }

@@ -71,13 +71,6 @@ func FindTools(dir string) (Tools, error) {
 	return t, nil
 }
 
-// ToolsAvailable reports whether FindTools would succeed; e2e tests may use
-// it to skip with a clear message instead of failing.
-func ToolsAvailable() bool {
-	_, err := FindTools("")
-	return err == nil
-}
-
 // RepoRoot returns the root of the kilo-mesh-apiserver repository: the
 // directory of the main module's go.mod, found from this source file (works
 // for tests run from any package directory) or else from `go env GOMOD`.
