@@ -4,7 +4,6 @@ package framework_test
 
 import (
 	"context"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -220,13 +219,6 @@ func TestEnvironment(t *testing.T) {
 // TestMeshServer runs the real kilo-mesh-apiserver behind the aggregation
 // layer with the RBAC of artifacts/deploy.
 func TestMeshServer(t *testing.T) {
-	root, err := framework.RepoRoot()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := os.Stat(filepath.Join(root, "cmd", "kilo-mesh-apiserver")); err != nil && os.Getenv(framework.MeshServerBinEnv) == "" {
-		t.Skipf("no ./cmd/kilo-mesh-apiserver yet: %v", err)
-	}
 	env := framework.StartT(t, framework.Options{Clusters: 2})
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()
@@ -291,13 +283,6 @@ func TestMeshServer(t *testing.T) {
 // TestMeshServerExternalEtcd runs the server on the environment's etcd
 // (--etcd-servers, unique --etcd-prefix) instead of its embedded etcd.
 func TestMeshServerExternalEtcd(t *testing.T) {
-	root, err := framework.RepoRoot()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := os.Stat(filepath.Join(root, "cmd", "kilo-mesh-apiserver")); err != nil && os.Getenv(framework.MeshServerBinEnv) == "" {
-		t.Skipf("no ./cmd/kilo-mesh-apiserver yet: %v", err)
-	}
 	env := framework.StartT(t, framework.Options{Clusters: 1})
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
