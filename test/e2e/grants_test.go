@@ -155,21 +155,12 @@ func (g *grantsEnv) create(user, ns, manifest string) (string, error) {
 	return stderr, err
 }
 
-func (g *grantsEnv) kubectl(t *testing.T, user string, args ...string) string {
-	t.Helper()
-	out, stderr, err := g.env.Kubectl(context.Background(), framework.HostCluster, user, args...)
-	if err != nil {
-		t.Fatalf("kubectl %v: %v\n%s", args, err, stderr)
-	}
-	return out
-}
-
 func (g *grantsEnv) in(ns string) *rcEnv { return &rcEnv{env: g.env, server: g.server, ns: ns} }
 
 // plan reads the plan view of a mesh.
 func (g *grantsEnv) plan(t *testing.T, ns, name string) *meshv1alpha1.ClusterMeshPlan {
 	t.Helper()
-	raw := g.kubectl(t, framework.UserAdmin, "get", "--raw", "/apis/mesh.kilo.squat.ai/v1alpha1/namespaces/"+ns+"/clustermeshes/"+name+"/plan")
+	raw := g.env.KubectlT(t, framework.HostCluster, framework.UserAdmin, "get", "--raw", "/apis/mesh.kilo.squat.ai/v1alpha1/namespaces/"+ns+"/clustermeshes/"+name+"/plan")
 	p := &meshv1alpha1.ClusterMeshPlan{}
 	if err := json.Unmarshal([]byte(raw), p); err != nil {
 		t.Fatalf("decoding plan: %v", err)
@@ -286,7 +277,7 @@ func TestGrants(t *testing.T) {
 		if strings.Contains(stderr, "podCIDRs") || strings.Contains(stderr, "wireguardCIDR") {
 			t.Errorf("networks inside the grant were refused: %s", stderr)
 		}
-		if out := g.kubectl(t, framework.UserAdmin, "-n", ns, "get", "cmesh", "-o", "name"); strings.TrimSpace(out) != "" {
+		if out := g.env.KubectlT(t, framework.HostCluster, framework.UserAdmin, "-n", ns, "get", "cmesh", "-o", "name"); strings.TrimSpace(out) != "" {
 			t.Errorf("a refused mesh was stored: %s", out)
 		}
 	})
@@ -353,7 +344,7 @@ func TestGrants(t *testing.T) {
 			{"annotate", "cmesh", "mine", meshv1alpha1.AnnotationHostAccess + "-"},
 			{"patch", "cmesh", "mine", "--type=json", "-p", `[{"op":"remove","path":"/metadata/annotations"}]`},
 		} {
-			g.kubectl(t, tenant, append([]string{"-n", ns}, attempt...)...)
+			g.env.KubectlT(t, framework.HostCluster, tenant, append([]string{"-n", ns}, attempt...)...)
 			if got := record(); got != meshv1alpha1.HostAccessGrant {
 				t.Errorf("after kubectl %v: recorded %q", attempt, got)
 			}

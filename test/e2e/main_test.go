@@ -64,14 +64,11 @@ func run(m *testing.M) int {
 	return code
 }
 
-// kubectl runs kubectl on the host cluster as user and fails the test on error.
+// kubectl runs kubectl on the host cluster of the package's environment as
+// user and fails the test on error.
 func kubectl(t *testing.T, user string, args ...string) string {
 	t.Helper()
-	out, stderr, err := env.Kubectl(context.Background(), framework.HostCluster, user, args...)
-	if err != nil {
-		t.Fatalf("kubectl %s: %v\n%s", strings.Join(args, " "), err, stderr)
-	}
-	return out
+	return env.KubectlT(t, framework.HostCluster, user, args...)
 }
 
 // kubectlErr runs kubectl expecting it to fail and returns its stderr.

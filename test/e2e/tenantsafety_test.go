@@ -147,8 +147,8 @@ func TestTenantSafety(t *testing.T) {
 			"the mesh":    toJSON(t, ts.get(t, ns, "failing")),
 			"the plan":    ts.plan(t, ns, "failing"),
 			"the events":  toJSON(t, ts.events(t, ns)),
-			"the table":   kubectlOn(t, rc.env, "-n", ns, "get", "cmesh", "failing", "-o", "wide"),
-			"kubectl get": kubectlOn(t, rc.env, "-n", ns, "describe", "cmesh", "failing"),
+			"the table":   rc.env.KubectlT(t, framework.HostCluster, framework.UserAdmin, "-n", ns, "get", "cmesh", "failing", "-o", "wide"),
+			"kubectl get": rc.env.KubectlT(t, framework.HostCluster, framework.UserAdmin, "-n", ns, "describe", "cmesh", "failing"),
 		}
 		for where, text := range seen {
 			if strings.Contains(text, marker) || strings.Contains(text, "aws_secret_access_key") {
@@ -557,14 +557,4 @@ func toJSON(t *testing.T, v any) string {
 		t.Fatal(err)
 	}
 	return string(b)
-}
-
-// kubectlOn runs kubectl as admin on the host cluster of env.
-func kubectlOn(t *testing.T, env *framework.Env, args ...string) string {
-	t.Helper()
-	out, stderr, err := env.Kubectl(context.Background(), framework.HostCluster, framework.UserAdmin, args...)
-	if err != nil {
-		t.Fatalf("kubectl %s: %v\n%s", strings.Join(args, " "), err, stderr)
-	}
-	return out
 }

@@ -3,7 +3,6 @@
 package e2e
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -155,9 +154,7 @@ func (v *viewsEnv) kubectl(t *testing.T, user string, args ...string) (string, e
 
 func (v *viewsEnv) kubectlIn(t *testing.T, user, stdin string, args ...string) {
 	t.Helper()
-	if _, stderr, err := v.env.KubectlWithInput(context.Background(), bytes.NewBufferString(stdin), framework.HostCluster, user, append([]string{"-n", v.ns}, args...)...); err != nil {
-		t.Fatalf("kubectl %v: %v\n%s", args, err, stderr)
-	}
+	v.env.KubectlInT(t, framework.HostCluster, user, stdin, append([]string{"-n", v.ns}, args...)...)
 }
 
 func (v *viewsEnv) raw(t *testing.T, user, path string) (string, error) {

@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"testing"
 	"time"
 
 	"k8s.io/client-go/dynamic"
@@ -126,6 +127,28 @@ func (e *Env) Kubectl(ctx context.Context, cluster int, user string, args ...str
 // KubectlWithInput is Kubectl with stdin (for `apply -f -`).
 func (e *Env) KubectlWithInput(ctx context.Context, stdin io.Reader, cluster int, user string, args ...string) (stdout, stderr string, err error) {
 	return runCommand(ctx, stdin, e.kubectlEnv(e.Kubeconfig(cluster, user)), e.tools.Kubectl, args...)
+}
+
+// KubectlT runs kubectl as user on cluster i and returns its stdout; when
+// kubectl fails, it fails the test with the command and kubectl's stderr.
+func (e *Env) KubectlT(t testing.TB, cluster int, user string, args ...string) string {
+	t.Helper()
+	return e.kubectlT(t, nil, cluster, user, args)
+}
+
+// KubectlInT is KubectlT with stdin (a manifest for `apply -f -`).
+func (e *Env) KubectlInT(t testing.TB, cluster int, user, stdin string, args ...string) string {
+	t.Helper()
+	return e.kubectlT(t, strings.NewReader(stdin), cluster, user, args)
+}
+
+func (e *Env) kubectlT(t testing.TB, stdin io.Reader, cluster int, user string, args []string) string {
+	t.Helper()
+	out, stderr, err := e.KubectlWithInput(context.Background(), stdin, cluster, user, args...)
+	if err != nil {
+		t.Fatalf("kubectl %s (as %s on cluster %d): %v\n%s", strings.Join(args, " "), user, cluster, err, stderr)
+	}
+	return out
 }
 
 // KubectlPath returns the path of the kubectl binary the framework uses.

@@ -72,10 +72,10 @@ func TestImportAdopt(t *testing.T) {
 	// The predecessor's world: its CRD, its namespace, cluster-b's
 	// kubeconfig Secret (here for the member identity), its mesh with the
 	// finalizer its operator puts on, its Peers on both clusters.
-	kubectl(t, env, 0, "apply", "-f", sampleCRD)
-	kubectl(t, env, 0, "wait", "--for=condition=Established", "--timeout=60s", "crd/clustermeshes.kilo.squat.ai")
-	kubectl(t, env, 0, "create", "namespace", sampleNS)
-	kubectl(t, env, 1, "apply", "-k", "../../../artifacts/member")
+	env.KubectlT(t, 0, framework.UserAdmin, "apply", "-f", sampleCRD)
+	env.KubectlT(t, 0, framework.UserAdmin, "wait", "--for=condition=Established", "--timeout=60s", "crd/clustermeshes.kilo.squat.ai")
+	env.KubectlT(t, 0, framework.UserAdmin, "create", "namespace", sampleNS)
+	env.KubectlT(t, 1, framework.UserAdmin, "apply", "-k", "../../../artifacts/member")
 	token, err := env.ServiceAccountToken(ctx, 1, member.Namespace, member.ServiceAccount, time.Hour)
 	if err != nil {
 		t.Fatal(err)
@@ -90,11 +90,11 @@ func TestImportAdopt(t *testing.T) {
 	}, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	kubectl(t, env, 0, "apply", "-f", sampleFile)
-	kubectl(t, env, 0, "patch", "clustermeshes.kilo.squat.ai", sampleMesh, "-n", sampleNS, "--type=merge",
+	env.KubectlT(t, 0, framework.UserAdmin, "apply", "-f", sampleFile)
+	env.KubectlT(t, 0, framework.UserAdmin, "patch", "clustermeshes.kilo.squat.ai", sampleMesh, "-n", sampleNS, "--type=merge",
 		"-p", `{"metadata":{"finalizers":["`+migrate.PredecessorFinalizer+`"]}}`)
-	kubectlIn(t, env, 0, predecessorPeer("cluster-b", "node-b2", keys["node-b2"], "10.2.2.0/24"), "apply", "-f", "-")
-	kubectlIn(t, env, 1, predecessorPeer("cluster-a", "node-a1", keys["node-a1"], "10.1.1.0/24", "10.200.0.1/32")+"---\n"+
+	env.KubectlInT(t, 0, framework.UserAdmin, predecessorPeer("cluster-b", "node-b2", keys["node-b2"], "10.2.2.0/24"), "apply", "-f", "-")
+	env.KubectlInT(t, 1, framework.UserAdmin, predecessorPeer("cluster-a", "node-a1", keys["node-a1"], "10.1.1.0/24", "10.200.0.1/32")+"---\n"+
 		predecessorPeer("cluster-a", "node-a2", keys["node-a2"], "10.1.2.0/24")+"---\n"+
 		predecessorPeer("cluster-a", "anchor", keys["node-a1"], "10.96.0.0/12"), "apply", "-f", "-")
 	predecessorRVs := func() map[string]string {

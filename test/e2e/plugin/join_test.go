@@ -87,7 +87,7 @@ func TestJoin(t *testing.T) {
 	if _, err := env.CreateKubeconfigSecret(ctx, ns, "west-kubeconfig", 1, framework.UserAdmin); err != nil {
 		t.Fatal(err)
 	}
-	kubectlIn(t, env, framework.HostCluster, joinMesh, "apply", "-n", ns, "-f", "-")
+	env.KubectlInT(t, framework.HostCluster, framework.UserAdmin, joinMesh, "apply", "-n", ns, "-f", "-")
 	t.Run("status --wait returns when Ready", func(t *testing.T) {
 		r := mustMesh(t, env, framework.UserAdmin, "status", "demo", "-n", ns, "--wait", "--timeout", "90s")
 		if !strings.Contains(r.stdout, "Ready              True") {
@@ -308,7 +308,7 @@ func TestJoin(t *testing.T) {
 		if !strings.Contains(r.stdout, `"kind": "Peer"`) {
 			t.Errorf("json peers of north:\n%s", r)
 		}
-		applied := kubectlIn(t, env, 2, r.stdout, "apply", "--server-side", "--dry-run=server", "-f", "-")
+		applied := env.KubectlInT(t, 2, framework.UserAdmin, r.stdout, "apply", "--server-side", "--dry-run=server", "-f", "-")
 		if strings.Count(applied, "peer.kilo.squat.ai/") != 2 {
 			t.Errorf("the JSON list of north's 2 Peers does not apply there:\n%s", applied)
 		}
@@ -329,11 +329,11 @@ func TestJoin(t *testing.T) {
 	})
 
 	t.Run("shell completion through kubectl", func(t *testing.T) {
-		out := kubectl(t, env, framework.HostCluster, "__complete", "mesh", "status", "-n", ns, "")
+		out := env.KubectlT(t, framework.HostCluster, framework.UserAdmin, "__complete", "mesh", "status", "-n", ns, "")
 		if !strings.Contains(out, "demo\n") {
 			t.Errorf("completing a mesh name:\n%s", out)
 		}
-		out = kubectl(t, env, framework.HostCluster, "__complete", "mesh", "why", "demo", "-n", ns, "--cluster", "")
+		out = env.KubectlT(t, framework.HostCluster, framework.UserAdmin, "__complete", "mesh", "why", "demo", "-n", ns, "--cluster", "")
 		for _, c := range []string{"east", "north", "west"} {
 			if !strings.Contains(out, c+"\n") {
 				t.Errorf("completing --cluster lacks %s:\n%s", c, out)
@@ -355,7 +355,7 @@ func TestJoin(t *testing.T) {
 			t.Fatal(err)
 		}
 		other := strings.NewReplacer("10.42.", "10.142.", "10.43.", "10.143.", "10.4.", "10.104.", "10.52.", "10.152.", "10.53.", "10.153.", "10.5.", "10.105.").Replace(joinMesh)
-		kubectlIn(t, env, framework.HostCluster, other, "apply", "-n", tns, "-f", "-")
+		env.KubectlInT(t, framework.HostCluster, framework.UserAdmin, other, "apply", "-n", tns, "-f", "-")
 		tenantMeshes := env.Dynamic(framework.HostCluster, framework.UserAdmin).Resource(framework.ClusterMeshGVR).Namespace(tns)
 		before, err := tenantMeshes.Get(ctx, "demo", metav1.GetOptions{})
 		if err != nil {
@@ -378,7 +378,7 @@ func TestJoin(t *testing.T) {
 		if err := env.ApplyGrant(ctx, tns, narrow); err != nil {
 			t.Fatal(err)
 		}
-		eventually(t, 30*time.Second, "join under a narrow grant names north's networks", func() error {
+		framework.EventuallyT(t, 30*time.Second, "join under a narrow grant names north's networks", func() error {
 			r = mesh(t, env, framework.UserTenantA, args...)
 			if r.code != 1 || !strings.Contains(r.stderr, "spec.clusters[2].podCIDRs[0]") || !strings.Contains(r.stderr, "outside the memberNetworks") {
 				return fmt.Errorf("%s", r)
@@ -393,7 +393,7 @@ func TestJoin(t *testing.T) {
 		if err := env.ApplyGrant(ctx, tns, framework.TenantGrant(tns)); err != nil {
 			t.Fatal(err)
 		}
-		eventually(t, 30*time.Second, "join under a covering grant", func() error {
+		framework.EventuallyT(t, 30*time.Second, "join under a covering grant", func() error {
 			if r = mesh(t, env, framework.UserTenantA, args...); r.code != 0 {
 				return fmt.Errorf("%s", r)
 			}
@@ -415,7 +415,7 @@ func TestJoin(t *testing.T) {
 		}()
 		var r result
 		// Until the server notices, the mesh may still read Ready.
-		eventually(t, 60*time.Second, "status reports north unreachable", func() error {
+		framework.EventuallyT(t, 60*time.Second, "status reports north unreachable", func() error {
 			r = mesh(t, env, framework.UserAdmin, "status", "demo", "-n", ns)
 			if r.code != 2 {
 				return fmt.Errorf("%s", r)

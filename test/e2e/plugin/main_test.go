@@ -8,7 +8,6 @@
 package plugin
 
 import (
-	"bytes"
 	"context"
 	"encoding/base64"
 	"encoding/json"
@@ -99,26 +98,6 @@ func mustMesh(t *testing.T, env *framework.Env, user string, args ...string) res
 	return r
 }
 
-// kubectl runs kubectl on cluster i as admin and fails the test on error.
-func kubectl(t *testing.T, env *framework.Env, cluster int, args ...string) string {
-	t.Helper()
-	out, stderr, err := env.Kubectl(context.Background(), cluster, framework.UserAdmin, args...)
-	if err != nil {
-		t.Fatalf("kubectl %s on cluster %d: %v\n%s", strings.Join(args, " "), cluster, err, stderr)
-	}
-	return out
-}
-
-// kubectlIn runs kubectl with stdin on cluster i as admin.
-func kubectlIn(t *testing.T, env *framework.Env, cluster int, stdin string, args ...string) string {
-	t.Helper()
-	out, stderr, err := env.KubectlWithInput(context.Background(), bytes.NewBufferString(stdin), cluster, framework.UserAdmin, args...)
-	if err != nil {
-		t.Fatalf("kubectl %s on cluster %d: %v\n%s", strings.Join(args, " "), cluster, err, stderr)
-	}
-	return out
-}
-
 // jwtSubject reads the sub claim of a JWT without verifying it.
 func jwtSubject(t *testing.T, token string) string {
 	t.Helper()
@@ -137,12 +116,4 @@ func jwtSubject(t *testing.T, token string) string {
 		t.Fatal(err)
 	}
 	return claims.Sub
-}
-
-// eventually retries f every interval for up to timeout.
-func eventually(t *testing.T, timeout time.Duration, what string, f func() error) {
-	t.Helper()
-	if err := framework.Eventually(context.Background(), 500*time.Millisecond, timeout, func(context.Context) error { return f() }); err != nil {
-		t.Fatalf("%s: %v", what, err)
-	}
 }
