@@ -4,6 +4,8 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	meshv1alpha1 "github.com/kilo-mesh/kilo-mesh-apiserver/pkg/apis/mesh/v1alpha1"
 )
 
 // reasonSources are the reasons the server reports, where their constants
@@ -63,6 +65,27 @@ func TestTroubleshootingCoversEveryReason(t *testing.T) {
 				t.Errorf("section %q documents %v twice", src.section, dup)
 			}
 		})
+	}
+}
+
+// TestConditionTypesListsEveryCondition: the list clients show
+// (meshv1alpha1.ConditionTypes: kubectl mesh status and its help) holds
+// every condition constant the API defines, once.
+func TestConditionTypesListsEveryCondition(t *testing.T) {
+	var want []string
+	for _, c := range stringConstants(t, "pkg/apis/mesh/v1alpha1") {
+		if strings.HasPrefix(c.name, "Condition") {
+			want = append(want, c.value)
+		}
+	}
+	if len(want) == 0 {
+		t.Fatal("no Condition constants found in pkg/apis/mesh/v1alpha1: the test no longer matches the source")
+	}
+	got := slices.Clone(meshv1alpha1.ConditionTypes)
+	slices.Sort(got)
+	slices.Sort(want)
+	if !slices.Equal(got, want) {
+		t.Errorf("meshv1alpha1.ConditionTypes holds %v, the constants are %v", got, want)
 	}
 }
 

@@ -3,6 +3,7 @@ package views
 import (
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -47,7 +48,7 @@ func RenderStatus(w io.Writer, m *meshv1alpha1.ClusterMesh) {
 	fmt.Fprintf(w, "ClusterMesh %s/%s: generation %d, status of generation %d\n\n", m.Namespace, m.Name, m.Generation, m.Status.ObservedGeneration)
 	tw := newTable(w)
 	fmt.Fprintln(tw, "CONDITION\tSTATUS\tREASON\tSINCE\tMESSAGE")
-	for _, typ := range []string{meshv1alpha1.ConditionReady, meshv1alpha1.ConditionClustersReachable, meshv1alpha1.ConditionPeersApplied, meshv1alpha1.ConditionNetworksValid} {
+	for _, typ := range meshv1alpha1.ConditionTypes {
 		c := meta.FindStatusCondition(m.Status.Conditions, typ)
 		if c == nil {
 			fmt.Fprintf(tw, "%s\t%s\t\t\t\n", typ, metav1.ConditionUnknown)
@@ -57,8 +58,7 @@ func RenderStatus(w io.Writer, m *meshv1alpha1.ClusterMesh) {
 	}
 	// Conditions other servers or later versions add are shown too.
 	for _, c := range m.Status.Conditions {
-		switch c.Type {
-		case meshv1alpha1.ConditionReady, meshv1alpha1.ConditionClustersReachable, meshv1alpha1.ConditionPeersApplied, meshv1alpha1.ConditionNetworksValid:
+		if slices.Contains(meshv1alpha1.ConditionTypes, c.Type) {
 			continue
 		}
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", c.Type, c.Status, c.Reason, c.LastTransitionTime.UTC().Format("2006-01-02T15:04:05Z"), oneLine(c.Message))

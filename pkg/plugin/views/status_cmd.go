@@ -27,8 +27,10 @@ func NewStatusCommand(o *cli.Options) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "status MESH [--wait] [--timeout 5m]",
 		Short: "Show the mesh's conditions and the figures of every member cluster",
-		Long: `Show the conditions of a ClusterMesh (Ready, ClustersReachable, PeersApplied,
-NetworksValid) and per member cluster its reachability, nodes, groups and Peers.
+		Long: `Show the conditions of a ClusterMesh and, per member cluster, its
+reachability, nodes, groups and Peers. The conditions:
+  ` + strings.Join(meshv1alpha1.ConditionTypes, ", ") + `
+
 With --wait, show a live progress line until the mesh is Ready for its current
 generation, or until --timeout.
 

@@ -125,6 +125,33 @@ func TestReady(t *testing.T) {
 	}
 }
 
+// TestRenderStatus: every condition the server reports has a row, in the
+// API's order whatever the stored order, Unknown while the server has not
+// written it; conditions this client does not know follow.
+func TestRenderStatus(t *testing.T) {
+	m := &meshv1alpha1.ClusterMesh{ObjectMeta: metav1.ObjectMeta{Name: "demo", Namespace: "ns"}}
+	m.Status.Conditions = []metav1.Condition{
+		{Type: "FromALaterServer", Status: metav1.ConditionTrue, Reason: "Later"},
+		{Type: meshv1alpha1.ConditionGranted, Status: metav1.ConditionFalse, Reason: "NotGranted"},
+		{Type: meshv1alpha1.ConditionReady, Status: metav1.ConditionFalse, Reason: "NotReady"},
+	}
+	var out bytes.Buffer
+	RenderStatus(&out, m)
+	var rows []string
+	for _, line := range strings.Split(out.String(), "\n")[3:] {
+		if line == "" {
+			break
+		}
+		f := strings.Fields(line)
+		rows = append(rows, strings.Join(f[:min(3, len(f))], " "))
+	}
+	want := []string{"Ready False NotReady", "ClustersReachable Unknown", "PeersApplied Unknown", "NetworksValid Unknown",
+		"CredentialsValid Unknown", "Granted False NotGranted", "FromALaterServer True Later"}
+	if strings.Join(rows, "\n") != strings.Join(want, "\n") {
+		t.Errorf("condition rows:\n%s\nwant:\n%s\nin:\n%s", strings.Join(rows, "\n"), strings.Join(want, "\n"), out.String())
+	}
+}
+
 func TestWithoutElapsed(t *testing.T) {
 	if got := withoutElapsed("waiting for ns/demo to be Ready (12s): Ready=False"); got != "waiting for ns/demo to be Ready : Ready=False" {
 		t.Errorf("got %q", got)

@@ -136,6 +136,13 @@ const (
 	ConditionGranted = "Granted"
 )
 
+// ConditionTypes are the conditions the server reports on every
+// ClusterMesh, in the order clients show them.
+var ConditionTypes = []string{
+	ConditionReady, ConditionClustersReachable, ConditionPeersApplied,
+	ConditionNetworksValid, ConditionCredentialsValid, ConditionGranted,
+}
+
 // ClusterMeshStatus is what the server last observed and applied.
 type ClusterMeshStatus struct {
 	// observedGeneration is the generation of the spec this status describes.
