@@ -23,6 +23,7 @@ import (
 
 	"k8s.io/apimachinery/pkg/types"
 
+	"github.com/kilo-mesh/kilo-mesh-apiserver/pkg/planner"
 	"github.com/kilo-mesh/kilo-mesh-apiserver/test/framework"
 )
 
@@ -52,9 +53,9 @@ type Skip string
 // The ways a node is left out (what the plan's reasons will say).
 const (
 	SkipNone    Skip = ""
-	SkipNoKey   Skip = "NoPublicKey"
-	SkipStale   Skip = "NotReady"
-	SkipOutside Skip = "PodCIDROutsideDeclared"
+	SkipNoKey   Skip = planner.ReasonNoPublicKey
+	SkipStale   Skip = planner.ReasonNotReady
+	SkipOutside Skip = planner.ReasonPodCIDROutsideDeclared
 )
 
 // Node is one Kilo node of the bed.
