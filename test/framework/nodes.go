@@ -20,7 +20,6 @@ import (
 	"k8s.io/client-go/rest"
 
 	kilov1alpha1 "github.com/kilo-mesh/kilo-mesh-apiserver/pkg/apis/kilo/v1alpha1"
-	meshv1alpha1 "github.com/kilo-mesh/kilo-mesh-apiserver/pkg/apis/mesh/v1alpha1"
 )
 
 // defaultGranularity is the kilo.squat.ai/granularity kg writes by default.
@@ -141,7 +140,7 @@ func (k KiloNode) Build() (*corev1.Node, error) {
 	}
 	ann[kilov1alpha1.AnnotationLastSeen] = strconv.FormatInt(lastSeen.Unix(), 10)
 	if k.RegionLabel != "" {
-		labels[meshv1alpha1.DefaultTopologyLabel] = k.RegionLabel
+		labels[corev1.LabelTopologyRegion] = k.RegionLabel
 	}
 	for n, v := range k.Labels {
 		labels[n] = v

@@ -7,13 +7,11 @@ import (
 	"net/netip"
 	"slices"
 	"strconv"
-	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
 
 	kilov1alpha1 "github.com/kilo-mesh/kilo-mesh-apiserver/pkg/apis/kilo/v1alpha1"
-	meshv1alpha1 "github.com/kilo-mesh/kilo-mesh-apiserver/pkg/apis/mesh/v1alpha1"
 )
 
 // What kg decides from its cluster's Nodes and Kilo Peers, for one node,
@@ -22,6 +20,18 @@ import (
 // a group's leader is the Ready member carrying a kilo.squat.ai/wireguard-ip
 // annotation, which the test writes as Kilo's agents would (kg writes it
 // only on leaders); the leader annotation itself is for the planner.
+
+// Kilo's own facts, held here and not taken from this repository's API, so
+// that the agent disagrees with the server where the server misreads Kilo:
+// kg's granularities (its --mesh-granularity, which it writes into
+// kilo.squat.ai/granularity) are these lower-case words, compared as they
+// are, and its default --topology-label is Kubernetes' region label.
+const (
+	kgGranularityLocation = "location" // kg's default
+	kgGranularityFull     = "full"
+	kgGranularityCross    = "cross" // a widely deployed patch of kg
+	kgTopologyLabel       = corev1.LabelTopologyRegion
+)
 
 // kiloNode is a Node as kg reads it.
 type kiloNode struct {
@@ -77,7 +87,7 @@ func readNode(n *corev1.Node, now time.Time) kiloNode {
 	ann := n.Annotations
 	k := kiloNode{name: n.Name, key: ann[kilov1alpha1.AnnotationKey], granularity: ann[kilov1alpha1.AnnotationGranularity]}
 	if k.granularity == "" {
-		k.granularity = string(meshv1alpha1.GranularityLocation)
+		k.granularity = kgGranularityLocation
 	}
 	for _, a := range []string{ann[kilov1alpha1.AnnotationForceEndpoint], ann[kilov1alpha1.AnnotationEndpoint]} {
 		if ap, err := netip.ParseAddrPort(a); err == nil {
@@ -102,19 +112,26 @@ func readNode(n *corev1.Node, now time.Time) kiloNode {
 	// Kilo's readiness: a recent check-in, a key, an endpoint, a pod CIDR.
 	k.ready = kilov1alpha1.CheckedIn(n, now) && k.key != "" && k.endpoint.IsValid() && k.podCIDR.IsValid()
 
-	switch {
-	case !strings.EqualFold(k.granularity, string(meshv1alpha1.GranularityLocation)):
+	switch k.granularity {
+	case kgGranularityFull, kgGranularityCross:
 		k.group = "node:" + n.Name
-	case !k.internalIP.IsValid():
-		// Without an internal IP a node cannot reach its location's
-		// leader: Kilo makes it a group of its own.
-		k.group = "node:" + n.Name
-	default:
+	case kgGranularityLocation:
+		if !k.internalIP.IsValid() {
+			// Without an internal IP a node cannot reach its location's
+			// leader: Kilo makes it a group of its own.
+			k.group = "node:" + n.Name
+			break
+		}
 		loc, ok := ann[kilov1alpha1.AnnotationLocation]
 		if !ok {
-			loc = n.Labels[meshv1alpha1.DefaultTopologyLabel]
+			loc = n.Labels[kgTopologyLabel]
 		}
 		k.group = "location:" + loc
+	default:
+		// kg refuses to start with a granularity it does not know, so no
+		// kg would ever have written this one: the node takes part in
+		// nothing.
+		k.ready = false
 	}
 	return k
 }

@@ -193,3 +193,39 @@ func TestCheckLoopback(t *testing.T) {
 		}
 	}
 }
+
+// TestReadNodeKiloFacts: the agent groups nodes by Kilo's own rules, written
+// here as Kilo states them and not as this repository's API spells them.
+func TestReadNodeKiloFacts(t *testing.T) {
+	base := tn{name: "n", internal: "192.168.0.1/24", pod: "10.10.1.0/24", key: 1}
+	for _, tc := range []struct {
+		name        string
+		granularity string
+		location    string
+		labels      map[string]string
+		group       string
+		ready       bool
+	}{
+		{name: "no annotation is kg's default, location, by the region label", labels: map[string]string{"topology.kubernetes.io/region": "eu"}, group: "location:eu", ready: true},
+		{name: "the location annotation overrides the region label", granularity: "location", location: "home", labels: map[string]string{"topology.kubernetes.io/region": "eu"}, group: "location:home", ready: true},
+		{name: "the zone label is not Kilo's default", labels: map[string]string{"topology.kubernetes.io/zone": "eu-1"}, group: "location:", ready: true},
+		{name: "full", granularity: "full", group: "node:n", ready: true},
+		{name: "cross", granularity: "cross", group: "node:n", ready: true},
+		{name: "kg writes lower case only", granularity: "Location", ready: false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			n := base
+			n.granularity, n.loc = tc.granularity, tc.location
+			node := n.node()
+			delete(node.Annotations, kilov1alpha1.AnnotationGranularity)
+			if tc.granularity != "" {
+				node.Annotations[kilov1alpha1.AnnotationGranularity] = tc.granularity
+			}
+			node.Labels = tc.labels
+			k := readNode(node, now)
+			if k.ready != tc.ready || (tc.ready && k.group != tc.group) {
+				t.Errorf("group %q, ready %v; want %q, %v", k.group, k.ready, tc.group, tc.ready)
+			}
+		})
+	}
+}
