@@ -35,6 +35,15 @@ var (
 		StabilityLevel: metrics.ALPHA,
 	}, []string{"mesh", "cluster"})
 
+	// peersDesired is peersManaged's target: an alert on the two differing
+	// for a while tells that a mesh's Peers are not as planned.
+	peersDesired = metrics.NewGaugeVec(&metrics.GaugeOpts{
+		Namespace:      metricsNamespace,
+		Name:           "peers_desired",
+		Help:           "Peers the plan of a ClusterMesh puts on a member cluster, at the last reconcile pass that could compare them with the cluster's.",
+		StabilityLevel: metrics.ALPHA,
+	}, []string{"mesh", "cluster"})
+
 	applyErrors = metrics.NewCounterVec(&metrics.CounterOpts{
 		Namespace:      metricsNamespace,
 		Name:           "apply_errors_total",
@@ -68,18 +77,34 @@ var (
 
 func registerMetrics() {
 	registerOnce.Do(func() {
-		legacyregistry.MustRegister(reconcileDuration, queueDepth, peersManaged, applyErrors, clusterReachable, peerWrites, credentialExpiry)
+		legacyregistry.MustRegister(reconcileDuration, queueDepth, peersManaged, peersDesired, applyErrors, clusterReachable, peerWrites, credentialExpiry)
 	})
 }
 
 // forgetMeshMetrics drops the series of a mesh that is gone, so that
 // deleted meshes do not linger in scrapes.
 func forgetMeshMetrics(mesh string) {
-	for _, v := range []*metrics.GaugeVec{peersManaged, clusterReachable, credentialExpiry} {
+	for _, v := range meshGauges() {
 		v.DeletePartialMatch(map[string]string{"mesh": mesh})
 	}
 	applyErrors.DeletePartialMatch(map[string]string{"mesh": mesh})
 	peerWrites.DeletePartialMatch(map[string]string{"mesh": mesh})
+}
+
+// meshGauges are the per-mesh gauges: what the last pass found, which only
+// the leader knows.
+func meshGauges() []*metrics.GaugeVec {
+	return []*metrics.GaugeVec{peersManaged, peersDesired, clusterReachable, credentialExpiry}
+}
+
+// forgetGauges drops every per-mesh gauge when a replica stops leading:
+// they would go stale while another replica reconciles, and a scrape of
+// both replicas would show the old leader's figures next to the new
+// one's. Counters stay, as counters do.
+func forgetGauges() {
+	for _, v := range meshGauges() {
+		v.Reset()
+	}
 }
 
 // queueMetrics feeds the work queue's depth into kilo_mesh_queue_depth and

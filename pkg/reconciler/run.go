@@ -117,6 +117,7 @@ func (r *Reconciler) lead(ctx context.Context) {
 	q.ShutDown()
 	wg.Wait()
 	queueDepth.Set(0)
+	forgetGauges()
 	logger.Info("Stopped reconciling", "identity", r.identity)
 }
 

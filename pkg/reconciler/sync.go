@@ -178,6 +178,11 @@ func (r *Reconciler) report(mesh *meshv1alpha1.ClusterMesh, plan *planner.Plan, 
 		return
 	}
 	name := mesh.Namespace + "/" + mesh.Name
+	for _, tp := range plan.View.Targets {
+		if tp.DiffState == meshv1alpha1.DiffStateComputed {
+			peersDesired.WithLabelValues(name, tp.Cluster).Set(float64(tp.DesiredPeers))
+		}
+	}
 	for _, c := range plan.View.Clusters {
 		v := 0.0
 		if c.Reachable {
