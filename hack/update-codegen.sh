@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Regenerates deepcopy, OpenAPI (with model names), the Kilo Peer CRD and the
-# member-cluster identity in artifacts/member (from pkg/member).
+# member-cluster identity in artifacts/member and the member chart (from
+# pkg/member).
 # verify-codegen.sh runs it on a copy of the tree and diffs.
 set -o errexit -o nounset -o pipefail
 
@@ -28,3 +29,6 @@ for p in "${APIMACHINERY[@]}"; do readonly_args+=(--readonly-pkg "$p"); done
 "$BIN/controller-gen" crd paths=./pkg/apis/kilo/v1alpha1 output:crd:dir=artifacts/crds
 
 go run ./hack/genmember artifacts/member/rbac.yaml
+# The member chart's only template is the same manifest: Helm renders plain
+# YAML as it is.
+go run ./hack/genmember artifacts/charts/kilo-mesh-member/templates/identity.yaml

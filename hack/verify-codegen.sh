@@ -9,7 +9,7 @@ trap 'rm -rf "$TMP"' EXIT
 
 tar -C "$ROOT" --exclude=.git --exclude=./bin --exclude=./_output -cf - . | tar -C "$TMP" -xf -
 CODEGEN_BIN="$ROOT/_output/codegen" bash "$TMP/hack/update-codegen.sh"
-for path in pkg/apis pkg/generated artifacts/crds artifacts/member; do
+for path in pkg/apis pkg/generated artifacts/crds artifacts/member artifacts/charts/kilo-mesh-member/templates; do
   if ! diff -ru "$ROOT/$path" "$TMP/$path"; then
     echo "generated files under $path are stale: run 'make generate'" >&2
     exit 1
