@@ -3,86 +3,318 @@
 package install
 
 import (
+	"bufio"
 	"bytes"
 	"context"
+	"errors"
+	"io"
+	"os"
+	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"sigs.k8s.io/yaml"
 
 	"github.com/kilo-mesh/kilo-mesh-apiserver/test/framework"
 )
 
-// TestDeployManifests renders artifacts/deploy with kubectl's kustomize and
-// applies the result with --dry-run=server to a real kube-apiserver: every
-// object is valid there, the image is named once (kustomize images:), and
-// the default install needs nothing from outside (no cert-manager, no
-// external etcd, no mounted certificate).
-func TestDeployManifests(t *testing.T) {
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
-	dir, err := framework.DeployManifest("")
+// The install modes as users render them: kustomize's overlays and the
+// chart's values. Every rendering is checked on its own (references,
+// images) and applied with --dry-run=server to cluster 1, where nothing of
+// the server is installed; the chart's must equal kustomize's for the same
+// mode (equivalence_test.go).
+type rendering struct {
+	name string
+	// kustomize is a directory under artifacts; chart a chart under
+	// artifacts/charts, rendered with set (helm --set) into namespace.
+	kustomize string
+	chart     string
+	set       []string
+	namespace string
+	// same names the kustomize rendering this one must equal.
+	same string
+	// images are the images it must name, and no other.
+	images []string
+}
+
+const (
+	serverImageName = "kilo-mesh-apiserver"
+	etcdImageName   = "etcd"
+	// otherNamespace shows that the chart follows its release namespace.
+	otherNamespace = "mesh-ops"
+)
+
+// renderings lists every mode; images are filled in from the one place
+// each way names them (components/images, the chart's values).
+func renderings(t *testing.T) []rendering {
+	t.Helper()
+	k := kustomizeImages(t)
+	h := chartImages(t)
+	server, etcd := []string{k[serverImageName]}, []string{k[serverImageName], k[etcdImageName]}
+	if h[serverImageName] != k[serverImageName] || h[etcdImageName] != k[etcdImageName] {
+		t.Errorf("the chart's images %v differ from kustomize's %v", h, k)
+	}
+	monitoring := []string{"monitoring.serviceMonitor.enabled=true", "monitoring.prometheusRule.enabled=true",
+		"monitoring.dashboard.enabled=true", "monitoring.metricsReader.enabled=true",
+		"monitoring.metricsReader.subjects[0].kind=ServiceAccount", "monitoring.metricsReader.subjects[0].name=prometheus",
+		"monitoring.metricsReader.subjects[0].namespace=monitoring"}
+	const chart = "kilo-mesh-apiserver"
+	return []rendering{
+		{name: "kustomize default", kustomize: "deploy", images: server},
+		{name: "kustomize ha", kustomize: "overlays/ha", images: etcd},
+		{name: "kustomize cert-manager", kustomize: "overlays/cert-manager", images: server},
+		{name: "kustomize ha-cert-manager", kustomize: "overlays/ha-cert-manager", images: etcd},
+		{name: "helm default", chart: chart, same: "kustomize default", images: server},
+		{name: "helm ha", chart: chart, set: []string{"ha.enabled=true"}, same: "kustomize ha", images: etcd},
+		{name: "helm cert-manager", chart: chart, set: []string{"certManager.enabled=true"}, same: "kustomize cert-manager", images: server},
+		{name: "helm ha cert-manager", chart: chart, set: []string{"ha.enabled=true", "certManager.enabled=true"}, same: "kustomize ha-cert-manager", images: etcd},
+		{name: "helm default monitoring", chart: chart, set: monitoring, images: server},
+		{
+			name: "helm ha cert-manager monitoring, own image, other namespace", chart: chart, namespace: otherNamespace,
+			set:    append([]string{"ha.enabled=true", "certManager.enabled=true", "image.repository=registry.example/mesh/server", "image.tag=v9.9.9"}, monitoring...),
+			images: []string{"registry.example/mesh/server:v9.9.9", k[etcdImageName]},
+		},
+		{name: "helm member", chart: "kilo-mesh-member"},
+	}
+}
+
+// TestRenderings: helm lint, then every rendering is self-contained (every
+// Secret, ConfigMap, Service and volume its workloads need, every role and
+// issuer it names, is in it or is a Certificate's Secret), names only its
+// images, and is valid on a real kube-apiserver (dry run), cert-manager's
+// and the Prometheus Operator's kinds checked against minimal CRDs of our
+// own (testdata/crds).
+func TestRenderings(t *testing.T) {
+	ctx := testContext(t, 5*time.Minute)
+	root, err := framework.RepoRoot()
 	if err != nil {
 		t.Fatal(err)
 	}
-	rendered, stderr, err := env.Kubectl(ctx, framework.HostCluster, admin, "kustomize", dir)
-	if err != nil {
-		t.Fatalf("kubectl kustomize: %v\n%s", err, stderr)
+	const fresh = 1
+	prepareDryRunCluster(t, ctx, fresh)
+	all := renderings(t)
+	for _, r := range all {
+		if r.chart == "" {
+			continue
+		}
+		args := []string{"lint", "--strict", filepath.Join(root, "artifacts", "charts", r.chart)}
+		for _, s := range r.set {
+			args = append(args, "--set", s)
+		}
+		if out, stderr, err := env.Helm(ctx, fresh, admin, args...); err != nil {
+			t.Errorf("helm lint (%s): %v\n%s%s", r.name, err, out, stderr)
+		}
 	}
-	for _, banned := range []string{"cert-manager", "--tls-cert-file", "--etcd-servers", "kilo-mesh-apiserver:latest"} {
-		if strings.Contains(rendered, banned) {
+	for _, r := range all {
+		t.Run(r.name, func(t *testing.T) {
+			text := render(t, ctx, r)
+			objs := decode(t, text)
+			for _, err := range checkReferences(objs) {
+				t.Error(err)
+			}
+			if got := containerImages(objs); !slices.Equal(got, sortedCopy(r.images)) {
+				t.Errorf("images %v, want %v", got, sortedCopy(r.images))
+			}
+			if r.namespace == otherNamespace && strings.Contains(text, "kilo-mesh-system") {
+				t.Errorf("rendered into %s, but names kilo-mesh-system", otherNamespace)
+			}
+			dryRun(t, ctx, fresh, text, len(objs))
+		})
+	}
+}
+
+// TestDefaultInstallNeedsNothing: the default install mentions no
+// cert-manager, no external etcd and no certificate file, and runs one
+// replica with its volume.
+func TestDefaultInstallNeedsNothing(t *testing.T) {
+	ctx := testContext(t, time.Minute)
+	text := render(t, ctx, rendering{kustomize: "deploy"})
+	for _, banned := range []string{"cert-manager", "--tls-cert-file", "--etcd-servers", ":latest"} {
+		if strings.Contains(text, banned) {
 			t.Errorf("the default install mentions %q", banned)
 		}
 	}
-	kinds := map[string]int{}
-	var images []string
-	for _, doc := range strings.Split(rendered, "\n---\n") {
-		data, err := yaml.YAMLToJSON([]byte(doc))
+	for _, u := range decode(t, text) {
+		if u.GetKind() != "StatefulSet" {
+			continue
+		}
+		if replicas, _, _ := unstructured.NestedInt64(u.Object, "spec", "replicas"); replicas != 1 {
+			t.Errorf("StatefulSet with %d replicas, want 1", replicas)
+		}
+		if claims, _, _ := unstructured.NestedSlice(u.Object, "spec", "volumeClaimTemplates"); len(claims) != 1 {
+			t.Errorf("StatefulSet with %d volumeClaimTemplates, want 1", len(claims))
+		}
+	}
+}
+
+// prepareDryRunCluster installs the minimal CRDs of testdata/crds and
+// creates the namespaces the renderings go into: a dry run cannot check
+// the objects of a namespace that does not exist.
+func prepareDryRunCluster(t *testing.T, ctx context.Context, cluster int) {
+	t.Helper()
+	if out, stderr, err := env.Kubectl(ctx, cluster, admin, "apply", "-f", filepath.Join("testdata", "crds")); err != nil {
+		t.Fatalf("installing the test CRDs: %v\n%s%s", err, out, stderr)
+	}
+	for _, crd := range []string{"issuers.cert-manager.io", "certificates.cert-manager.io",
+		"servicemonitors.monitoring.coreos.com", "prometheusrules.monitoring.coreos.com"} {
+		if err := env.WaitCRDEstablished(ctx, cluster, crd); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, ns := range []string{framework.MeshNamespace, otherNamespace, "kilo-mesh-member"} {
+		if _, stderr, err := env.Kubectl(ctx, cluster, admin, "create", "namespace", ns); err != nil && !strings.Contains(stderr, "AlreadyExists") {
+			t.Fatalf("kubectl create namespace %s: %v\n%s", ns, err, stderr)
+		}
+	}
+}
+
+// render makes r's manifests as a user would: kubectl kustomize, or helm
+// template (the Kubernetes version of the test clusters).
+func render(t *testing.T, ctx context.Context, r rendering) string {
+	t.Helper()
+	root, err := framework.RepoRoot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out, stderr string
+	if r.kustomize != "" {
+		out, stderr, err = env.Kubectl(ctx, framework.HostCluster, admin, "kustomize", filepath.Join(root, "artifacts", r.kustomize))
+	} else {
+		ns := r.namespace
+		if ns == "" {
+			ns = framework.MeshNamespace
+		}
+		args := []string{"template", "kilo-mesh", filepath.Join(root, "artifacts", "charts", r.chart),
+			"--namespace", ns, "--kube-version", framework.KubeVersion}
+		for _, s := range r.set {
+			args = append(args, "--set", s)
+		}
+		out, stderr, err = env.Helm(ctx, 1, admin, args...)
+	}
+	if err != nil {
+		t.Fatalf("rendering %s: %v\n%s", r.name, err, stderr)
+	}
+	return out
+}
+
+// decode splits a multi-document YAML stream into objects (numbers as
+// int64, as the API machinery reads them).
+func decode(t *testing.T, text string) []*unstructured.Unstructured {
+	t.Helper()
+	var out []*unstructured.Unstructured
+	r := utilyaml.NewYAMLReader(bufio.NewReader(strings.NewReader(text)))
+	for {
+		doc, err := r.Read()
+		if errors.Is(err, io.EOF) {
+			return out
+		}
 		if err != nil {
-			t.Fatal(err)
+			t.Fatalf("reading the rendering: %v", err)
 		}
-		obj := &unstructured.Unstructured{}
-		if err := obj.UnmarshalJSON(data); err != nil {
-			t.Fatal(err)
+		data, err := yaml.YAMLToJSON(doc)
+		if err != nil {
+			t.Fatalf("decoding the rendering: %v", err)
 		}
-		kinds[obj.GetKind()]++
-		containers, _, _ := unstructured.NestedSlice(obj.Object, "spec", "template", "spec", "containers")
-		for _, c := range containers {
-			images = append(images, c.(map[string]any)["image"].(string))
+		if bytes.Equal(bytes.TrimSpace(data), []byte("null")) {
+			continue // a document of comments only
 		}
-		if obj.GetKind() == "StatefulSet" {
-			if replicas, _, _ := unstructured.NestedInt64(obj.Object, "spec", "replicas"); replicas != 1 {
-				t.Errorf("StatefulSet with %d replicas, want 1", replicas)
+		u := &unstructured.Unstructured{}
+		if err := u.UnmarshalJSON(data); err != nil {
+			t.Fatalf("decoding the rendering: %v\n%s", err, doc)
+		}
+		out = append(out, u)
+	}
+}
+
+func containerImages(objs []*unstructured.Unstructured) []string {
+	var images []string
+	for _, u := range objs {
+		for _, field := range []string{"containers", "initContainers"} {
+			cs, _, _ := unstructured.NestedSlice(u.Object, "spec", "template", "spec", field)
+			for _, c := range cs {
+				if img := c.(map[string]any)["image"].(string); !slices.Contains(images, img) {
+					images = append(images, img)
+				}
 			}
-			if claims, _, _ := unstructured.NestedSlice(obj.Object, "spec", "volumeClaimTemplates"); len(claims) != 1 {
-				t.Errorf("StatefulSet with %d volumeClaimTemplates, want 1", len(claims))
-			}
 		}
 	}
-	if len(images) != 1 || images[0] != "ghcr.io/kilo-mesh/kilo-mesh-apiserver:v0.1.0" {
-		t.Errorf("images %v, want the one from kustomization.yaml's images:", images)
-	}
-	for _, kind := range []string{"Namespace", "ServiceAccount", "Secret", "Service", "StatefulSet", "APIService", "Role", "ClusterRole"} {
-		if kinds[kind] == 0 {
-			t.Errorf("no %s rendered", kind)
-		}
-	}
-	// On cluster 1, where nothing of the server is installed, as on a new
-	// cluster; only the namespace is created for real, or a dry run could
-	// not check the objects in it.
-	const fresh = 1
-	if _, stderr, err := env.Kubectl(ctx, fresh, admin, "create", "namespace", "kilo-mesh-system"); err != nil && !strings.Contains(stderr, "AlreadyExists") {
-		t.Fatalf("kubectl create namespace: %v\n%s", err, stderr)
-	}
-	out, stderr, err := env.KubectlWithInput(ctx, bytes.NewBufferString(rendered), fresh, admin,
-		"apply", "--dry-run=server", "-f", "-")
+	slices.Sort(images)
+	return images
+}
+
+func sortedCopy(s []string) []string {
+	s = slices.Clone(s)
+	slices.Sort(s)
+	return s
+}
+
+// dryRun applies a rendering with --dry-run=server: every object must be
+// accepted (strict field validation) and reported.
+func dryRun(t *testing.T, ctx context.Context, cluster int, text string, objects int) {
+	t.Helper()
+	out, stderr, err := env.KubectlWithInput(ctx, bytes.NewBufferString(text), cluster, admin, "apply", "--dry-run=server", "-f", "-")
 	if err != nil {
 		t.Fatalf("kubectl apply --dry-run=server: %v\n%s\n%s", err, out, stderr)
 	}
-	// Everything is new there but the namespace.
-	if n, want := strings.Count(out, "created (server dry run)"), len(strings.Split(rendered, "\n---\n"))-1; n != want {
-		t.Errorf("%d objects created in the dry run, want %d:\n%s", n, want, out)
+	if n := strings.Count(out, "(server dry run)"); n != objects {
+		t.Errorf("%d objects in the dry run, want %d:\n%s", n, objects, out)
+	}
+}
+
+// kustomizeImages reads the image references of artifacts/components/images.
+func kustomizeImages(t *testing.T) map[string]string {
+	t.Helper()
+	var k struct {
+		Images []struct{ Name, NewName, NewTag string }
+	}
+	readYAML(t, filepath.Join("artifacts", "components", "images", "kustomization.yaml"), &k)
+	out := map[string]string{}
+	for _, i := range k.Images {
+		out[i.Name] = i.NewName + ":" + i.NewTag
+	}
+	return out
+}
+
+// chartImages reads the images the chart's defaults name.
+func chartImages(t *testing.T) map[string]string {
+	t.Helper()
+	var chart struct{ AppVersion string }
+	var values struct {
+		Image struct{ Repository, Tag string }
+		HA    struct {
+			Etcd struct {
+				Image struct{ Repository, Tag string }
+			}
+		}
+	}
+	dir := filepath.Join("artifacts", "charts", "kilo-mesh-apiserver")
+	readYAML(t, filepath.Join(dir, "Chart.yaml"), &chart)
+	readYAML(t, filepath.Join(dir, "values.yaml"), &values)
+	tag := values.Image.Tag
+	if tag == "" {
+		tag = chart.AppVersion
+	}
+	return map[string]string{
+		serverImageName: values.Image.Repository + ":" + tag,
+		etcdImageName:   values.HA.Etcd.Image.Repository + ":" + values.HA.Etcd.Image.Tag,
+	}
+}
+
+func readYAML(t *testing.T, rel string, into any) {
+	t.Helper()
+	root, err := framework.RepoRoot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	data, err := os.ReadFile(filepath.Join(root, rel))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := yaml.Unmarshal(data, into); err != nil {
+		t.Fatalf("%s: %v", rel, err)
 	}
 }
