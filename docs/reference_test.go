@@ -17,6 +17,8 @@ import (
 
 	rbacv1 "k8s.io/api/rbac/v1"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
+
+	"github.com/kilo-mesh/kilo-mesh-apiserver/test/framework"
 )
 
 // metric is one metric the source registers.
@@ -202,6 +204,40 @@ func TestReferenceMetrics(t *testing.T) {
 	}
 	for name := range documented {
 		t.Errorf("docs/reference.md lists metric %s, which the source no longer registers", name)
+	}
+}
+
+// TestMonitoringMetrics: every metric of the server's own that the chart's
+// alerts and dashboard query is one the source registers (a histogram's
+// _bucket, _count and _sum count as it); test/install checks the others,
+// the generic server's, against a real scrape.
+func TestMonitoringMetrics(t *testing.T) {
+	used, err := framework.MonitoringMetrics()
+	if err != nil {
+		t.Fatal(err)
+	}
+	registered := map[string]bool{}
+	for _, m := range sourceMetrics(t) {
+		registered[m.name] = true
+	}
+	own := 0
+	for _, name := range used {
+		if !strings.HasPrefix(name, "kilo_mesh_") {
+			continue
+		}
+		own++
+		base := name
+		for _, suffix := range []string{"_bucket", "_count", "_sum"} {
+			if b, ok := strings.CutSuffix(name, suffix); ok && registered[b] {
+				base = b
+			}
+		}
+		if !registered[base] {
+			t.Errorf("the chart's monitoring files query %s, which the server does not export", name)
+		}
+	}
+	if own == 0 {
+		t.Errorf("the chart's monitoring files query none of the server's metrics: %v", used)
 	}
 }
 

@@ -2,6 +2,7 @@ package framework
 
 import (
 	"errors"
+	"slices"
 	"testing"
 )
 
@@ -73,5 +74,26 @@ func TestMetricSum(t *testing.T) {
 	}
 	if _, err := MetricSum([]byte("broken{ 1\n"), "broken"); err == nil || errors.Is(err, ErrNoSamples) {
 		t.Errorf("unparsable scrape: %v, want a parse error", err)
+	}
+}
+
+func TestPromQLMetrics(t *testing.T) {
+	for expr, want := range map[string][]string{
+		`kilo_mesh_cluster_reachable == 0`: {"kilo_mesh_cluster_reachable"},
+		`sum by (mesh, cluster) (increase(kilo_mesh_apply_errors_total{job=~"$job"}[10m])) > 0`: {"kilo_mesh_apply_errors_total"},
+		`histogram_quantile(0.95, sum by (le) (rate(x_bucket{a="b,c"}[5m])))`:                   {"x_bucket"},
+		`count(a != b) or vector(0)`: {"a", "b"},
+		`m - time() < 14 * 86400`:    {"m"},
+	} {
+		if got := PromQLMetrics(expr); !slices.Equal(got, want) {
+			t.Errorf("PromQLMetrics(%q) = %v, want %v", expr, got, want)
+		}
+	}
+	names, err := MonitoringMetrics()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Contains(names, "kilo_mesh_cluster_reachable") {
+		t.Errorf("the chart's monitoring files query %v, without kilo_mesh_cluster_reachable", names)
 	}
 }
