@@ -141,6 +141,8 @@ type Env struct {
 
 	mu          sync.Mutex
 	meshServers []*MeshServer
+	// etcdClusters are those of StartEtcdCluster.
+	etcdClusters []*EtcdCluster
 	// meshStarts numbers StartMeshServer calls, so that concurrent ones
 	// get directories and logs of their own.
 	meshStarts int
@@ -283,11 +285,17 @@ func (e *Env) Stop() error {
 	}
 	e.stopped = true
 	servers := slices.Clone(e.meshServers)
+	etcdClusters := slices.Clone(e.etcdClusters)
 	e.mu.Unlock()
 
 	var errs []error
 	for _, m := range servers {
 		if err := m.proc.stop(5 * time.Second); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	for _, c := range etcdClusters {
+		if err := c.Stop(); err != nil {
 			errs = append(errs, err)
 		}
 	}

@@ -47,6 +47,17 @@ type MeshServerOptions struct {
 	// ExternalEtcd stores the server's data in the environment's etcd
 	// under a unique --etcd-prefix instead of the embedded etcd.
 	ExternalEtcd bool
+	// Etcd stores the server's data in an etcd cluster of
+	// StartEtcdCluster, over TLS with its client certificate, as the HA
+	// install does.
+	Etcd *EtcdCluster
+	// EtcdPrefix is the --etcd-prefix with ExternalEtcd or Etcd (default:
+	// a unique one); replicas sharing storage share it.
+	EtcdPrefix string
+	// ServicePort is the port the Service behind the APIService points
+	// at (default Port): another address in front of the server, such as
+	// a TCPProxy standing in for a Service over several replicas.
+	ServicePort int
 	// DataDir is the embedded etcd's data directory (default: a directory
 	// in the environment's Dir). Restarts of the MeshServer reuse it.
 	DataDir string
@@ -78,8 +89,10 @@ type MeshServer struct {
 	URL  string
 	// DataDir is the embedded etcd's data directory ("" with ExternalEtcd).
 	DataDir string
-	// EtcdPrefix is the --etcd-prefix with ExternalEtcd.
+	// EtcdPrefix is the --etcd-prefix with ExternalEtcd or Etcd.
 	EtcdPrefix string
+	// ServicePort is where the APIService's Service sends the aggregator.
+	ServicePort int
 	// LogPath is the server's stdout and stderr.
 	LogPath string
 	// Kubeconfig is the server's own identity on the host cluster (the
@@ -213,9 +226,22 @@ func (e *Env) StartMeshServer(ctx context.Context, opts MeshServerOptions) (*Mes
 			"--tls-cert-file="+filepath.Join(dir, "tls.crt"),
 			"--tls-private-key-file="+filepath.Join(dir, "tls.key"))
 	}
-	if opts.ExternalEtcd {
-		m.EtcdPrefix = "/" + UniqueName("kilo-mesh")
-		args = append(args, "--etcd-servers="+e.EtcdURL, "--etcd-prefix="+m.EtcdPrefix)
+	m.ServicePort = opts.ServicePort
+	if m.ServicePort == 0 {
+		m.ServicePort = m.Port
+	}
+	if opts.ExternalEtcd || opts.Etcd != nil {
+		m.EtcdPrefix = opts.EtcdPrefix
+		if m.EtcdPrefix == "" {
+			m.EtcdPrefix = "/" + UniqueName("kilo-mesh")
+		}
+		args = append(args, "--etcd-prefix="+m.EtcdPrefix)
+	}
+	if c := opts.Etcd; c != nil {
+		args = append(args, "--etcd-servers="+strings.Join(c.Endpoints, ","),
+			"--etcd-cafile="+c.CAFile, "--etcd-certfile="+c.ClientCertFile, "--etcd-keyfile="+c.ClientKeyFile)
+	} else if opts.ExternalEtcd {
+		args = append(args, "--etcd-servers="+e.EtcdURL)
 	} else {
 		m.DataDir = opts.DataDir
 		if m.DataDir == "" {
@@ -288,7 +314,7 @@ func (m *MeshServer) register(ctx context.Context) error {
 			"type":         "ExternalName",
 			"externalName": "localhost",
 			"ports": []any{map[string]any{
-				"name": "https", "port": int64(m.Port), "protocol": "TCP", "targetPort": int64(m.Port),
+				"name": "https", "port": int64(m.ServicePort), "protocol": "TCP", "targetPort": int64(m.ServicePort),
 			}},
 		},
 	}}
@@ -303,7 +329,7 @@ func (m *MeshServer) register(ctx context.Context) error {
 		"groupPriorityMinimum": int64(1000),
 		"versionPriority":      int64(15),
 		"service": map[string]any{
-			"name": MeshServiceName, "namespace": MeshNamespace, "port": int64(m.Port),
+			"name": MeshServiceName, "namespace": MeshNamespace, "port": int64(m.ServicePort),
 		},
 	}
 	// A self-managed server fills the caBundle in itself.
