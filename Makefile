@@ -28,7 +28,7 @@ IMAGE_ARCHIVE := $(OUTPUT)/kilo-mesh-apiserver-image.tar
 TOOLS_BIN := $(CURDIR)/hack/tools/bin
 TOOLS_GO  := cd hack/tools && GOWORK=off GOFLAGS="-mod=readonly -buildvcs=false" $(GO)
 
-.PHONY: all build run tools test test-unit test-integration test-e2e test-dataplane verify generate bench image push crane docker-image plugin-release clean
+.PHONY: all build run tools test test-unit test-integration test-e2e test-dataplane verify generate bench image push crane docker-image plugin-release chart manifests clean
 
 all: build
 
@@ -39,7 +39,8 @@ build:
 	$(GO_BUILD) -o $(BIN_DIR)/kubectl-mesh ./cmd/kubectl-mesh
 	install -m 0755 cmd/kubectl-mesh/kubectl_complete-mesh $(BIN_DIR)/
 
-# Real kube-apiserver, etcd and kubectl v1.36.3, built once from the Go module proxy.
+# Real kube-apiserver, etcd and kubectl v1.36.3, and Helm (for the chart's
+# tests and make chart), built once from the Go module proxy.
 tools:
 	bash hack/build-tools.sh
 
@@ -129,6 +130,23 @@ docker-image:
 # _output/plugin: make plugin-release VERSION=v0.1.0
 plugin-release:
 	bash hack/plugin-release.sh $(VERSION)
+
+# The Helm charts (artifacts/charts) as packages in _output/charts, stamped
+# with the release: make chart VERSION=v0.1.0 gives chart version 0.1.0
+# whose default image tag is v0.1.0, the tag make push uploads.
+CHART_VERSION ?= $(patsubst v%,%,$(VERSION))
+chart: tools
+	@mkdir -p $(OUTPUT)/charts
+	@helm=$$(bash hack/build-tools.sh 2>/dev/null | tail -n 1)/helm; \
+	for c in kilo-mesh-apiserver kilo-mesh-member; do \
+		$$helm lint --strict artifacts/charts/$$c && \
+		$$helm package artifacts/charts/$$c --destination $(OUTPUT)/charts --version $(CHART_VERSION) --app-version $(VERSION) || exit 1; \
+	done
+
+# Every kustomize install mode rendered with IMAGE, one file each in
+# _output/manifests, for a release: make manifests IMAGE=registry/name:tag
+manifests: tools
+	bash hack/release-manifests.sh $(IMAGE)
 
 clean:
 	rm -rf $(BIN_DIR) $(OUTPUT) hack/tools/bin

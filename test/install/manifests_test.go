@@ -9,6 +9,7 @@ import (
 	"errors"
 	"io"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -316,5 +317,39 @@ func readYAML(t *testing.T, rel string, into any) {
 	}
 	if err := yaml.Unmarshal(data, into); err != nil {
 		t.Fatalf("%s: %v", rel, err)
+	}
+}
+
+// TestReleaseManifests: hack/release-manifests.sh (make manifests) renders
+// each kustomize mode with a release's image, set the way docs/install.md
+// tells users to set theirs; the result is the shipped rendering with that
+// image, and still self-contained.
+func TestReleaseManifests(t *testing.T) {
+	ctx := testContext(t, 2*time.Minute)
+	root, err := framework.RepoRoot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	const image = "registry.example/mesh/server:v9.9.9"
+	out := t.TempDir()
+	cmd := exec.CommandContext(ctx, "bash", filepath.Join(root, "hack", "release-manifests.sh"), image)
+	cmd.Env = append(os.Environ(), "OUT="+out)
+	if b, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("hack/release-manifests.sh: %v\n%s", err, b)
+	}
+	shipped := kustomizeImages(t)[serverImageName]
+	for mode, dir := range map[string]string{"default": "deploy", "ha": "overlays/ha", "cert-manager": "overlays/cert-manager", "ha-cert-manager": "overlays/ha-cert-manager"} {
+		data, err := os.ReadFile(filepath.Join(out, "kilo-mesh-apiserver-"+mode+".yaml"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := decode(t, string(data))
+		for _, err := range checkReferences(got) {
+			t.Errorf("%s: %v", mode, err)
+		}
+		want := strings.ReplaceAll(render(t, ctx, rendering{name: mode, kustomize: dir}), shipped, image)
+		if string(data) != want {
+			t.Errorf("kilo-mesh-apiserver-%s.yaml is not the shipped rendering with image %s", mode, image)
+		}
 	}
 }
