@@ -138,6 +138,14 @@ func (e *Env) InstallServerRBAC(ctx context.Context) error {
 	return e.AggregateClusterRoles(ctx, HostCluster)
 }
 
+// IssueMeshServingCert issues a serving certificate for the server's
+// Service from the CA that StartMeshServer puts into the APIService's
+// caBundle (without SelfManagedCert): what cert-manager's renewal of the
+// Certificate of the cert-manager installs hands the server.
+func (e *Env) IssueMeshServingCert() (*KeyPair, error) {
+	return e.meshCA.IssueServing("kilo-mesh-apiserver", MeshServiceDNSName, MeshServiceDNSName+".cluster.local")
+}
+
 // ServiceAccountToken returns a token of ServiceAccount ns/name on cluster i
 // from the TokenRequest API (what `kubectl create token` does).
 func (e *Env) ServiceAccountToken(ctx context.Context, cluster int, ns, name string, validity time.Duration) (string, error) {
@@ -176,9 +184,7 @@ func (e *Env) StartMeshServer(ctx context.Context, opts MeshServerOptions) (*Mes
 	e.meshStarts++
 	e.mu.Unlock()
 	dir := filepath.Join(e.Dir, fmt.Sprintf("mesh-%d", n))
-	serving, err := e.meshCA.IssueServing("kilo-mesh-apiserver",
-		MeshServiceName+"."+MeshNamespace+".svc",
-		MeshServiceName+"."+MeshNamespace+".svc.cluster.local")
+	serving, err := e.IssueMeshServingCert()
 	if err != nil {
 		return nil, err
 	}
