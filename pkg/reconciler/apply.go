@@ -36,6 +36,8 @@ type targetWork struct {
 	// read after planning, so it is at least as recent as the plan.
 	cached map[string]*kilov1alpha1.Peer
 	client clusters.PeerClient
+	// recent remembers this replica's writes (nil: nothing is remembered).
+	recent *recentWrites
 }
 
 // targetResult is what one pass did on one target cluster.
@@ -43,6 +45,10 @@ type targetResult struct {
 	targetOutcome
 	created, updated, deleted int
 	events                    []meshEvent
+	// unseen is set when a write the plan asked for had been made by an
+	// earlier pass, and the cache has not seen it yet: the mesh is looked
+	// at again shortly.
+	unseen bool
 }
 
 // applyTarget writes the Peers the plan creates or updates and deletes the
@@ -123,9 +129,15 @@ func (p *targetPass) applyDesired() {
 			p.record(func(r *targetResult) { r.events = append(r.events, nameTaken(p.cluster, want.Name)) })
 			continue
 		}
+		if p.skipDone(want.Name, want, have) {
+			continue
+		}
 		p.write(func() error {
-			n, err := applyPeer(p.ctx, p.client, want, have)
+			n, after, err := applyPeer(p.ctx, p.client, want, have)
 			p.count("apply", n, err)
+			if err == nil {
+				p.recent.remember(p.key(want.Name), want, resourceVersion(have), after)
+			}
 			p.record(func(r *targetResult) {
 				switch {
 				case err == nil:
@@ -153,12 +165,15 @@ func (p *targetPass) applyDesired() {
 func (p *targetPass) deleteOwned(names []string) {
 	for _, name := range names {
 		have := p.cached[name]
-		if have == nil || !p.owns(have) {
+		if have == nil || !p.owns(have) || p.skipDone(name, nil, have) {
 			continue
 		}
 		p.write(func() error {
 			err := deletePeer(p.ctx, p.client, name, have.UID)
 			p.count("delete", 1, err)
+			if err == nil {
+				p.recent.remember(p.key(name), nil, have.ResourceVersion, "")
+			}
 			p.record(func(r *targetResult) {
 				if err != nil {
 					r.errors = append(r.errors, fmt.Sprintf("deleting Peer %s: %v", name, err))
@@ -169,6 +184,33 @@ func (p *targetPass) deleteOwned(names []string) {
 			return err
 		})
 	}
+}
+
+// skipDone reports whether the write of want (nil: the delete) of Peer
+// name was made by an earlier pass that the cache, and so the plan, has not
+// caught up with; such a Peer counts as planned.
+func (p *targetPass) skipDone(name string, want, have *kilov1alpha1.Peer) bool {
+	done, seen := p.recent.done(p.key(name), want, have)
+	if done {
+		p.record(func(r *targetResult) {
+			if want != nil {
+				r.applied++
+			}
+			r.unseen = r.unseen || !seen
+		})
+	}
+	return done
+}
+
+func (p *targetPass) key(peer string) recentKey {
+	return recentKey{mesh: types.NamespacedName{Namespace: p.mesh.Namespace, Name: p.mesh.Name}, cluster: p.cluster, peer: peer}
+}
+
+func resourceVersion(p *kilov1alpha1.Peer) string {
+	if p == nil {
+		return ""
+	}
+	return p.ResourceVersion
 }
 
 // wait waits for the pass's writes and returns what they did.
@@ -213,7 +255,7 @@ func nameTaken(cluster, name string) meshEvent {
 // someone else set on a Peer that must have none survives the apply. The
 // apply returns the whole live object; such fields are then removed from it
 // with an update, at the resourceVersion the apply left.
-func applyPeer(ctx context.Context, client clusters.PeerClient, want *kilov1alpha1.Peer, have *kilov1alpha1.Peer) (writes int, err error) {
+func applyPeer(ctx context.Context, client clusters.PeerClient, want *kilov1alpha1.Peer, have *kilov1alpha1.Peer) (writes int, resourceVersion string, err error) {
 	opts := metav1.ApplyOptions{FieldManager: FieldManager}
 	if have != nil {
 		// The plan's Peers share storage between targets: copy before setting.
@@ -223,14 +265,17 @@ func applyPeer(ctx context.Context, client clusters.PeerClient, want *kilov1alph
 	}
 	live, err := client.Apply(ctx, want, opts)
 	if err != nil {
-		return 1, err
+		return 1, "", err
 	}
 	fixed, ok := withoutStrays(want, live)
 	if !ok {
-		return 1, nil
+		return 1, live.ResourceVersion, nil
 	}
-	_, err = client.Update(ctx, fixed, metav1.UpdateOptions{FieldManager: FieldManager})
-	return 2, err
+	updated, err := client.Update(ctx, fixed, metav1.UpdateOptions{FieldManager: FieldManager})
+	if err != nil {
+		return 2, "", err
+	}
+	return 2, updated.ResourceVersion, nil
 }
 
 // withoutStrays returns live without the optional fields want leaves out,

@@ -72,6 +72,7 @@ type Reconciler struct {
 	recorder    record.EventRecorder
 	events      *eventFilter
 	departures  *departures
+	recent      *recentWrites
 
 	// queue is the current leadership term's queue; nil while not leading.
 	queue atomic.Pointer[workqueue.TypedRateLimitingInterface[types.NamespacedName]]
@@ -107,6 +108,7 @@ func New(cfg Config) (*Reconciler, error) {
 		recorder:    broadcaster.NewRecorder(scheme, corev1.EventSource{Component: eventComponent}),
 		events:      newEventFilter(),
 		departures:  newDepartures(),
+		recent:      newRecentWrites(),
 	}
 	if _, err := cfg.Meshes.AddEventHandler(cache.ResourceEventHandlerFuncs{
 		AddFunc:    r.enqueueObject,

@@ -20,6 +20,10 @@ import (
 	"github.com/kilo-mesh/kilo-mesh-apiserver/pkg/planner"
 )
 
+// cacheRecheck is when a mesh is looked at again after a pass that found
+// writes of its own the member caches had not shown yet.
+const cacheRecheck = time.Second
+
 // settleRecheck is when a mesh whose member caches have not settled is
 // looked at again if no change of theirs came first.
 const settleRecheck = 5 * time.Second
@@ -76,9 +80,11 @@ func (r *Reconciler) sync(ctx context.Context, key types.NamespacedName) (syncRe
 	// change; what this pass did is announced every time.
 	var facts, actions []meshEvent
 	var writeErrs []string
+	unseen := false
 	for _, cluster := range slices.Sorted(maps.Keys(results)) {
 		res := results[cluster]
 		outcomes[cluster] = res.targetOutcome
+		unseen = unseen || res.unseen
 		facts = append(facts, res.events...)
 		if len(res.errors) > 0 {
 			msg := fmt.Sprintf("cluster %s: %d failed: %s", cluster, len(res.errors), summarize(res.errors, 3))
@@ -113,7 +119,13 @@ func (r *Reconciler) sync(ctx context.Context, key types.NamespacedName) (syncRe
 	case len(writeErrs) > 0:
 		return syncResult{}, fmt.Errorf("writing Peers of %s: %s", key, strings.Join(writeErrs, "; "))
 	}
-	return syncResult{requeueAfter: sooner(nextExpiry(states, now), untilGraceEnds(plan, now))}, nil
+	next := sooner(nextExpiry(states, now), untilGraceEnds(plan, now))
+	if unseen {
+		// Writes of an earlier pass the member caches have not shown yet:
+		// their events requeue the mesh, this is the safety net.
+		next = sooner(next, cacheRecheck)
+	}
+	return syncResult{requeueAfter: next}, nil
 }
 
 // applyPlan reconciles every reachable target at the same time: a slow or
@@ -150,6 +162,7 @@ func (r *Reconciler) applyPlan(ctx context.Context, mesh *meshv1alpha1.ClusterMe
 			desired: plan.DesiredPeers[tp.Cluster],
 			cached:  byName(state.Peers),
 			client:  client,
+			recent:  r.recent,
 		}
 		wg.Add(1)
 		go func() {
@@ -198,5 +211,6 @@ func (r *Reconciler) report(mesh *meshv1alpha1.ClusterMesh, plan *planner.Plan, 
 // forget drops what the reconciler remembers of a mesh that is gone.
 func (r *Reconciler) forget(key types.NamespacedName) {
 	r.events.forget(key)
+	r.recent.forget(key)
 	forgetMeshMetrics(key.String())
 }

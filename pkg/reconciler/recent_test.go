@@ -1,0 +1,110 @@
+package reconciler
+
+import (
+	"context"
+	"strconv"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+
+	kilov1alpha1 "github.com/kilo-mesh/kilo-mesh-apiserver/pkg/apis/kilo/v1alpha1"
+	meshv1alpha1 "github.com/kilo-mesh/kilo-mesh-apiserver/pkg/apis/mesh/v1alpha1"
+	"github.com/kilo-mesh/kilo-mesh-apiserver/pkg/clusters"
+	"github.com/kilo-mesh/kilo-mesh-apiserver/pkg/planner"
+)
+
+// writes is a member cluster's Peer client that counts writes and answers
+// each with the next resourceVersion.
+type writes struct {
+	applies, deletes atomic.Int32
+	rv               atomic.Int64
+}
+
+var _ clusters.PeerClient = (*writes)(nil)
+
+func (w *writes) Apply(_ context.Context, p *kilov1alpha1.Peer, _ metav1.ApplyOptions) (*kilov1alpha1.Peer, error) {
+	w.applies.Add(1)
+	live := p.DeepCopy()
+	live.ResourceVersion = "w" + strconv.FormatInt(w.rv.Add(1), 10)
+	return live, nil
+}
+
+func (w *writes) Update(_ context.Context, p *kilov1alpha1.Peer, _ metav1.UpdateOptions) (*kilov1alpha1.Peer, error) {
+	return p, nil
+}
+
+func (w *writes) Delete(context.Context, string, metav1.DeleteOptions) error {
+	w.deletes.Add(1)
+	return nil
+}
+
+// TestSecondPassFromAStaleCache: a pass that starts before the member
+// cache has seen the previous pass's writes, with the plan made before
+// them, writes nothing again, and asks to be looked at soon; once the cache
+// shows the writes, nothing is written either; a Peer someone else changed
+// since, or a plan that wants something else, is written.
+func TestSecondPassFromAStaleCache(t *testing.T) {
+	mesh := &meshv1alpha1.ClusterMesh{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "m", UID: "uid-1"}}
+	peer := func(name, endpoint, rv string) *kilov1alpha1.Peer {
+		p := &kilov1alpha1.Peer{ObjectMeta: metav1.ObjectMeta{Name: name, UID: types.UID("u-" + name), ResourceVersion: rv,
+			Labels: planner.ManagedLabels("ns", "m", "uid-1", "eu")}}
+		p.Spec.PublicKey = endpoint
+		return p
+	}
+	updated, created, dropped := peer("updated", "new", ""), peer("created", "new", ""), peer("dropped", "old", "3")
+	stale := map[string]*kilov1alpha1.Peer{"updated": peer("updated", "old", "1"), "dropped": dropped}
+	target := &meshv1alpha1.TargetPlan{Create: []string{"created"}, Update: []meshv1alpha1.PeerUpdate{{Name: "updated"}}, Delete: []string{"dropped"}}
+	desired := []*kilov1alpha1.Peer{updated, created}
+	recent := newRecentWrites()
+	pass := func(cached map[string]*kilov1alpha1.Peer, desired []*kilov1alpha1.Peer) (*writes, targetResult) {
+		client := &writes{}
+		res := applyTarget(context.Background(), targetWork{mesh: mesh, cluster: "eu", target: target, desired: desired,
+			cached: cached, client: client, recent: recent})
+		return client, res
+	}
+
+	first, res := pass(stale, desired)
+	if first.applies.Load() != 2 || first.deletes.Load() != 1 || res.applied != 2 || res.unseen {
+		t.Fatalf("first pass: %d applies, %d deletes, %+v", first.applies.Load(), first.deletes.Load(), res)
+	}
+	second, res := pass(stale, desired)
+	if second.applies.Load() != 0 || second.deletes.Load() != 0 || res.applied != 2 || !res.unseen {
+		t.Errorf("second pass on the stale cache: %d applies, %d deletes, %+v", second.applies.Load(), second.deletes.Load(), res)
+	}
+
+	// The cache has seen the writes (their resourceVersions), the plan is
+	// still the old one.
+	seen := map[string]*kilov1alpha1.Peer{}
+	for k := range recent.m {
+		if w := recent.m[k]; w.want != nil {
+			seen[k.peer] = peer(k.peer, "new", w.after)
+		}
+	}
+	third, res := pass(seen, desired)
+	if third.applies.Load() != 0 || third.deletes.Load() != 0 || res.unseen {
+		t.Errorf("pass on the caught-up cache with the old plan: %d applies, %d deletes, %+v", third.applies.Load(), third.deletes.Load(), res)
+	}
+
+	// Someone edited the updated Peer since; and the plan wants something
+	// else for the created one: both are written.
+	edited := map[string]*kilov1alpha1.Peer{"updated": peer("updated", "edited", "99"), "created": seen["created"]}
+	changed := []*kilov1alpha1.Peer{updated, peer("created", "newer", "")}
+	fourth, _ := pass(edited, changed)
+	if fourth.applies.Load() != 2 {
+		t.Errorf("an edited Peer and a new plan: %d applies, want 2", fourth.applies.Load())
+	}
+
+	// Past writeMemory, a cache that never caught up is written again.
+	recent.now = func() time.Time { return time.Now().Add(2 * writeMemory) }
+	fifth, _ := pass(stale, desired)
+	if fifth.applies.Load() != 2 || fifth.deletes.Load() != 1 {
+		t.Errorf("after writeMemory: %d applies, %d deletes", fifth.applies.Load(), fifth.deletes.Load())
+	}
+	recent.forget(types.NamespacedName{Namespace: "ns", Name: "m"})
+	if len(recent.m) != 0 {
+		t.Errorf("forget left %d writes", len(recent.m))
+	}
+}
