@@ -3,6 +3,7 @@ package framework
 import (
 	"bufio"
 	"net"
+	"strconv"
 	"strings"
 	"testing"
 )
@@ -39,7 +40,7 @@ func echo(t *testing.T, name string) net.Listener {
 
 func ask(t *testing.T, port int) string {
 	t.Helper()
-	c, err := net.Dial("tcp", net.JoinHostPort("127.0.0.1", itoa(port)))
+	c, err := net.Dial("tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(port)))
 	if err != nil {
 		t.Fatal(err)
 	}
