@@ -1,7 +1,6 @@
 package clusters
 
 import (
-	"errors"
 	"strings"
 )
 
@@ -130,20 +129,6 @@ func (e *Error) Error() string {
 
 // Unwrap makes errors.Is(err, ErrExecPlugin) and the like work.
 func (e *Error) Unwrap() error { return e.Reason }
-
-// ReasonOf returns the Reason of an error of this package, or "" for other
-// errors.
-func ReasonOf(err error) Reason {
-	var e *Error
-	if errors.As(err, &e) {
-		return e.Reason
-	}
-	var r Reason
-	if errors.As(err, &r) {
-		return r
-	}
-	return ""
-}
 
 func newError(reason Reason, field, message string) *Error {
 	return &Error{Reason: reason, Field: field, Message: message}

@@ -187,8 +187,8 @@ func TestParseKubeconfigRefusals(t *testing.T) {
 			if !errors.Is(err, tc.reason) {
 				t.Fatalf("got %v; want rule %s", err, tc.reason)
 			}
-			if got := ReasonOf(err); got != tc.reason {
-				t.Errorf("ReasonOf = %q, want %q", got, tc.reason)
+			if got := reasonOf(err); got != tc.reason {
+				t.Errorf("reasonOf = %q, want %q", got, tc.reason)
 			}
 			var e *Error
 			if !errors.As(err, &e) {
@@ -341,3 +341,13 @@ func TestParseKubeconfigAccepts(t *testing.T) {
 }
 
 func b64(b []byte) string { return base64.StdEncoding.EncodeToString(b) }
+
+// reasonOf returns the Reason of an error of this package (an *Error
+// unwraps to its Reason), or "" for other errors.
+func reasonOf(err error) Reason {
+	var r Reason
+	if errors.As(err, &r) {
+		return r
+	}
+	return ""
+}

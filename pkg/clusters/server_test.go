@@ -85,7 +85,7 @@ func TestServerIdentity(t *testing.T) {
 				}
 				switch {
 				case tc.parseReason != "":
-					if ReasonOf(parseErr) != tc.parseReason {
+					if reasonOf(parseErr) != tc.parseReason {
 						t.Errorf("ParseKubeconfig: %v, want rule %s", parseErr, tc.parseReason)
 					}
 				case parseErr != nil || cfg.Host != tc.want:

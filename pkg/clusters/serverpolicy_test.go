@@ -58,7 +58,7 @@ func TestCheckServerAddress(t *testing.T) {
 			t.Errorf("%s with %v: refused: %v", tc.addr, tc.allowed, err)
 		case tc.want != "" && err == nil:
 			t.Errorf("%s with %v: allowed, want a refusal (%s)", tc.addr, tc.allowed, tc.want)
-		case tc.want != "" && (!strings.Contains(err.Error(), tc.want) || ReasonOf(err) != ErrServerNotAllowed):
+		case tc.want != "" && (!strings.Contains(err.Error(), tc.want) || reasonOf(err) != ErrServerNotAllowed):
 			t.Errorf("%s with %v: %v, want %s (%s)", tc.addr, tc.allowed, err, tc.want, ErrServerNotAllowed)
 		}
 	}
