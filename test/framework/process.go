@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net"
 	"os"
 	"os/exec"
 	"strings"
@@ -186,31 +185,6 @@ func tailFile(path string, n int) string {
 		lines = lines[len(lines)-n:]
 	}
 	return string(bytes.Join(lines, []byte("\n")))
-}
-
-// FreePorts returns n distinct free TCP ports on 127.0.0.1. The ports are
-// released before they are used, so another process may grab one in
-// between; the window is short and the caller sees a clear start error if
-// it happens.
-func FreePorts(n int) ([]int, error) {
-	// Hold all listeners open until every port is known, so the kernel
-	// hands out distinct ports.
-	var ls []net.Listener
-	defer func() {
-		for _, l := range ls {
-			l.Close()
-		}
-	}()
-	ports := make([]int, 0, n)
-	for range n {
-		l, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			return nil, err
-		}
-		ls = append(ls, l)
-		ports = append(ports, l.Addr().(*net.TCPAddr).Port)
-	}
-	return ports, nil
 }
 
 // runCommand runs a short-lived command and returns stdout and stderr.
