@@ -46,17 +46,29 @@ func (r *Reconciler) Run(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("building the leader election lock: %w", err)
 	}
+	// The elector releases the Lease as soon as its context ends, without
+	// waiting for OnStartedLeading to return: on its own context, a Lease
+	// released on shutdown would let the next leader write while this
+	// replica's last writes are still in flight. So the elector runs on a
+	// context of its own, which ends only once the term has stopped.
+	electorCtx, stopElector := context.WithCancel(context.WithoutCancel(ctx))
+	defer stopElector()
 	elector, err := leaderelection.NewLeaderElector(leaderelection.LeaderElectionConfig{
-		Lock:          lock,
-		LeaseDuration: le.LeaseDuration.Duration,
-		RenewDeadline: le.RenewDeadline.Duration,
-		RetryPeriod:   le.RetryPeriod.Duration,
-		// Workers have stopped when the callback returns, so releasing the
-		// Lease at once cannot leave two writers.
+		Lock:            lock,
+		LeaseDuration:   le.LeaseDuration.Duration,
+		RenewDeadline:   le.RenewDeadline.Duration,
+		RetryPeriod:     le.RetryPeriod.Duration,
 		ReleaseOnCancel: true,
 		Name:            le.ResourceNamespace + "/" + le.ResourceName,
 		Callbacks: leaderelection.LeaderCallbacks{
-			OnStartedLeading: r.lead,
+			// The term ends when the Lease is lost (termCtx) or the
+			// reconciler stops (ctx).
+			OnStartedLeading: func(termCtx context.Context) {
+				termCtx, stop := context.WithCancel(termCtx)
+				defer stop()
+				defer context.AfterFunc(ctx, stop)()
+				r.lead(termCtx)
+			},
 			OnStoppedLeading: func() { logger.Info("Stopped leading", "identity", r.identity) },
 			OnNewLeader: func(id string) {
 				logger.Info("Reconciler leader", "identity", id, "self", id == r.identity)
@@ -66,10 +78,18 @@ func (r *Reconciler) Run(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("configuring leader election: %w", err)
 	}
-	// Run returns when the Lease is lost or ctx ends; only the latter ends
-	// the reconciler.
-	for ctx.Err() == nil {
-		elector.Run(ctx)
+	go func() {
+		<-ctx.Done()
+		// lead holds term while its workers run: once it is ours, no
+		// write of this replica is in flight, and the Lease may go.
+		r.term.Lock()
+		stopElector()
+		r.term.Unlock()
+	}()
+	// Run returns when the Lease is lost or the elector stops; only the
+	// latter ends the reconciler.
+	for electorCtx.Err() == nil {
+		elector.Run(electorCtx)
 	}
 	return nil
 }
