@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"maps"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -177,7 +178,10 @@ type peerWatch struct {
 	cluster int
 	w       watch.Interface
 	done    chan struct{}
-	counts  map[string]int
+	// stopping is set before the watch is stopped, which ends it with an
+	// error event.
+	stopping atomic.Bool
+	counts   map[string]int
 }
 
 // watchPeers starts counting the writes of the Peers of the mesh with uid
@@ -199,6 +203,9 @@ func watchPeers(t *testing.T, ctx context.Context, i int, uid string) *peerWatch
 		defer close(pw.done)
 		for ev := range w.ResultChan() {
 			if ev.Type == watch.Error {
+				if pw.stopping.Load() {
+					return
+				}
 				t.Errorf("watching Peers of cluster %d: %v", i, apierrors.FromObject(ev.Object))
 				continue
 			}
@@ -218,6 +225,7 @@ func (pw *peerWatch) stop() map[string]int {
 		pw.t.Errorf("the watch of the Peers of cluster %d ended early", pw.cluster)
 	default:
 	}
+	pw.stopping.Store(true)
 	pw.w.Stop()
 	<-pw.done
 	return pw.counts
