@@ -166,6 +166,8 @@ func (m *Manager) acquireClusterLocked(mesh types.NamespacedName, id clusterID, 
 			probeTimeout:  m.cfg.ProbeTimeout,
 			clock:         m.cfg.Clock,
 			maxNodes:      m.cfg.MaxNodes,
+			maxPeers:      m.cfg.MaxPeers,
+			maxCacheBytes: m.cfg.MaxCacheBytes,
 			onChange:      m.clusterChanged,
 		}, id != localID, allowed)
 		if err != nil {

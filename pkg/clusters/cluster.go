@@ -12,11 +12,9 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	utilnet "k8s.io/apimachinery/pkg/util/net"
-	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
@@ -43,8 +41,11 @@ type clusterOptions struct {
 	probeInterval time.Duration
 	probeTimeout  time.Duration
 	clock         clock.PassiveClock
-	// maxNodes is the most Nodes the cluster's cache holds (Config.MaxNodes).
-	maxNodes int
+	// maxNodes, maxPeers and maxCacheBytes are Config's MaxNodes, MaxPeers
+	// and MaxCacheBytes.
+	maxNodes      int
+	maxPeers      int
+	maxCacheBytes int64
 	// onChange is told of every change the meshes using the cluster may
 	// care about; it must not block.
 	onChange func(*cluster)
@@ -69,9 +70,14 @@ type cluster struct {
 	peerWrite      dynamic.NamespaceableResourceInterface
 	probeREST      rest.Interface
 	identityClient *http.Client
-	peerWatch      dynamic.NamespaceableResourceInterface
-	nodes          cache.SharedIndexInformer
-	nodeLimit      *nodeLimit
+	// peerRead lists and watches Peers as typed objects: decoding them
+	// into unstructured maps would take several times their size.
+	peerRead rest.Interface
+	nodes    cache.SharedIndexInformer
+	// nodeLimit and peerLimit read the Nodes and Peers for the informers,
+	// bounded as the cluster's limits say.
+	nodeLimit *objectLimit
+	peerLimit *objectLimit
 
 	// refs and meshes are guarded by Manager.mu.
 	refs   int
@@ -127,9 +133,13 @@ func newCluster(id clusterID, cfg *rest.Config, opts clusterOptions, remote bool
 	if err != nil {
 		return nil, fmt.Errorf("building the client: %w", err)
 	}
-	dynWatch, err := dynamic.NewForConfigAndClient(cfg, watchClient)
-	if err != nil {
-		return nil, fmt.Errorf("building the dynamic client: %w", err)
+	peerCfg := rest.CopyConfig(cfg)
+	peerCfg.GroupVersion = &kilov1alpha1.SchemeGroupVersion
+	peerCfg.APIPath = "/apis"
+	peerCfg.NegotiatedSerializer = peerCodecs.WithoutConversion()
+	peerCfg.ContentType = runtime.ContentTypeJSON
+	if c.peerRead, err = rest.RESTClientForConfigAndClient(peerCfg, watchClient); err != nil {
+		return nil, fmt.Errorf("building the Peer client: %w", err)
 	}
 	dynWrite, err := dynamic.NewForConfigAndClient(cfg, requestClient)
 	if err != nil {
@@ -139,27 +149,34 @@ func newCluster(id clusterID, cfg *rest.Config, opts clusterOptions, remote bool
 	if err != nil {
 		return nil, fmt.Errorf("building the probe client: %w", err)
 	}
-	c.peerWatch = dynWatch.Resource(kilov1alpha1.PeerResource)
 	c.peerWrite = dynWrite.Resource(kilov1alpha1.PeerResource)
 	c.probeREST = probeKube.Discovery().RESTClient()
 
-	c.nodeLimit = newNodeLimit(kube.CoreV1().Nodes(), opts.maxNodes, opts.clock)
-	c.nodes, err = c.newInformer(resourceNodes, &corev1.Node{}, transformNode, &cache.ListWatch{
-		ListWithContextFunc:  c.nodeLimit.List,
-		WatchFuncWithContext: c.nodeLimit.Watch,
-	})
+	// The local cluster is the server's own, with a trusted control plane;
+	// its Peers are written by this server for every mesh with a grant, so
+	// a count or weight limit there would let one tenant's meshes stop all
+	// the others'. Its Nodes are counted all the same.
+	var b *budget
+	maxPeers := 0
+	if remote {
+		b, maxPeers = newBudget(opts.maxCacheBytes), opts.maxPeers
+	}
+	c.nodeLimit = nodeLimit(kube.CoreV1().Nodes(), opts.maxNodes, b, opts.clock)
+	c.peerLimit = peerLimit(c.peerRead, maxPeers, b, opts.clock)
+	c.nodes, err = c.newInformer(resourceNodes, &corev1.Node{}, c.nodeLimit)
 	if err != nil {
 		return nil, err
 	}
 	return c, nil
 }
 
-func (c *cluster) newInformer(resource string, example runtime.Object, transform cache.TransformFunc, lw *cache.ListWatch) (cache.SharedIndexInformer, error) {
+// newInformer builds an informer of resource on what l reads; l cuts
+// every object down to what the cache keeps, so the informer needs no
+// transform of its own.
+func (c *cluster) newInformer(resource string, example runtime.Object, l *objectLimit) (cache.SharedIndexInformer, error) {
+	lw := &cache.ListWatch{ListWithContextFunc: l.List, WatchFuncWithContext: l.Watch}
 	inf := cache.NewSharedIndexInformerWithOptions(newObservedListWatch(lw, resource, c.health), example,
 		cache.SharedIndexInformerOptions{ObjectDescription: resource + " of " + c.server})
-	if err := inf.SetTransform(transform); err != nil {
-		return nil, fmt.Errorf("%s informer: %w", resource, err)
-	}
 	if err := inf.SetWatchErrorHandlerWithContext(watchErrorHandler(resource, c.health)); err != nil {
 		return nil, fmt.Errorf("%s informer: %w", resource, err)
 	}
@@ -184,16 +201,7 @@ func (c *cluster) newInformer(resource string, example runtime.Object, transform
 }
 
 func (c *cluster) newPeerInformer() (cache.SharedIndexInformer, error) {
-	return c.newInformer(resourcePeers, &unstructured.Unstructured{}, transformPeer, &cache.ListWatch{
-		ListWithContextFunc: func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
-			ctx, cancel := context.WithTimeout(ctx, listTimeout)
-			defer cancel()
-			return c.peerWatch.List(ctx, o)
-		},
-		WatchFuncWithContext: func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
-			return c.peerWatch.Watch(ctx, o)
-		},
-	})
+	return c.newInformer(resourcePeers, &kilov1alpha1.Peer{}, c.peerLimit)
 }
 
 // name identifies the cluster in logs without its credentials.
@@ -305,6 +313,44 @@ func (c *cluster) settled() bool {
 	return h.probed && (h.problem != nil || c.synced(h))
 }
 
+// ClusterState is what the caches hold for one member cluster of a mesh.
+// Nodes and Peers are the caches' own objects, sorted by name: read them,
+// never modify them. Of Nodes only name, labels, Kilo's annotations, pod
+// CIDRs, addresses and identifying metadata are kept (a Node heavier than
+// that is a stub marked meshv1alpha1.AnnotationNodeTooLarge); of Peers,
+// metadata (name, uid, resourceVersion, labels, annotations) and spec.
+type ClusterState struct {
+	// Name is the spec.clusters[].name.
+	Name string
+	// Reachable: the API server answered the last probe.
+	Reachable bool
+	// Since is when Reachable last changed (or the problem was first seen).
+	Since time.Time
+	// Reason is empty when the cluster is fully usable, else why not (an
+	// unreachable server, a refused kubeconfig rule, a missing Secret, ...).
+	Reason Reason
+	// LastError explains Reason; never holds secret content.
+	LastError string
+	// CredentialExpiry is when the credential of the cluster's kubeconfig
+	// says it expires (CredentialExpiry); zero when it states no expiry or
+	// the cluster is the local one.
+	CredentialExpiry time.Time
+	// PeerCRD: the cluster serves kilo.squat.ai/v1alpha1 peers.
+	PeerCRD bool
+	// Synced: Nodes (and Peers, if PeerCRD) hold a complete list. An
+	// unreachable cluster that had synced keeps its last known objects and
+	// stays Synced; decide nothing about a cluster that is not Synced. A
+	// cluster over a limit of Config (MaxNodes, MaxPeers, MaxCacheBytes)
+	// is never Synced.
+	Synced bool
+	// Identity is the verified identity of the cluster (see
+	// memberidentity.go): equal for two connections exactly when they
+	// reach one cluster. Empty when not known: such a cluster claims nothing.
+	Identity string
+	Nodes    []*corev1.Node
+	Peers    []*kilov1alpha1.Peer
+}
+
 // state is what the caches hold now; no I/O.
 func (c *cluster) state() ClusterState {
 	h := c.health.view()
@@ -312,7 +358,7 @@ func (c *cluster) state() ClusterState {
 	if h.problem != nil {
 		st.Reason, st.LastError = h.problem.Reason, h.problem.Error()
 	}
-	if st.Reason == ErrTooManyNodes {
+	if overLimit(st.Reason) {
 		// Whatever the cache holds of such a cluster is a part of it.
 		st.Synced = false
 		return st

@@ -101,7 +101,23 @@ const (
 	// ErrTooManyNodes: the cluster holds more Nodes than Config.MaxNodes;
 	// none of them is used.
 	ErrTooManyNodes Reason = "TooManyNodes"
+	// ErrTooManyPeers: a tenant's cluster holds more Peers than
+	// Config.MaxPeers; none of its Nodes and Peers is used.
+	ErrTooManyPeers Reason = "TooManyPeers"
+	// ErrCacheBudgetExceeded: what the caches would keep of a tenant's
+	// cluster, Nodes and Peers together, weighs more than
+	// Config.MaxCacheBytes; none of it is used.
+	ErrCacheBudgetExceeded Reason = "CacheBudgetExceeded"
+	// ErrAnswerTooLarge: an answer of the API server (a list page, one
+	// watch event) is larger than this server reads.
+	ErrAnswerTooLarge Reason = "AnswerTooLarge"
 )
+
+// overLimit reports whether a reason is one of the limits on what the
+// caches hold: such a cluster's caches are a part of it, never used.
+func overLimit(r Reason) bool {
+	return r == ErrTooManyNodes || r == ErrTooManyPeers || r == ErrCacheBudgetExceeded
+}
 
 // Error is an error of this package with its Reason. Its text never holds
 // secret content (tokens, keys, kubeconfig bytes).

@@ -46,7 +46,7 @@ var (
 )
 
 // IsWatchListSemanticsUnSupported keeps the informers on list and watch:
-// lists are paged and bounded here (nodeLimit), where a streamed initial
+// lists are paged and bounded here (objectLimit), where a streamed initial
 // list would arrive as one unbounded watch.
 func (lw *observedListWatch) IsWatchListSemanticsUnSupported() bool { return true }
 
@@ -59,7 +59,8 @@ func (lw *observedListWatch) ListWithContext(ctx context.Context, opts metav1.Li
 		start := time.Now()
 		obj, err := lw.inner.ListWithContext(ctx, opts)
 		if !lw.obs.observed(ctx, lw.resource, err) {
-			return obj, err
+			// The reflector logs what it gets: never a member's answer.
+			return obj, sanitize(err)
 		}
 		pauseSince(ctx, start, retrySpacing)
 	}
@@ -70,7 +71,7 @@ func (lw *observedListWatch) WatchWithContext(ctx context.Context, opts metav1.L
 		start := time.Now()
 		w, err := lw.inner.WatchWithContext(ctx, opts)
 		if !lw.obs.observed(ctx, lw.resource, err) {
-			return w, err
+			return w, sanitize(err)
 		}
 		pauseSince(ctx, start, retrySpacing)
 	}

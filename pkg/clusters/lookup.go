@@ -80,7 +80,8 @@ func (m *Manager) LocalIdentity() string {
 type Connection struct {
 	// Name identifies the connection in logs, without credentials.
 	Name string
-	// Synced: Peers holds every Peer of the cluster.
+	// Synced: Peers holds every Peer of the cluster (which is never so for
+	// a cluster over a limit of the caches).
 	Synced bool
 	// Peers are the cache's own objects: read them, never modify them.
 	Peers []*kilov1alpha1.Peer
@@ -101,10 +102,10 @@ func (m *Manager) Connections() []Connection {
 	m.mu.RUnlock()
 	out := make([]Connection, 0, len(clusters))
 	for _, c := range clusters {
-		h := c.health.view()
-		conn := Connection{Name: c.name(), Synced: c.synced(h) && h.peerCRD, Client: &peerClient{c: c}}
+		st := c.state()
+		conn := Connection{Name: c.name(), Synced: st.Synced && st.PeerCRD, Client: &peerClient{c: c}}
 		if conn.Synced {
-			conn.Peers = c.state().Peers
+			conn.Peers = st.Peers
 		}
 		out = append(out, conn)
 	}

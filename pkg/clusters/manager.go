@@ -14,7 +14,6 @@ import (
 	"sync"
 	"time"
 
-	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
@@ -64,42 +63,15 @@ type Config struct {
 	// MaxNodes is the most Nodes cached of one member cluster (default
 	// DefaultMaxNodes); a cluster with more is not used.
 	MaxNodes int
-}
-
-// ClusterState is what the caches hold for one member cluster of a mesh.
-// Nodes and Peers are the caches' own objects, sorted by name: read them,
-// never modify them. Of Nodes only name, labels, annotations, pod CIDRs,
-// addresses, the Ready condition and identifying metadata are kept; of
-// Peers, metadata (name, uid, resourceVersion, labels) and spec.
-type ClusterState struct {
-	// Name is the spec.clusters[].name.
-	Name string
-	// Reachable: the API server answered the last probe.
-	Reachable bool
-	// Since is when Reachable last changed (or the problem was first seen).
-	Since time.Time
-	// Reason is empty when the cluster is fully usable, else why not (an
-	// unreachable server, a refused kubeconfig rule, a missing Secret, ...).
-	Reason Reason
-	// LastError explains Reason; never holds secret content.
-	LastError string
-	// CredentialExpiry is when the credential of the cluster's kubeconfig
-	// says it expires (CredentialExpiry); zero when it states no expiry or
-	// the cluster is the local one.
-	CredentialExpiry time.Time
-	// PeerCRD: the cluster serves kilo.squat.ai/v1alpha1 peers.
-	PeerCRD bool
-	// Synced: Nodes (and Peers, if PeerCRD) hold a complete list. An
-	// unreachable cluster that had synced keeps its last known objects and
-	// stays Synced; decide nothing about a cluster that is not Synced. A
-	// cluster with more Nodes than Config.MaxNodes is never Synced.
-	Synced bool
-	// Identity is the verified identity of the cluster (see
-	// memberidentity.go): equal for two connections exactly when they
-	// reach one cluster. Empty when not known: such a cluster claims nothing.
-	Identity string
-	Nodes    []*corev1.Node
-	Peers    []*kilov1alpha1.Peer
+	// MaxPeers is the most Peers cached of one tenant's member cluster
+	// (default DefaultMaxPeers); a cluster with more is not used. The local
+	// cluster's Peers are not limited: this server writes them for every
+	// mesh with access to it.
+	MaxPeers int
+	// MaxCacheBytes bounds the weight of what is cached of one tenant's
+	// member cluster, Nodes and Peers together (default
+	// DefaultMaxCacheBytes); a cluster weighing more is not used.
+	MaxCacheBytes int64
 }
 
 // Manager keeps the member clusters of the meshes it is told about with
@@ -150,6 +122,12 @@ func NewManager(cfg Config) (*Manager, error) {
 	}
 	if cfg.MaxNodes <= 0 {
 		cfg.MaxNodes = DefaultMaxNodes
+	}
+	if cfg.MaxPeers <= 0 {
+		cfg.MaxPeers = DefaultMaxPeers
+	}
+	if cfg.MaxCacheBytes <= 0 {
+		cfg.MaxCacheBytes = DefaultMaxCacheBytes
 	}
 	local := rest.CopyConfig(cfg.Local)
 	// An overall timeout would cut the Secret and Node watches; requests
@@ -356,7 +334,7 @@ func (m *Manager) AddChangeHandler(f func(types.NamespacedName)) {
 
 // Settled reports whether every cluster of mesh, as ensured, has synced
 // its caches or is known to be unusable (unreachable, refused kubeconfig,
-// missing Secret, forbidden, too many Nodes): waiting for those would
+// missing Secret, forbidden, over a cache limit): waiting for those would
 // never end. It is asked per mesh, so that one member whose caches never
 // sync holds up its own meshes only. A mesh not ensured yet is not settled.
 func (m *Manager) Settled(mesh *meshv1alpha1.ClusterMesh) bool {

@@ -1,87 +1,157 @@
 package clusters
 
 import (
+	"fmt"
+	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/tools/cache"
 
 	kilov1alpha1 "github.com/kilo-mesh/kilo-mesh-apiserver/pkg/apis/kilo/v1alpha1"
+	meshv1alpha1 "github.com/kilo-mesh/kilo-mesh-apiserver/pkg/apis/mesh/v1alpha1"
 )
 
-// The caches hold thousands of Nodes per cluster; the transforms below keep
-// only what the planner reads. A real Node's images, nodeInfo, capacity,
-// managedFields and heartbeat conditions are several times the size of what
-// remains. Transforms must be idempotent: client-go may apply them to an
-// object already transformed.
+// The caches hold thousands of Nodes and Peers per cluster, of API servers
+// that may be hostile: what arrives is cut down at once, page by page and
+// event by event (see objectLimit), to what the planner reads, and
+// weighed. A real Node's images, nodeInfo, capacity, conditions and
+// managedFields are several times the size of what remains; a fake API
+// server's Node may be anything up to the size of an answer.
 
 // lastAppliedAnnotation holds a copy of the whole object as last applied by
 // kubectl: large, and never needed here.
 const lastAppliedAnnotation = "kubectl.kubernetes.io/last-applied-configuration"
 
-var (
-	_ cache.TransformFunc = transformNode
-	_ cache.TransformFunc = transformPeer
-	_ cache.TransformFunc = transformSecret
+// kiloAnnotationPrefix starts the Node annotations the planner reads (Kilo's
+// own); the others are not kept.
+const kiloAnnotationPrefix = kilov1alpha1.GroupName + "/"
+
+// Weights approximate the heap an object kept in a cache takes: the bytes
+// of its strings, plus a fixed cost for the object and for each map entry
+// or list element. They are what Config.MaxCacheBytes bounds.
+const (
+	objectOverhead = 512
+	entryOverhead  = 48
 )
 
-// transformNode keeps name, labels, annotations, pod CIDRs, addresses and the
-// Ready condition (without its heartbeat time, so that heartbeats alone do
-// not look like changes), plus the metadata caches and planners rely on.
-func transformNode(obj any) (any, error) {
-	n, ok := obj.(*corev1.Node)
-	if !ok {
-		return obj, nil
+// maxNodeBytes is the most a Node may weigh in the cache: a real Node's
+// labels and Kilo annotations take a few KiB (hundreds of Node Feature
+// Discovery labels stay within 20 KiB). A heavier Node is kept as a stub
+// marked meshv1alpha1.AnnotationNodeTooLarge.
+const maxNodeBytes = 32 << 10
+
+var _ cache.TransformFunc = transformSecret
+
+// slimNode is what the cache keeps of n, and its weight: identity, labels
+// (any of them may be a mesh entry's topologyLabel, and the cache is shared
+// by every mesh naming the cluster), Kilo's annotations, pod CIDRs and
+// addresses. A Node heavier than maxNodeBytes becomes a stub.
+func slimNode(n *corev1.Node) (*corev1.Node, int64) {
+	if why, ok := n.Annotations[meshv1alpha1.AnnotationNodeTooLarge]; ok {
+		if len(why) > maxErrorText {
+			why = "the Node is larger than this server keeps of one Node"
+		}
+		return nodeStub(n, why)
 	}
-	out := &corev1.Node{
-		ObjectMeta: slimMeta(&n.ObjectMeta),
-		Spec:       corev1.NodeSpec{PodCIDR: n.Spec.PodCIDR, PodCIDRs: n.Spec.PodCIDRs},
-		Status:     corev1.NodeStatus{Addresses: n.Status.Addresses},
-	}
-	for _, c := range n.Status.Conditions {
-		if c.Type == corev1.NodeReady {
-			c.LastHeartbeatTime = metav1.Time{}
-			out.Status.Conditions = []corev1.NodeCondition{c}
-			break
+	var annotations map[string]string
+	for k, v := range n.Annotations {
+		if strings.HasPrefix(k, kiloAnnotationPrefix) {
+			if annotations == nil {
+				annotations = make(map[string]string, len(n.Annotations))
+			}
+			annotations[k] = v
 		}
 	}
-	return out, nil
+	w := int64(objectOverhead+len(n.Name)+len(n.UID)+len(n.ResourceVersion)+len(n.Spec.PodCIDR)) +
+		mapWeight(n.Labels) + mapWeight(annotations) + listWeight(n.Spec.PodCIDRs)
+	for _, a := range n.Status.Addresses {
+		w += int64(entryOverhead + len(a.Type) + len(a.Address))
+	}
+	if w > maxNodeBytes {
+		return nodeStub(n, fmt.Sprintf("the Node's labels, Kilo annotations, pod CIDRs and addresses weigh %d KiB, more than the %d KiB this server keeps of one Node",
+			w>>10, maxNodeBytes>>10))
+	}
+	return &corev1.Node{
+		ObjectMeta: metav1.ObjectMeta{
+			Name:              n.Name,
+			UID:               n.UID,
+			ResourceVersion:   n.ResourceVersion,
+			Generation:        n.Generation,
+			CreationTimestamp: n.CreationTimestamp,
+			DeletionTimestamp: n.DeletionTimestamp,
+			Labels:            n.Labels,
+			Annotations:       annotations,
+		},
+		Spec:   corev1.NodeSpec{PodCIDR: n.Spec.PodCIDR, PodCIDRs: n.Spec.PodCIDRs},
+		Status: corev1.NodeStatus{Addresses: n.Status.Addresses},
+	}, w
 }
 
-// transformPeer turns the dynamic client's Unstructured Peer into a typed
-// one with its metadata (name, uid, resourceVersion, labels, annotations)
-// and spec.
-func transformPeer(obj any) (any, error) {
-	u, ok := obj.(*unstructured.Unstructured)
-	if !ok {
-		return obj, nil
+// nodeStub stands for a Node the cache does not keep: its name and identity,
+// and why.
+func nodeStub(n *corev1.Node, why string) (*corev1.Node, int64) {
+	name := n.Name
+	if len(name) > 253 {
+		name = name[:253] // no real Node has a longer name
 	}
-	// Annotations are kept (but kubectl's last-applied copy): the planner
-	// compares its own (source group and leader) with them, and without
-	// them every managed Peer would look changed on every pass.
-	p := &kilov1alpha1.Peer{ObjectMeta: slimMeta(&metav1.ObjectMeta{
-		Name:              u.GetName(),
-		UID:               u.GetUID(),
-		ResourceVersion:   u.GetResourceVersion(),
-		Generation:        u.GetGeneration(),
-		CreationTimestamp: u.GetCreationTimestamp(),
-		DeletionTimestamp: u.GetDeletionTimestamp(),
-		Labels:            u.GetLabels(),
-		Annotations:       u.GetAnnotations(),
-	})}
-	if spec, ok := u.Object["spec"].(map[string]any); ok {
-		// The CRD's schema makes this conversion succeed; should a Peer slip
-		// through with a malformed spec, Kilo ignores it, and an empty spec
-		// here makes the planner rewrite it if it owns it.
-		if err := runtime.DefaultUnstructuredConverter.FromUnstructured(spec, &p.Spec); err != nil {
-			p.Spec = kilov1alpha1.PeerSpec{}
-		}
+	stub := &corev1.Node{ObjectMeta: metav1.ObjectMeta{
+		Name:              name,
+		UID:               n.UID,
+		ResourceVersion:   n.ResourceVersion,
+		CreationTimestamp: n.CreationTimestamp,
+		Annotations:       map[string]string{meshv1alpha1.AnnotationNodeTooLarge: why},
+	}}
+	return stub, int64(objectOverhead + entryOverhead + len(name) + len(n.UID) + len(n.ResourceVersion) + len(why))
+}
+
+// slimPeer is what the cache keeps of p, and its weight: its metadata
+// (labels and annotations, but kubectl's last-applied copy: the planner
+// compares its own with them, and without them every managed Peer would look
+// changed on every pass) and spec. A Peer is not cut down further: those
+// this server writes for a large location carry thousands of allowed IPs,
+// and the cache's weight as a whole is bounded instead.
+func slimPeer(p *kilov1alpha1.Peer) (*kilov1alpha1.Peer, int64) {
+	out := &kilov1alpha1.Peer{
+		ObjectMeta: metav1.ObjectMeta{
+			Name:              p.Name,
+			UID:               p.UID,
+			ResourceVersion:   p.ResourceVersion,
+			Generation:        p.Generation,
+			CreationTimestamp: p.CreationTimestamp,
+			DeletionTimestamp: p.DeletionTimestamp,
+			Labels:            p.Labels,
+			Annotations:       p.Annotations,
+		},
+		Spec: p.Spec,
 	}
-	return p, nil
+	if _, ok := p.Annotations[lastAppliedAnnotation]; ok {
+		out.Annotations = withoutKey(p.Annotations, lastAppliedAnnotation)
+	}
+	w := int64(objectOverhead+len(p.Name)+len(p.UID)+len(p.ResourceVersion)+len(p.Spec.PublicKey)+len(p.Spec.PresharedKey)) +
+		mapWeight(out.Labels) + mapWeight(out.Annotations) + listWeight(p.Spec.AllowedIPs)
+	if e := p.Spec.Endpoint; e != nil {
+		w += int64(entryOverhead + len(e.DNSOrIP.DNS) + len(e.DNSOrIP.IP))
+	}
+	return out, w
+}
+
+func mapWeight(m map[string]string) int64 {
+	var w int64
+	for k, v := range m {
+		w += int64(entryOverhead + len(k) + len(v))
+	}
+	return w
+}
+
+func listWeight(l []string) int64 {
+	var w int64
+	for _, s := range l {
+		w += int64(entryOverhead + len(s))
+	}
+	return w
 }
 
 // transformSecret keeps the data of a kubeconfig Secret, dropping its
@@ -98,29 +168,9 @@ func transformSecret(obj any) (any, error) {
 	}, nil
 }
 
-// slimMeta keeps the identifying metadata, labels and annotations (without
-// kubectl's last-applied copy).
-func slimMeta(m *metav1.ObjectMeta) metav1.ObjectMeta {
-	out := metav1.ObjectMeta{
-		Name:              m.Name,
-		Namespace:         m.Namespace,
-		UID:               m.UID,
-		ResourceVersion:   m.ResourceVersion,
-		Generation:        m.Generation,
-		CreationTimestamp: m.CreationTimestamp,
-		DeletionTimestamp: m.DeletionTimestamp,
-		Labels:            m.Labels,
-		Annotations:       m.Annotations,
-	}
-	if _, ok := m.Annotations[lastAppliedAnnotation]; ok {
-		out.Annotations = withoutKey(m.Annotations, lastAppliedAnnotation)
-	}
-	return out
-}
-
 // unchanged reports whether an update changed nothing the planner would
 // decide differently at now: a kubelet status update of fields the
-// transform dropped, or kg's routine check-in (a new last-seen on a node
+// caches drop, or kg's routine check-in (a new last-seen on a node
 // Kilo still counts). kg checks in every 30 s on every node, so at a few
 // thousand nodes reporting check-ins would re-plan the mesh all the time;
 // a node going silent is caught by the reconciler's own timer instead.

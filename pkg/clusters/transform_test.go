@@ -1,7 +1,9 @@
 package clusters
 
 import (
+	"fmt"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -9,9 +11,9 @@ import (
 	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	kilov1alpha1 "github.com/kilo-mesh/kilo-mesh-apiserver/pkg/apis/kilo/v1alpha1"
+	meshv1alpha1 "github.com/kilo-mesh/kilo-mesh-apiserver/pkg/apis/mesh/v1alpha1"
 )
 
 func fullNode() *corev1.Node {
@@ -46,52 +48,70 @@ func fullNode() *corev1.Node {
 	}
 }
 
-func TestTransformNode(t *testing.T) {
+func TestSlimNode(t *testing.T) {
 	in := fullNode()
-	got, err := transformNode(in)
-	if err != nil {
-		t.Fatal(err)
-	}
-	n := got.(*corev1.Node)
+	got, weight := slimNode(in)
 	want := &corev1.Node{
 		ObjectMeta: metav1.ObjectMeta{
 			Name: "n1", UID: "uid-1", ResourceVersion: "42", CreationTimestamp: in.CreationTimestamp,
 			Labels:      in.Labels,
 			Annotations: map[string]string{"kilo.squat.ai/key": "abc=", "kilo.squat.ai/location": "eu"},
 		},
-		Spec: corev1.NodeSpec{PodCIDR: "10.244.1.0/24", PodCIDRs: []string{"10.244.1.0/24", "fd00:1::/64"}},
-		Status: corev1.NodeStatus{
-			Addresses: in.Status.Addresses,
-			Conditions: []corev1.NodeCondition{
-				{Type: corev1.NodeReady, Status: corev1.ConditionTrue, Reason: "KubeletReady", LastTransitionTime: in.Status.Conditions[1].LastTransitionTime},
-			},
-		},
+		Spec:   corev1.NodeSpec{PodCIDR: "10.244.1.0/24", PodCIDRs: []string{"10.244.1.0/24", "fd00:1::/64"}},
+		Status: corev1.NodeStatus{Addresses: in.Status.Addresses},
 	}
-	if !equality.Semantic.DeepEqual(n, want) {
-		t.Errorf("transformed node:\n got %+v\nwant %+v", n, want)
+	if !equality.Semantic.DeepEqual(got, want) {
+		t.Errorf("slim node:\n got %+v\nwant %+v", got, want)
+	}
+	if weight < objectOverhead || weight > 2*objectOverhead {
+		t.Errorf("weight %d of a small Node", weight)
 	}
 	if _, ok := in.Annotations[lastAppliedAnnotation]; !ok {
 		t.Error("the input's annotations were modified")
 	}
-	again, _ := transformNode(n)
-	if !equality.Semantic.DeepEqual(again, n) {
-		t.Error("transform is not idempotent")
+	if again, w := slimNode(got); !equality.Semantic.DeepEqual(again, got) || w != weight {
+		t.Error("slimNode is not idempotent")
 	}
-	tombstone := passThroughObject()
-	if out, _ := transformNode(tombstone); out != tombstone {
-		t.Error("non-Node objects must pass through")
+
+	// Weight in labels or Kilo annotations (the other annotations are not
+	// kept, so they weigh nothing) makes a stub that says why.
+	for name, fatten := range map[string]func(*corev1.Node){
+		"label": func(n *corev1.Node) { n.Labels["fat"] = strings.Repeat("x", maxNodeBytes) },
+		"kilo annotation": func(n *corev1.Node) {
+			n.Annotations["kilo.squat.ai/allowed-location-ips"] = strings.Repeat("x", maxNodeBytes)
+		},
+	} {
+		n := fullNode()
+		fatten(n)
+		stub, w := slimNode(n)
+		why := stub.Annotations[meshv1alpha1.AnnotationNodeTooLarge]
+		if stub.Name != "n1" || stub.UID != "uid-1" || len(stub.Labels) != 0 || len(stub.Annotations) != 1 || !strings.Contains(why, "32 KiB") || w > 2*objectOverhead {
+			t.Errorf("%s: stub %+v weighing %d", name, stub, w)
+		}
+		if again, _ := slimNode(stub); !equality.Semantic.DeepEqual(again, stub) {
+			t.Errorf("%s: a stub is not kept as it is", name)
+		}
+	}
+	light := fullNode()
+	light.Annotations["node.alpha.kubernetes.io/huge"] = strings.Repeat("x", 4*maxNodeBytes)
+	if n, _ := slimNode(light); n.Annotations[meshv1alpha1.AnnotationNodeTooLarge] != "" {
+		t.Error("an annotation that is not kept made the Node a stub")
+	}
+	// A member cannot smuggle text through the marker.
+	forged := fullNode()
+	forged.Annotations[meshv1alpha1.AnnotationNodeTooLarge] = strings.Repeat("y", 10000)
+	if n, _ := slimNode(forged); len(n.Annotations[meshv1alpha1.AnnotationNodeTooLarge]) > maxErrorText {
+		t.Error("a forged marker is kept at any length")
 	}
 }
 
-func passThroughObject() any { return struct{ Key string }{Key: "n1"} }
-
 func TestUnchanged(t *testing.T) {
-	base, _ := transformNode(fullNode())
+	base, _ := slimNode(fullNode())
 	heartbeat := fullNode()
 	heartbeat.ResourceVersion = "43"
 	heartbeat.Status.Conditions[1].LastHeartbeatTime = metav1.NewTime(time.Unix(1700000100, 0))
 	heartbeat.Status.Images = nil
-	hb, _ := transformNode(heartbeat)
+	hb, _ := slimNode(heartbeat)
 	now := time.Now()
 	if !unchanged(base, hb, now) {
 		t.Error("a heartbeat-only update counts as a change")
@@ -99,20 +119,14 @@ func TestUnchanged(t *testing.T) {
 	annotated := fullNode()
 	annotated.ResourceVersion = "44"
 	annotated.Annotations["kilo.squat.ai/endpoint"] = "203.0.113.99:51820"
-	an, _ := transformNode(annotated)
+	an, _ := slimNode(annotated)
 	if unchanged(base, an, now) {
 		t.Error("an annotation change is not seen")
-	}
-	notReady := fullNode()
-	notReady.Status.Conditions[1].Status = corev1.ConditionFalse
-	nr, _ := transformNode(notReady)
-	if unchanged(base, nr, now) {
-		t.Error("a readiness change is not seen")
 	}
 
 	// kg's check-ins: routine on a live node, news on a silent one.
 	checkIn := func(lastSeen time.Time) *corev1.Node {
-		n := base.(*corev1.Node).DeepCopy()
+		n := base.DeepCopy()
 		n.Annotations["kilo.squat.ai/last-seen"] = strconv.FormatInt(lastSeen.Unix(), 10)
 		return n
 	}
@@ -146,50 +160,37 @@ func TestUnchanged(t *testing.T) {
 	}
 }
 
-func TestTransformPeer(t *testing.T) {
-	u := &unstructured.Unstructured{Object: map[string]any{
-		"apiVersion": "kilo.squat.ai/v1alpha1",
-		"kind":       "Peer",
-		"metadata": map[string]any{
-			"name": "p1", "uid": "u1", "resourceVersion": "7",
-			"labels":        map[string]any{"mesh.kilo.squat.ai/mesh-uid": "m"},
-			"annotations":   map[string]any{lastAppliedAnnotation: "{}"},
-			"managedFields": []any{map[string]any{"manager": "x"}},
+func TestSlimPeer(t *testing.T) {
+	in := &kilov1alpha1.Peer{
+		ObjectMeta: metav1.ObjectMeta{
+			Name: "p1", UID: "u1", ResourceVersion: "7",
+			Labels:        map[string]string{"mesh.kilo.squat.ai/mesh-uid": "m"},
+			Annotations:   map[string]string{lastAppliedAnnotation: "{}", "mesh.kilo.squat.ai/source-group": "location:a"},
+			ManagedFields: []metav1.ManagedFieldsEntry{{Manager: "x"}},
 		},
-		"spec": map[string]any{
-			"allowedIPs":          []any{"10.1.0.0/24", "10.4.0.1/32"},
-			"publicKey":           "key=",
-			"persistentKeepalive": int64(25),
-			"endpoint":            map[string]any{"dnsOrIP": map[string]any{"ip": "192.0.2.1"}, "port": int64(51820)},
-		},
-	}}
-	got, err := transformPeer(u)
-	if err != nil {
-		t.Fatal(err)
-	}
-	want := &kilov1alpha1.Peer{
-		ObjectMeta: metav1.ObjectMeta{Name: "p1", UID: "u1", ResourceVersion: "7", Labels: map[string]string{"mesh.kilo.squat.ai/mesh-uid": "m"}},
 		Spec: kilov1alpha1.PeerSpec{
 			AllowedIPs: []string{"10.1.0.0/24", "10.4.0.1/32"}, PublicKey: "key=", PersistentKeepalive: 25,
 			Endpoint: &kilov1alpha1.PeerEndpoint{DNSOrIP: kilov1alpha1.DNSOrIP{IP: "192.0.2.1"}, Port: 51820},
 		},
 	}
+	got, weight := slimPeer(in)
+	want := &kilov1alpha1.Peer{
+		ObjectMeta: metav1.ObjectMeta{Name: "p1", UID: "u1", ResourceVersion: "7",
+			Labels: in.Labels, Annotations: map[string]string{"mesh.kilo.squat.ai/source-group": "location:a"}},
+		Spec: in.Spec,
+	}
 	if !equality.Semantic.DeepEqual(got, want) {
 		t.Errorf("got %+v\nwant %+v", got, want)
 	}
-	again, _ := transformPeer(got)
-	if again != got {
-		t.Error("a transformed Peer must pass through")
+	if again, w := slimPeer(got); !equality.Semantic.DeepEqual(again, got) || w != weight {
+		t.Error("slimPeer is not idempotent")
 	}
-
-	bad := u.DeepCopy()
-	bad.Object["spec"] = map[string]any{"allowedIPs": "not-a-list", "publicKey": "key="}
-	got, err = transformPeer(bad)
-	if err != nil {
-		t.Fatal(err)
+	many := in.DeepCopy()
+	for i := range 1000 {
+		many.Spec.AllowedIPs = append(many.Spec.AllowedIPs, fmt.Sprintf("10.9.%d.%d/32", i/256, i%256))
 	}
-	if p := got.(*kilov1alpha1.Peer); p.Name != "p1" || p.Spec.PublicKey != "" || p.Spec.AllowedIPs != nil {
-		t.Errorf("malformed spec: got %+v, want metadata with an empty spec", p)
+	if _, w := slimPeer(many); w < weight+1000*(entryOverhead+12) {
+		t.Errorf("1,000 allowed IPs more weigh %d, %d without", w, weight)
 	}
 }
 

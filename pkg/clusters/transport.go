@@ -27,6 +27,10 @@ const (
 	// maxResponseBytes bounds the body of every answer but a watch: a page
 	// of 500 real Nodes is a few MB.
 	maxResponseBytes = 64 << 20
+	// maxWatchEventBytes bounds one event of a watch in JSON, as client-go
+	// bounds one in protobuf: a JSON event is read whole before it is
+	// decoded, so an endless one would fill the memory.
+	maxWatchEventBytes = 16 << 20
 )
 
 // errRefusedAddress marks a connection the dial policy refused; the
@@ -95,17 +99,21 @@ func redirected(code int) *Error {
 	return newError(ErrRedirect, "", fmt.Sprintf("the API server answered with a redirect (HTTP %d); redirects are never followed", code))
 }
 
-// limitedBodies caps the body of every answer but a watch stream.
+// limitedBodies caps the body of every answer, and each event of a watch.
 type limitedBodies struct {
 	next http.RoundTripper
 }
 
 func (l *limitedBodies) RoundTrip(req *http.Request) (*http.Response, error) {
 	resp, err := l.next.RoundTrip(req)
-	if err != nil || req.URL.Query().Get("watch") == "true" {
+	if err != nil {
 		return resp, err
 	}
-	resp.Body = &cappedBody{ReadCloser: resp.Body, left: maxResponseBytes}
+	if req.URL.Query().Get("watch") == "true" {
+		resp.Body = &cappedEvents{ReadCloser: resp.Body, max: maxWatchEventBytes}
+	} else {
+		resp.Body = &cappedBody{ReadCloser: resp.Body, left: maxResponseBytes}
+	}
 	return resp, nil
 }
 
@@ -116,7 +124,7 @@ type cappedBody struct {
 	left int64
 }
 
-var errBodyTooLarge = fmt.Errorf("the API server's answer is larger than %d MiB", maxResponseBytes>>20)
+var errBodyTooLarge = newError(ErrAnswerTooLarge, "", fmt.Sprintf("the API server's answer is larger than the %d MiB this server reads", maxResponseBytes>>20))
 
 func (b *cappedBody) Read(p []byte) (int, error) {
 	if b.left <= 0 {
@@ -127,5 +135,52 @@ func (b *cappedBody) Read(p []byte) (int, error) {
 	}
 	n, err := b.ReadCloser.Read(p)
 	b.left -= int64(n)
+	return n, err
+}
+
+// cappedEvents fails a watch stream whose current event is longer than
+// max. Events in JSON are one top-level value each: it follows the nesting
+// of the stream (outside strings) and counts the bytes since the last value
+// ended. An event in protobuf is length-prefixed, and client-go refuses one
+// over 16 MiB itself; counting its bytes as JSON only ever ends the watch
+// later than that.
+type cappedEvents struct {
+	io.ReadCloser
+	max      int
+	n        int // bytes of the current event so far
+	depth    int
+	inString bool
+	escaped  bool
+}
+
+var errEventTooLarge = newError(ErrAnswerTooLarge, "", fmt.Sprintf("an event of the API server's watch is larger than the %d MiB this server reads", maxWatchEventBytes>>20))
+
+func (c *cappedEvents) Read(p []byte) (int, error) {
+	n, err := c.ReadCloser.Read(p)
+	for _, b := range p[:n] {
+		c.n++
+		switch {
+		case c.inString:
+			switch {
+			case c.escaped:
+				c.escaped = false
+			case b == '\\':
+				c.escaped = true
+			case b == '"':
+				c.inString = false
+			}
+		case b == '"':
+			c.inString = true
+		case b == '{' || b == '[':
+			c.depth++
+		case b == '}' || b == ']':
+			if c.depth--; c.depth <= 0 {
+				c.depth, c.n = 0, 0
+			}
+		}
+	}
+	if c.n > c.max {
+		return 0, errEventTooLarge
+	}
 	return n, err
 }

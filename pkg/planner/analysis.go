@@ -71,6 +71,14 @@ func (pl *planner) analyze(s *source, snap *ClusterSnapshot) {
 			pl.issues.conflict(ConflictDuplicateNode, s.name, "", "node names that appear more than once in the snapshot; left out", node.Name)
 			continue
 		}
+		if why, ok := node.Annotations[meshv1alpha1.AnnotationNodeTooLarge]; ok {
+			// The member caches kept only its name: the Node is heavier
+			// than they keep of one.
+			s.nodes[i] = nodeInfo{name: node.Name, node: node}
+			s.nodes[i].skip(ReasonNodeTooLarge, "%s; the node is left out", why)
+			pl.issues.warning(WarningNodesTooLarge, s.name, "", "nodes larger than the server keeps of one Node; left out", node.Name)
+			continue
+		}
 		podCIDRs = parseNode(&s.nodes[i], node, topologyLabel, pl.in.Now, podCIDRs)
 	}
 

@@ -172,6 +172,15 @@ func TestNodeDecisions(t *testing.T) {
 			},
 		},
 		{
+			name: "a Node the member caches keep only the name of", cluster: "us", node: "us-2", reason: ReasonNodeTooLarge,
+			message: "weigh 130 KiB",
+			mutate: func(t *testing.T, in *Input) {
+				n := node(t, *in, "us", "us-2")
+				n.Labels, n.Spec = nil, corev1.NodeSpec{}
+				n.Annotations = map[string]string{meshv1alpha1.AnnotationNodeTooLarge: "the Node's labels weigh 130 KiB"}
+			},
+		},
+		{
 			name: "duplicate node names", cluster: "us", node: "us-2", reason: ReasonDuplicateNode,
 			mutate: func(t *testing.T, in *Input) {
 				snap := in.Clusters["us"]

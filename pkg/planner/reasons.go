@@ -15,6 +15,8 @@ const (
 	ReasonNoEndpoint       = "NoEndpoint"
 	ReasonNotReady         = "NotReady"
 	ReasonDuplicateNode    = "DuplicateNodeName"
+	// The member cluster's Node is heavier than the server keeps of one.
+	ReasonNodeTooLarge = "NodeTooLarge"
 
 	// Kilo counts the node, but its addresses fail containment.
 	ReasonPodCIDROutsideDeclared = "PodCIDROutsideDeclared"
@@ -133,6 +135,7 @@ const (
 	WarningMalformedAnnotations    = "MalformedAnnotations"
 	WarningCredentialExpiring      = "CredentialExpiring"
 	WarningCredentialExpired       = "CredentialExpired"
+	WarningNodesTooLarge           = "NodesTooLarge"
 )
 
 // Reasons a managed Peer is kept as it is.
