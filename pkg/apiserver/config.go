@@ -50,6 +50,10 @@ type ExtraConfig struct {
 	MemberServerCIDRs []netip.Prefix
 	// MaxMemberNodes bounds the Nodes cached of one member cluster.
 	MaxMemberNodes int
+	// MaxMemberPeers and MaxMemberCacheBytes bound the Peers cached of one
+	// tenant's member cluster, and what all its caches weigh.
+	MaxMemberPeers      int
+	MaxMemberCacheBytes int64
 	// Reconciler configures the controller that writes Peers.
 	Reconciler *reconciler.Options
 	// HostAccessGracePeriod is how long meshes stored before grants
@@ -107,13 +111,15 @@ func (c CompletedConfig) New() (*Server, error) {
 		Burst:                      c.ExtraConfig.MemberBurst,
 		ServerPolicy:               policy,
 		MaxNodes:                   c.ExtraConfig.MaxMemberNodes,
+		MaxPeers:                   c.ExtraConfig.MaxMemberPeers,
+		MaxCacheBytes:              c.ExtraConfig.MaxMemberCacheBytes,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("building the member-cluster caches: %w", err)
 	}
 	plans, err := plancache.New(plancache.Config{
-		Members:     members,
-		Grants:      grantWiring.index,
+		Members:      members,
+		Grants:       grantWiring.index,
 		GracePeriod: c.ExtraConfig.HostAccessGracePeriod,
 	})
 	if err != nil {

@@ -55,6 +55,11 @@ type Options struct {
 	MemberServerCIDRs []string
 	// MaxMemberNodes bounds the Nodes cached of one member cluster.
 	MaxMemberNodes int
+	// MaxMemberPeers bounds the Peers cached of one tenant's member cluster.
+	MaxMemberPeers int
+	// MaxMemberCacheMiB bounds the weight of what is cached of one
+	// tenant's member cluster, in MiB.
+	MaxMemberCacheMiB int
 	// Reconciler configures the controller that writes Peers.
 	Reconciler *reconciler.Options
 	// HostAccessGracePeriod is how long meshes stored before grants
@@ -93,6 +98,8 @@ func NewOptions() *Options {
 		MemberBurst:           clusters.DefaultBurst,
 		HostAccessGracePeriod: plancache.DefaultGracePeriod,
 		MaxMemberNodes:        clusters.DefaultMaxNodes,
+		MaxMemberPeers:        clusters.DefaultMaxPeers,
+		MaxMemberCacheMiB:     clusters.DefaultMaxCacheBytes >> 20,
 	}
 	// Objects are always stored as v1alpha1, whatever a client sent.
 	o.RecommendedOptions.Etcd.StorageConfig.EncodeVersioner = runtime.NewMultiGroupVersioner(
@@ -122,6 +129,12 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 			"refused unless a network inside their range is listed (e.g. 127.0.0.0/8).")
 	fs.IntVar(&o.MaxMemberNodes, "max-member-nodes", o.MaxMemberNodes,
 		"Most Nodes cached of one member cluster; a cluster with more is not used, and its meshes say so, so that no member can exhaust the server's memory.")
+	fs.IntVar(&o.MaxMemberPeers, "max-member-peers", o.MaxMemberPeers,
+		"Most Kilo Peers cached of one member cluster reached with a tenant's kubeconfig; a cluster with more is not used, and its meshes say so. "+
+			"The cluster this server runs in is not limited: its Peers are the ones this server writes.")
+	fs.IntVar(&o.MaxMemberCacheMiB, "max-member-cache-mib", o.MaxMemberCacheMiB,
+		"Most memory, in MiB, that what is cached of one member cluster reached with a tenant's kubeconfig may take, its Nodes and Peers together; "+
+			"a cluster needing more is not used, and its meshes say so.")
 	o.Reconciler.AddFlags(fs)
 	o.ServingCert.AddFlags(fs)
 }
@@ -195,8 +208,8 @@ func parseServerCIDRs(in []string) ([]netip.Prefix, error) {
 func (o *Options) Validate() error {
 	errs := o.RecommendedOptions.Validate()
 	errs = append(errs, o.Reconciler.Validate()...)
-	if o.MaxMemberNodes < 1 {
-		errs = append(errs, fmt.Errorf("--max-member-nodes must be positive"))
+	if o.MaxMemberNodes < 1 || o.MaxMemberPeers < 1 || o.MaxMemberCacheMiB < 1 {
+		errs = append(errs, fmt.Errorf("--max-member-nodes, --max-member-peers and --max-member-cache-mib must be positive"))
 	}
 	if o.selfManagedCert {
 		errs = append(errs, o.ServingCert.Validate()...)
@@ -250,6 +263,8 @@ func (o *Options) Config() (*Config, error) {
 		MemberBurst:                o.MemberBurst,
 		MemberServerCIDRs:          o.memberServers,
 		MaxMemberNodes:             o.MaxMemberNodes,
+		MaxMemberPeers:             o.MaxMemberPeers,
+		MaxMemberCacheBytes:        int64(o.MaxMemberCacheMiB) << 20,
 		Reconciler:                 o.Reconciler,
 		HostAccessGracePeriod:      o.HostAccessGracePeriod,
 	}}, nil
