@@ -59,6 +59,10 @@ type ExtraConfig struct {
 	// HostAccessGracePeriod is how long meshes stored before grants
 	// existed, and covered by none, keep their access to the local cluster.
 	HostAccessGracePeriod time.Duration
+	// Installation names this installation on the Peers it writes
+	// (installationID); empty: they carry no such name, and no Peer is
+	// removed for want of its mesh but those of meshes seen deleted.
+	Installation string
 }
 
 type completedConfig struct {
@@ -120,7 +124,8 @@ func (c CompletedConfig) New() (*Server, error) {
 	plans, err := plancache.New(plancache.Config{
 		Members:      members,
 		Grants:       grantWiring.index,
-		GracePeriod: c.ExtraConfig.HostAccessGracePeriod,
+		GracePeriod:  c.ExtraConfig.HostAccessGracePeriod,
+		Installation: c.ExtraConfig.Installation,
 	})
 	if err != nil {
 		return nil, err
@@ -159,7 +164,7 @@ func (c CompletedConfig) New() (*Server, error) {
 	}); err != nil {
 		return nil, fmt.Errorf("adding post-start hook: %w", err)
 	}
-	if err := installReconciler(generic, c.ExtraConfig.Reconciler, local, informer, members, plans); err != nil {
+	if err := installReconciler(generic, c.ExtraConfig.Reconciler, local, c.ExtraConfig.Installation, informer, members, plans); err != nil {
 		return nil, err
 	}
 	return &Server{GenericAPIServer: generic}, nil

@@ -286,6 +286,9 @@ func (o *Options) Run(ctx context.Context) error {
 	if err := o.checkBeforeServing(ctx, c.GenericConfig.ClientConfig); err != nil {
 		return err
 	}
+	if c.ExtraConfig.Installation, err = installationID(ctx, c.GenericConfig.ClientConfig, o.namespace); err != nil {
+		return err
+	}
 	s, err := c.Complete().New()
 	if err != nil {
 		return err

@@ -21,7 +21,7 @@ const reconcilerHook = "kilo-mesh-reconciler"
 // and plan cache and starts it from a post-start hook.
 // The hook only starts it: /readyz waits for the hook to return, and the
 // reconciler waits for leadership, which may take long.
-func installReconciler(generic *genericapiserver.GenericAPIServer, opts *reconciler.Options, local *rest.Config,
+func installReconciler(generic *genericapiserver.GenericAPIServer, opts *reconciler.Options, local *rest.Config, installation string,
 	meshes cache.SharedIndexInformer, clusters reconciler.Clusters, planner reconciler.Planner) error {
 	meshREST, err := meshRESTClient(generic.LoopbackClientConfig)
 	if err != nil {
@@ -32,13 +32,14 @@ func installReconciler(generic *genericapiserver.GenericAPIServer, opts *reconci
 		return fmt.Errorf("building the reconciler's client of the local cluster: %w", err)
 	}
 	r, err := reconciler.New(reconciler.Config{
-		Options:  *opts,
-		Meshes:   meshes,
-		Clusters: clusters,
-		Planner:  planner,
-		MeshREST: meshREST,
-		Kube:     kube,
-		Identity: replicaIdentity(),
+		Options:      *opts,
+		Meshes:       meshes,
+		Clusters:     clusters,
+		Planner:      planner,
+		MeshREST:     meshREST,
+		Kube:         kube,
+		Identity:     replicaIdentity(),
+		Installation: installation,
 	})
 	if err != nil {
 		return fmt.Errorf("building the reconciler: %w", err)

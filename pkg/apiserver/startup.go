@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
@@ -38,31 +39,58 @@ func (o *Options) checkBeforeServing(ctx context.Context, local *rest.Config) er
 }
 
 func checkNamespace(ctx context.Context, local *rest.Config, ns string) error {
-	if local == nil {
+	_, err := readNamespace(ctx, local, ns)
+	switch {
+	case apierrors.IsNotFound(err):
+		return fmt.Errorf("the leader-election Lease's namespace %q does not exist: create it (kubectl create namespace %s), "+
+			"choose another with --leader-elect-resource-namespace, or run in a pod (the default is then the pod's namespace)", ns, ns)
+	case apierrors.IsForbidden(err):
+		// Whether it exists cannot be told; the Lease's own errors will say.
+		klog.InfoS("Cannot check that the leader-election namespace exists", "namespace", ns, "err", err)
 		return nil
+	case err != nil:
+		return fmt.Errorf("checking the leader-election Lease's namespace %q: %w", ns, err)
 	}
+	return nil
+}
+
+// installationID is what names this installation on the Peers it writes
+// (planner.LabelInstallation): the UID of the namespace the server runs in
+// on the local cluster. Every replica of an installation runs there and
+// shares its storage; another installation runs on another cluster or in
+// another namespace, and a namespace deleted and created again is a new
+// installation, which leaves its predecessor's Peers alone. Reading it
+// needs nothing but the namespace, and no storage of its own that could
+// be lost or copied.
+func installationID(ctx context.Context, local *rest.Config, ns string) (string, error) {
+	if local == nil {
+		return "", nil
+	}
+	n, err := readNamespace(ctx, local, ns)
+	if err != nil {
+		return "", fmt.Errorf("reading the UID of the server's namespace %q, which names this installation's Peers: %w", ns, err)
+	}
+	return string(n.UID), nil
+}
+
+// readNamespace reads a namespace of the local cluster, trying again for
+// up to namespaceCheckTimeout while the answer is not a NotFound or a
+// Forbidden (the API server may be starting too).
+func readNamespace(ctx context.Context, local *rest.Config, ns string) (*corev1.Namespace, error) {
 	client, err := kubernetes.NewForConfig(rest.AddUserAgent(rest.CopyConfig(local), "kilo-mesh-apiserver/startup"))
 	if err != nil {
-		return err
+		return nil, err
 	}
 	ctx, cancel := context.WithTimeout(ctx, namespaceCheckTimeout)
 	defer cancel()
 	for {
-		_, err := client.CoreV1().Namespaces().Get(ctx, ns, metav1.GetOptions{})
-		switch {
-		case err == nil:
-			return nil
-		case apierrors.IsNotFound(err):
-			return fmt.Errorf("the leader-election Lease's namespace %q does not exist: create it (kubectl create namespace %s), "+
-				"choose another with --leader-elect-resource-namespace, or run in a pod (the default is then the pod's namespace)", ns, ns)
-		case apierrors.IsForbidden(err):
-			// Whether it exists cannot be told; the Lease's own errors will say.
-			klog.InfoS("Cannot check that the leader-election namespace exists", "namespace", ns, "err", err)
-			return nil
+		n, err := client.CoreV1().Namespaces().Get(ctx, ns, metav1.GetOptions{})
+		if err == nil || apierrors.IsNotFound(err) || apierrors.IsForbidden(err) {
+			return n, err
 		}
 		select {
 		case <-ctx.Done():
-			return fmt.Errorf("checking the leader-election Lease's namespace %q: %w", ns, err)
+			return nil, err
 		case <-time.After(time.Second):
 		}
 	}

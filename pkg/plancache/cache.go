@@ -37,14 +37,18 @@ type Config struct {
 	GracePeriod time.Duration
 	// Clock judges node readiness and plan age; the real clock when nil.
 	Clock clock.PassiveClock
+	// Installation identifies this server's installation; every Peer
+	// planned carries it (planner.Input.Installation).
+	Installation string
 }
 
 // Cache is the per-mesh plan cache. A mesh's plan is recomputed when the
 // mesh has another UID or resourceVersion, when one of the plan's input
 // sources reports a change for the mesh, or after MaxAge.
 type Cache struct {
-	members Members
-	clock   clock.PassiveClock
+	members      Members
+	clock        clock.PassiveClock
+	installation string
 	// sources fill the planner's input beyond the mesh itself, each
 	// invalidating the plans its changes touch.
 	sources []source
@@ -90,9 +94,10 @@ func New(cfg Config) (*Cache, error) {
 		g = cfg.Grants
 	}
 	c := &Cache{
-		members: cfg.Members,
-		clock:   clk,
-		plans:   map[types.NamespacedName]*entry{},
+		members:      cfg.Members,
+		clock:        clk,
+		installation: cfg.Installation,
+		plans:        map[types.NamespacedName]*entry{},
 	}
 	c.others = newOtherMeshSource(cfg.Members)
 	c.sources = []source{memberSource{cfg.Members}, &hostSource{grants: g, grace: cfg.GracePeriod, meshesIn: c.meshesIn}, c.others}
@@ -207,6 +212,7 @@ func (c *Cache) input(mesh *meshv1alpha1.ClusterMesh, now time.Time) (planner.In
 		MeshNamespace: mesh.Namespace,
 		MeshName:      mesh.Name,
 		MeshUID:       mesh.UID,
+		Installation:  c.installation,
 		Spec:          mesh.Spec,
 		Now:           now,
 	}

@@ -59,11 +59,13 @@ func diff(tp *meshv1alpha1.TargetPlan, desired []*kilov1alpha1.Peer, kept map[st
 // changedFields lists the paths of the managed fields that differ; have is
 // a Peer the mesh manages. That it matched the mesh's namespace, name and
 // UID labels is what makes it managed, so of the labels only the source
-// cluster and managed-by can differ. The preshared key is not managed: a
-// user may set one on both sides.
+// cluster, managed-by and the installation can differ (a Peer written
+// before Peers carried the installation gets it at the next pass). The
+// preshared key is not managed: a user may set one on both sides.
 func changedFields(want, have *kilov1alpha1.Peer) []string {
 	var f []string
-	if want.Labels[LabelSourceCluster] != have.Labels[LabelSourceCluster] || want.Labels[LabelManagedBy] != have.Labels[LabelManagedBy] {
+	if want.Labels[LabelSourceCluster] != have.Labels[LabelSourceCluster] || want.Labels[LabelManagedBy] != have.Labels[LabelManagedBy] ||
+		want.Labels[LabelInstallation] != have.Labels[LabelInstallation] {
 		f = append(f, "metadata.labels")
 	}
 	for _, k := range managedAnnotationKeys {

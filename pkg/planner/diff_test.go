@@ -367,3 +367,33 @@ func TestComputeRejectsUnusableInput(t *testing.T) {
 		})
 	}
 }
+
+// TestInstallationLabel: every Peer carries the installation, and a Peer
+// written before Peers carried it is updated to carry it, nothing else.
+func TestInstallationLabel(t *testing.T) {
+	in := applied(t) // planned without an installation
+	in.Installation = "9a3c4e7e-0000-4000-8000-000000000001"
+	p := mustCompute(t, in)
+	for c, peers := range p.DesiredPeers {
+		for _, peer := range peers {
+			if peer.Labels[LabelInstallation] != in.Installation {
+				t.Fatalf("%s: Peer %s labels %v", c, peer.Name, peer.Labels)
+			}
+		}
+		tp := target(t, p, c)
+		if len(tp.Update) != len(peers) || len(tp.Create)+len(tp.Delete)+len(tp.Unchanged) > 0 {
+			t.Errorf("%s: %+v", c, tp)
+		}
+		for _, u := range tp.Update {
+			if !slices.Equal(u.Fields, []string{"metadata.labels"}) {
+				t.Errorf("%s: %s changes %v", c, u.Name, u.Fields)
+			}
+		}
+	}
+	again := mustCompute(t, withPeers(in, p))
+	for c := range again.DesiredPeers {
+		if tp := target(t, again, c); len(tp.Update) > 0 {
+			t.Errorf("%s once labelled: %+v", c, tp.Update)
+		}
+	}
+}

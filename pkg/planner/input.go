@@ -19,6 +19,10 @@ type Input struct {
 	MeshNamespace string
 	MeshName      string
 	MeshUID       types.UID
+	// Installation identifies the installation of the server planning
+	// (one storage of meshes, every replica alike): every Peer carries it
+	// as LabelInstallation. Empty: the Peers carry no such label.
+	Installation string
 	// Spec is the mesh's spec, defaulted or not.
 	Spec meshv1alpha1.ClusterMeshSpec
 	// Clusters holds a snapshot per member cluster, keyed by the

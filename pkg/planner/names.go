@@ -19,6 +19,11 @@ const (
 	LabelMeshName      = "mesh.kilo.squat.ai/mesh-name"
 	LabelMeshUID       = "mesh.kilo.squat.ai/mesh-uid"
 	LabelSourceCluster = "mesh.kilo.squat.ai/source-cluster"
+	// LabelInstallation names the installation of the server that wrote
+	// the Peer (Input.Installation): another installation sharing a member
+	// cluster labels its Peers alike but for this one, and a Peer of this
+	// installation whose mesh its storage does not hold is an orphan.
+	LabelInstallation = "mesh.kilo.squat.ai/installation"
 
 	// ManagedByValue is the value of LabelManagedBy.
 	ManagedByValue = "kilo-mesh-apiserver"

@@ -130,6 +130,9 @@ func (pl *planner) loadSources() {
 			pl.issues.conflict(ConflictInvalidNetwork, s.name, "", "declared networks that cannot be used", p)
 		}
 		s.labels = ManagedLabels(pl.in.MeshNamespace, pl.in.MeshName, pl.in.MeshUID, s.name)
+		if pl.in.Installation != "" {
+			s.labels[LabelInstallation] = pl.in.Installation
+		}
 		pl.sources = append(pl.sources, s)
 		pl.declared = append(pl.declared, named)
 		pl.byName[s.name] = i

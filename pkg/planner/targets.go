@@ -389,7 +389,7 @@ func keptCopy(p *kilov1alpha1.Peer) kilov1alpha1.Peer {
 }
 
 var (
-	managedLabelKeys      = []string{LabelManagedBy, LabelMeshNamespace, LabelMeshName, LabelMeshUID, LabelSourceCluster}
+	managedLabelKeys      = []string{LabelManagedBy, LabelMeshNamespace, LabelMeshName, LabelMeshUID, LabelSourceCluster, LabelInstallation}
 	managedAnnotationKeys = []string{AnnotationSourceGroup, AnnotationSourceLeader}
 )
 

@@ -24,25 +24,27 @@ import (
 
 // Peers whose mesh no longer exists. The finalizer removes a deleted
 // mesh's Peers, but a tenant may remove the finalizer before deleting the
-// mesh, and a mesh may be deleted while no replica leads. Such Peers go
+// mesh, a mesh may be deleted while no replica runs, and a member cluster
+// may be unreachable for longer than the finalizer waits. Such Peers go
 // too, from every cluster this server can still reach:
 //
 //   - a mesh deleted while this replica leads, without its finalizer having
 //     run here, is "departed": its clusters are held in the member caches
 //     under a key of its own (the plan cache releases the mesh's own key at
 //     once) until its Peers are removed, for at most MeshDeletionTimeout;
-//   - every orphanSweepPeriod, and when a term starts, the Peers of every
-//     connection the member caches hold are checked for meshes this
-//     replica saw deleted (another replica may have led then).
+//   - when a term starts and every orphanSweepPeriod, the Peers of every
+//     connection the member caches hold are looked at: those this
+//     installation wrote (planner.LabelInstallation) for a mesh that
+//     storage does not hold are removed. Nothing of it is kept in memory,
+//     so a restart of every replica, or a member back after a long outage,
+//     loses nothing.
 //
 // A Peer is removed only when storage, not a cache, says that no mesh of
-// its namespace, name and UID exists: a cache that is behind or a Peer the
-// informer has not seen the mesh of must never cost a Peer. And only the
-// Peers of meshes this replica saw deleted: another installation of this
-// server sharing a member cluster labels its Peers alike, and its meshes
-// are not in this one's storage either. A mesh deleted while no replica
-// ran is therefore not known to have been ours, and its Peers stay (the
-// finalizer, which runs when the server is back, is what removes them).
+// its namespace, name and UID exists, with its UID as the precondition of
+// the delete. Another installation of this server sharing a member cluster
+// labels its Peers alike but for the installation, and its meshes are not
+// in this one's storage: its Peers are never looked at. A Peer written
+// before Peers carried the installation gets it at its mesh's next pass.
 
 // orphanSweepPeriod is how often the Peers of every connection are checked
 // for a mesh that no longer exists.
@@ -58,47 +60,16 @@ type departedMesh struct {
 	deadline time.Time
 }
 
-// departures tracks departed meshes by the key of via, the UIDs whose
-// finalizer ran on this replica (their Peers are gone already), and the
-// meshes this replica saw deleted, which the sweep looks for.
+// departures tracks departed meshes by the key of via, and the UIDs whose
+// finalizer ran on this replica (their Peers are gone already).
 type departures struct {
 	mu        sync.Mutex
 	byKey     map[types.NamespacedName]*departedMesh
 	finalized map[types.UID]time.Time
-	gone      map[types.UID]goneMesh
-}
-
-// goneMesh is a mesh this replica saw deleted, and when.
-type goneMesh struct {
-	namespace, name string
-	at              time.Time
 }
 
 func newDepartures() *departures {
-	return &departures{byKey: map[types.NamespacedName]*departedMesh{}, finalized: map[types.UID]time.Time{}, gone: map[types.UID]goneMesh{}}
-}
-
-// sawDeleted records a deleted mesh for the sweep.
-func (d *departures) sawDeleted(mesh *meshv1alpha1.ClusterMesh, now time.Time) {
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	d.gone[mesh.UID] = goneMesh{namespace: mesh.Namespace, name: mesh.Name, at: now}
-}
-
-// goneSince returns the meshes seen deleted, forgetting those seen before
-// since: their Peers were looked for long enough.
-func (d *departures) goneSince(since time.Time) map[types.UID]goneMesh {
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	out := make(map[types.UID]goneMesh, len(d.gone))
-	for uid, g := range d.gone {
-		if g.at.Before(since) {
-			delete(d.gone, uid)
-			continue
-		}
-		out[uid] = g
-	}
-	return out
+	return &departures{byKey: map[types.NamespacedName]*departedMesh{}, finalized: map[types.UID]time.Time{}}
 }
 
 // finalizedHere records that the finalizer removed uid's Peers.
@@ -130,11 +101,7 @@ func (d *departures) remove(key types.NamespacedName) {
 func (r *Reconciler) meshDeleted(obj any) {
 	r.enqueueObject(obj)
 	mesh := asMesh(obj)
-	if mesh == nil || mesh.UID == "" {
-		return
-	}
-	r.departures.sawDeleted(mesh, time.Now())
-	if !r.Leading() {
+	if mesh == nil || mesh.UID == "" || !r.Leading() {
 		return
 	}
 	r.departures.mu.Lock()
@@ -226,29 +193,76 @@ func (r *Reconciler) meshGone(ctx context.Context, namespace, name string, uid t
 	return current.UID != uid, nil
 }
 
-// sweepOrphans removes, from every connection the member caches hold, the
-// Peers of meshes this replica saw deleted that storage no longer holds.
-// Meshes are looked for during MeshDeletionTimeout and one sweep more.
-func (r *Reconciler) sweepOrphans(ctx context.Context) {
-	gone := r.departures.goneSince(time.Now().Add(-r.opts.MeshDeletionTimeout - orphanSweepPeriod))
-	if len(gone) == 0 {
-		return
+// sweepLoop sweeps when a term starts and every orphanSweepPeriod; in the
+// term's first period, every settleRecheck until every connection's caches
+// could be looked at (after a start they are still filling).
+func (r *Reconciler) sweepLoop(ctx context.Context) {
+	start := time.Now()
+	for {
+		wait := orphanSweepPeriod
+		if complete := r.sweepOrphans(ctx); !complete && time.Since(start) < orphanSweepPeriod {
+			wait = settleRecheck
+		}
+		t := time.NewTimer(wait)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return
+		case <-t.C:
+		}
 	}
-	for o, conns := range orphanCandidates(r.clusters.Connections(), gone) {
-		isGone, err := r.meshGone(ctx, o.namespace, o.name, o.uid)
-		if err != nil || !isGone {
+}
+
+// sweepOrphans removes, from every connection the member caches hold, the
+// Peers this installation wrote for meshes that storage does not hold. It
+// reports whether every connection's Peers could be looked at.
+func (r *Reconciler) sweepOrphans(ctx context.Context) (complete bool) {
+	if r.installation == "" {
+		return true
+	}
+	complete = true
+	byOwner := map[peerOwner][]clusters.Connection{}
+	for _, conn := range r.clusters.Connections() {
+		if !conn.Synced {
+			complete = false
+			continue
+		}
+		for _, o := range installationOwners(conn.Peers, r.installation) {
+			byOwner[o] = append(byOwner[o], conn)
+		}
+	}
+	logger := klog.FromContext(ctx)
+	for o, conns := range byOwner {
+		if r.meshCached(o) {
+			continue // it exists: the finalizer is the one to remove its Peers
+		}
+		gone, err := r.meshGone(ctx, o.namespace, o.name, o.uid)
+		if err != nil || !gone {
 			if err != nil {
-				klog.FromContext(ctx).Error(err, "Cannot tell whether a mesh with Peers exists; its Peers are kept", "mesh", o.namespace+"/"+o.name, "uid", o.uid)
+				logger.Error(err, "Cannot tell whether a mesh with Peers exists; its Peers are kept", "mesh", o.namespace+"/"+o.name, "uid", o.uid)
 			}
 			continue
 		}
 		mesh := &meshv1alpha1.ClusterMesh{ObjectMeta: metav1.ObjectMeta{Namespace: o.namespace, Name: o.name, UID: o.uid}}
 		for _, conn := range conns {
 			n, err := removeOwned(ctx, mesh, conn.Name, conn.Peers, conn.Client)
-			klog.FromContext(ctx).Info("Removed Peers of a ClusterMesh that no longer exists", "mesh", klog.KObj(mesh), "uid", o.uid,
+			logger.Info("Removed Peers of a ClusterMesh that no longer exists", "mesh", klog.KObj(mesh), "uid", o.uid,
 				"connection", conn.Name, "peers", n, "err", err)
 		}
 	}
+	return complete
+}
+
+// meshCached reports whether the mesh cache holds o's mesh (that UID at
+// that namespace and name): then it exists, and storage need not be asked.
+// A cache miss proves nothing; storage is asked then.
+func (r *Reconciler) meshCached(o peerOwner) bool {
+	obj, ok, err := r.meshes.GetIndexer().GetByKey(o.namespace + "/" + o.name)
+	if err != nil || !ok {
+		return false
+	}
+	mesh := asMesh(obj)
+	return mesh != nil && mesh.UID == o.uid
 }
 
 // peerOwner is the mesh a managed Peer's labels name.
@@ -257,25 +271,20 @@ type peerOwner struct {
 	uid             types.UID
 }
 
-// orphanCandidates are the synced connections holding Peers of the meshes
-// seen deleted, by mesh: Peers this server manages, whose namespace, name
-// and UID labels are those of a mesh in gone.
-func orphanCandidates(conns []clusters.Connection, gone map[types.UID]goneMesh) map[peerOwner][]clusters.Connection {
-	out := map[peerOwner][]clusters.Connection{}
-	for _, conn := range conns {
-		if !conn.Synced {
+// installationOwners are the meshes that Peers of this installation among
+// peers (a cache's) name, each once.
+func installationOwners(peers []*kilov1alpha1.Peer, installation string) []peerOwner {
+	seen := map[peerOwner]bool{}
+	var out []peerOwner
+	for _, p := range peers {
+		l := p.Labels
+		if l[planner.LabelManagedBy] != planner.ManagedByValue || l[planner.LabelInstallation] != installation || l[planner.LabelMeshUID] == "" {
 			continue
 		}
-		seen := map[peerOwner]bool{}
-		for _, p := range conn.Peers {
-			l := p.Labels
-			o := peerOwner{l[planner.LabelMeshNamespace], l[planner.LabelMeshName], types.UID(l[planner.LabelMeshUID])}
-			g, saw := gone[o.uid]
-			if l[planner.LabelManagedBy] != planner.ManagedByValue || !saw || g.namespace != o.namespace || g.name != o.name || seen[o] {
-				continue
-			}
+		o := peerOwner{l[planner.LabelMeshNamespace], l[planner.LabelMeshName], types.UID(l[planner.LabelMeshUID])}
+		if !seen[o] {
 			seen[o] = true
-			out[o] = append(out[o], conn)
+			out = append(out, o)
 		}
 	}
 	return out

@@ -56,17 +56,23 @@ type Config struct {
 	Kube kubernetes.Interface
 	// Identity names this replica in the Lease.
 	Identity string
+	// Installation names this installation on the Peers it writes
+	// (planner.LabelInstallation, the plan cache's); its Peers whose mesh
+	// storage does not hold are removed. Empty: only the Peers of meshes
+	// seen deleted while leading are.
+	Installation string
 }
 
 // Reconciler is the controller of ClusterMeshes.
 type Reconciler struct {
-	opts     Options
-	meshes   cache.SharedIndexInformer
-	clusters Clusters
-	planner  Planner
-	meshAPI  meshAPI
-	kube     kubernetes.Interface
-	identity string
+	opts         Options
+	meshes       cache.SharedIndexInformer
+	clusters     Clusters
+	planner      Planner
+	meshAPI      meshAPI
+	kube         kubernetes.Interface
+	identity     string
+	installation string
 
 	broadcaster record.EventBroadcaster
 	recorder    record.EventRecorder
@@ -97,18 +103,19 @@ func New(cfg Config) (*Reconciler, error) {
 	}
 	broadcaster := record.NewBroadcaster()
 	r := &Reconciler{
-		opts:        cfg.Options,
-		meshes:      cfg.Meshes,
-		clusters:    cfg.Clusters,
-		planner:     cfg.Planner,
-		meshAPI:     meshAPI{client: cfg.MeshREST},
-		kube:        cfg.Kube,
-		identity:    cfg.Identity,
-		broadcaster: broadcaster,
-		recorder:    broadcaster.NewRecorder(scheme, corev1.EventSource{Component: eventComponent}),
-		events:      newEventFilter(),
-		departures:  newDepartures(),
-		recent:      newRecentWrites(),
+		opts:         cfg.Options,
+		meshes:       cfg.Meshes,
+		clusters:     cfg.Clusters,
+		planner:      cfg.Planner,
+		meshAPI:      meshAPI{client: cfg.MeshREST},
+		kube:         cfg.Kube,
+		identity:     cfg.Identity,
+		installation: cfg.Installation,
+		broadcaster:  broadcaster,
+		recorder:     broadcaster.NewRecorder(scheme, corev1.EventSource{Component: eventComponent}),
+		events:       newEventFilter(),
+		departures:   newDepartures(),
+		recent:       newRecentWrites(),
 	}
 	if _, err := cfg.Meshes.AddEventHandler(cache.ResourceEventHandlerFuncs{
 		AddFunc:    r.enqueueObject,

@@ -128,7 +128,7 @@ func (r *Reconciler) lead(ctx context.Context) {
 	wg.Add(1)
 	go func() {
 		defer wg.Done()
-		wait.UntilWithContext(ctx, r.sweepOrphans, orphanSweepPeriod)
+		r.sweepLoop(ctx)
 	}()
 
 	<-ctx.Done()
