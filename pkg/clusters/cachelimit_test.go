@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net/http"
 	"strconv"
 	"strings"
 	"testing"
@@ -13,6 +14,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	utilnet "k8s.io/apimachinery/pkg/util/net"
 	"k8s.io/apimachinery/pkg/watch"
 	clocktesting "k8s.io/utils/clock/testing"
 
@@ -205,3 +207,64 @@ func TestCappedEvents(t *testing.T) {
 		t.Errorf("one event of 100 kB: %v", err)
 	}
 }
+
+// TestWatchEventCap: a watch is read as JSON, its events capped, unless
+// client-go decodes it as protobuf (which it bounds itself, and whose bytes
+// do not nest as JSON's do); a JSON answer cannot pass for protobuf by
+// naming it in a parameter.
+func TestWatchEventCap(t *testing.T) {
+	// More than one event may hold, every byte opening a value.
+	stream := strings.Repeat("{", maxWatchEventBytes+1)
+	for _, tc := range []struct {
+		contentType string
+		capped      bool
+	}{
+		{"application/vnd.kubernetes.protobuf;stream=watch", false},
+		{"application/json", true},
+		{"application/json;stream=watch", true},
+		{"application/json; x=application/vnd.kubernetes.protobuf", true},
+		{"application/vnd.kubernetes.protobuf;;", true}, // does not parse: client-go reads JSON
+		{"", true},
+	} {
+		t.Run(tc.contentType, func(t *testing.T) {
+			next := roundTripperFunc(func(*http.Request) (*http.Response, error) {
+				return &http.Response{StatusCode: http.StatusOK, Header: http.Header{"Content-Type": {tc.contentType}},
+					Body: io.NopCloser(strings.NewReader(stream))}, nil
+			})
+			req, err := http.NewRequest(http.MethodGet, "https://member.example/api/v1/nodes?watch=true", nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			resp, err := (&limitedBodies{next: next}).RoundTrip(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			_, err = io.Copy(io.Discard, resp.Body)
+			if got := errors.Is(err, ErrAnswerTooLarge); got != tc.capped {
+				t.Errorf("capped %v, want %v (%v)", got, tc.capped, err)
+			}
+		})
+	}
+}
+
+// TestLimitedBodiesCloseIdle: stopping a cluster closes its idle
+// connections through the body limits (utilnet.CloseIdleConnectionsFor
+// stops at a wrapper it cannot see through).
+func TestLimitedBodiesCloseIdle(t *testing.T) {
+	next := &idleCloser{}
+	utilnet.CloseIdleConnectionsFor(&limitedBodies{next: next})
+	if next.closed != 1 {
+		t.Errorf("the transport's idle connections closed %d times", next.closed)
+	}
+}
+
+type roundTripperFunc func(*http.Request) (*http.Response, error)
+
+func (f roundTripperFunc) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }
+
+type idleCloser struct {
+	roundTripperFunc
+	closed int
+}
+
+func (c *idleCloser) CloseIdleConnections() { c.closed++ }

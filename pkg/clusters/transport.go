@@ -5,12 +5,14 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"mime"
 	"net"
 	"net/http"
 	"net/netip"
 	"syscall"
 	"time"
 
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/rest"
 )
 
@@ -104,17 +106,35 @@ type limitedBodies struct {
 	next http.RoundTripper
 }
 
+// WrappedRoundTripper lets utilnet.CloseIdleConnectionsFor reach the
+// transport when the cluster is stopped.
+func (l *limitedBodies) WrappedRoundTripper() http.RoundTripper { return l.next }
+
 func (l *limitedBodies) RoundTrip(req *http.Request) (*http.Response, error) {
 	resp, err := l.next.RoundTrip(req)
 	if err != nil {
 		return resp, err
 	}
 	if req.URL.Query().Get("watch") == "true" {
-		resp.Body = &cappedEvents{ReadCloser: resp.Body, max: maxWatchEventBytes}
+		// client-go bounds a protobuf event itself, and following the
+		// nesting of binary data as JSON would end a long stream of small
+		// events. Any other stream is read as JSON is.
+		if !isProtobuf(resp.Header.Get("Content-Type")) {
+			resp.Body = &cappedEvents{ReadCloser: resp.Body, max: maxWatchEventBytes}
+		}
 	} else {
 		resp.Body = &cappedBody{ReadCloser: resp.Body, left: maxResponseBytes}
 	}
 	return resp, nil
+}
+
+// isProtobuf tells whether client-go decodes an answer of that Content-Type
+// as protobuf: the media type as client-go parses it, not a substring, which
+// a member could hide in a parameter of a JSON answer. A Content-Type that
+// does not parse is decoded as JSON.
+func isProtobuf(contentType string) bool {
+	mediaType, _, err := mime.ParseMediaType(contentType)
+	return err == nil && mediaType == runtime.ContentTypeProtobuf
 }
 
 // cappedBody fails a read past its limit rather than truncate silently: a
@@ -138,12 +158,10 @@ func (b *cappedBody) Read(p []byte) (int, error) {
 	return n, err
 }
 
-// cappedEvents fails a watch stream whose current event is longer than
-// max. Events in JSON are one top-level value each: it follows the nesting
-// of the stream (outside strings) and counts the bytes since the last value
-// ended. An event in protobuf is length-prefixed, and client-go refuses one
-// over 16 MiB itself; counting its bytes as JSON only ever ends the watch
-// later than that.
+// cappedEvents fails a JSON watch stream whose current event is longer
+// than max. Events are one top-level value each: it follows the nesting of
+// the stream (outside strings) and counts the bytes since the last value
+// ended.
 type cappedEvents struct {
 	io.ReadCloser
 	max      int
