@@ -3,6 +3,8 @@
 package clusters
 
 import (
+	"context"
+	"errors"
 	"fmt"
 	"net/netip"
 	"strings"
@@ -10,8 +12,10 @@ import (
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 
+	kilov1alpha1 "github.com/kilo-mesh/kilo-mesh-apiserver/pkg/apis/kilo/v1alpha1"
 	"github.com/kilo-mesh/kilo-mesh-apiserver/test/framework"
 )
 
@@ -111,10 +115,70 @@ func (h *harness) testNodeLimit(t *testing.T) {
 		}
 		return nil
 	})
-	if !m.Settled(mesh) {
-		t.Error("a cluster over the node limit holds the mesh up")
+	framework.EventuallyT(t, 30*time.Second, "the mesh settled, the local cluster usable", func() error {
+		if !m.Settled(mesh) {
+			return errors.New("a cluster over the node limit holds the mesh up")
+		}
+		return usable(m.Snapshot(mesh)["host"])
+	})
+}
+
+// testPeerLimit: a tenant's cluster with more Peers than the limit is not
+// used and says why; the local cluster, whose Peers this server writes for
+// every mesh, is not limited.
+func (h *harness) testPeerLimit(t *testing.T) {
+	ns := h.namespace(t)
+	h.putSecret(t, ns, "member-1", h.kubeconfig(member1, framework.UserAdmin))
+	mesh := newMesh(ns, "m", localEntry("host"), remoteEntry("one", "member-1"))
+	const limit = 3
+	prefix := framework.UniqueName("limit")
+	for _, cluster := range []int{framework.HostCluster, member1} {
+		for i := range limit + 1 {
+			h.createPeer(t, cluster, fmt.Sprintf("%s-%d", prefix, i))
+		}
 	}
-	if err := usable(m.Snapshot(mesh)["host"]); err != nil {
-		t.Errorf("the local cluster: %v", err)
+	m, _ := h.startManager(t, func(c *Config) { c.MaxPeers = limit })
+	m.Ensure(mesh)
+	framework.EventuallyT(t, 30*time.Second, "too many Peers reported", func() error {
+		st := m.Snapshot(mesh)["one"]
+		if st.Reason != ErrTooManyPeers || st.Synced || len(st.Peers) != 0 || !strings.Contains(st.LastError, "--max-member-peers") {
+			return fmt.Errorf("reason %q synced %v peers %d: %s", st.Reason, st.Synced, len(st.Peers), st.LastError)
+		}
+		return nil
+	})
+	framework.EventuallyT(t, 30*time.Second, "the local cluster usable with its Peers", func() error {
+		st := m.Snapshot(mesh)["host"]
+		if err := usable(st); err != nil {
+			return err
+		}
+		if hasPeer(st, prefix+"-3") == nil {
+			return fmt.Errorf("%d Peers cached of the local cluster, not %s-3", len(st.Peers), prefix)
+		}
+		return nil
+	})
+	for _, c := range m.Connections() {
+		if strings.HasPrefix(c.Name, "https://") && c.Synced {
+			t.Errorf("the connection to a cluster over the Peer limit offers its Peers: %s", c.Name)
+		}
 	}
+}
+
+// createPeer creates a Peer of no mesh on cluster.
+func (h *harness) createPeer(t *testing.T, cluster int, name string) {
+	t.Helper()
+	_, pub, err := framework.NewWireGuardKey()
+	if err != nil {
+		t.Fatal(err)
+	}
+	u := &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": kilov1alpha1.SchemeGroupVersion.String(), "kind": kilov1alpha1.PeerKind,
+		"metadata": map[string]any{"name": name},
+		"spec":     map[string]any{"allowedIPs": []any{"10.99.0.1/32"}, "publicKey": pub},
+	}}
+	if _, err := h.env.Dynamic(cluster, framework.UserAdmin).Resource(kilov1alpha1.PeerResource).Create(h.ctx, u, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_ = h.env.Dynamic(cluster, framework.UserAdmin).Resource(kilov1alpha1.PeerResource).Delete(context.Background(), name, metav1.DeleteOptions{})
+	})
 }
