@@ -21,6 +21,25 @@ func (e *Env) EtcdPut(ctx context.Context, key string, value []byte) error {
 	return err
 }
 
+// EtcdDelete deletes key from the environment's etcd, bypassing every API
+// server: how a test deletes what a stopped server stores.
+func (e *Env) EtcdDelete(ctx context.Context, key string) error {
+	body, err := e.etcdKV(ctx, "deleterange", map[string]string{"key": base64.StdEncoding.EncodeToString([]byte(key))})
+	if err != nil {
+		return err
+	}
+	var out struct {
+		Deleted string `json:"deleted"`
+	}
+	if err := json.Unmarshal(body, &out); err != nil {
+		return fmt.Errorf("decoding etcd deleterange: %w", err)
+	}
+	if out.Deleted != "1" {
+		return fmt.Errorf("etcd has no key %s", key)
+	}
+	return nil
+}
+
 // EtcdKeys lists the keys under prefix in the environment's etcd.
 func (e *Env) EtcdKeys(ctx context.Context, prefix string) ([]string, error) {
 	end := []byte(prefix)

@@ -31,7 +31,19 @@ const (
 	// FakeMemberError answers everything but the probe with HTTP 500 and
 	// a text body holding ErrorBody.
 	FakeMemberError FakeMemberMode = "error"
+	// FakeMemberServe answers Node and Peer lists and watches as a
+	// kube-apiserver would, with FakeMember.Content (StartServingFakeMember):
+	// what no kube-apiserver would hold.
+	FakeMemberServe FakeMemberMode = "serve"
+	// FakeMemberHugeAnswer answers every Node and Peer list with a body of
+	// HugeAnswerBytes.
+	FakeMemberHugeAnswer FakeMemberMode = "huge"
 )
+
+// FakeMemberHost is a name the fake member's certificate holds besides
+// localhost, 127.0.0.1 and ::1: what a test makes resolve where it wants
+// (MeshServerOptions.PrivateHosts).
+const FakeMemberHost = "fake-member.kilo-mesh.test"
 
 // FakeMember is a running fake member API server.
 type FakeMember struct {
@@ -44,24 +56,45 @@ type FakeMember struct {
 	// sends clients to; it counts the connections it gets.
 	RedirectTarget *ConnCounter
 
+	// Content is what FakeMemberServe serves.
+	Content FakeContent
+
 	mode     FakeMemberMode
 	caPEM    []byte
 	requests atomic.Int64
 	stalled  atomic.Int64
+	conns    atomic.Int64
 	server   *http.Server
 	ln       net.Listener
 	done     chan struct{}
 	once     sync.Once
+	// peers counts the Peers the fake member holds (Content.Peers, then
+	// those its flooding watches add).
+	peers   atomic.Int64
+	largest atomic.Int64
+
+	mu   sync.Mutex
+	open map[net.Conn]bool
 }
 
 // StartFakeMember starts a fake member API server in mode on loopback;
 // Close stops it.
 func StartFakeMember(mode FakeMemberMode) (*FakeMember, error) {
+	return startFakeMember(mode, FakeContent{}, "127.0.0.1:0")
+}
+
+// StartServingFakeMember starts a fake member that serves content
+// (FakeMemberServe) on address (such as 127.0.0.1:0).
+func StartServingFakeMember(content FakeContent, address string) (*FakeMember, error) {
+	return startFakeMember(FakeMemberServe, content, address)
+}
+
+func startFakeMember(mode FakeMemberMode, content FakeContent, address string) (*FakeMember, error) {
 	ca, err := NewCA("fake-member-ca")
 	if err != nil {
 		return nil, err
 	}
-	serving, err := ca.IssueServing("fake-member")
+	serving, err := ca.IssueServing("fake-member", FakeMemberHost)
 	if err != nil {
 		return nil, err
 	}
@@ -69,34 +102,42 @@ func StartFakeMember(mode FakeMemberMode) (*FakeMember, error) {
 	if err != nil {
 		return nil, err
 	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	ln, err := net.Listen("tcp", address)
 	if err != nil {
 		return nil, err
 	}
 	f := &FakeMember{
 		URL:       "https://" + ln.Addr().String(),
 		ErrorBody: "FAKE-MEMBER-BODY-" + randomHex(8) + " aws_secret_access_key=AKIA-not-a-real-key",
+		Content:   content,
 		mode:      mode,
 		caPEM:     ca.CertPEM,
 		ln:        ln,
 		done:      make(chan struct{}),
+		open:      map[net.Conn]bool{},
 	}
+	f.peers.Store(int64(content.Peers))
 	if mode == FakeMemberRedirect {
 		if f.RedirectTarget, err = NewConnCounter(); err != nil {
 			ln.Close()
 			return nil, err
 		}
 	}
-	f.server = &http.Server{Handler: http.HandlerFunc(f.serve), TLSConfig: &tls.Config{Certificates: []tls.Certificate{cert}}}
+	f.server = &http.Server{Handler: http.HandlerFunc(f.serve), TLSConfig: &tls.Config{Certificates: []tls.Certificate{cert}},
+		ConnState: f.connState}
 	go func() { _ = f.server.ServeTLS(ln, "", "") }()
 	return f, nil
 }
 
 // Kubeconfig is a self-contained kubeconfig for the fake member, with a
 // token it accepts (it checks none).
-func (f *FakeMember) Kubeconfig() ([]byte, error) {
+func (f *FakeMember) Kubeconfig() ([]byte, error) { return f.KubeconfigFor(f.URL) }
+
+// KubeconfigFor is Kubeconfig naming the fake member by server, such as
+// https://FakeMemberHost:<port>.
+func (f *FakeMember) KubeconfigFor(server string) ([]byte, error) {
 	cfg := clientcmdapi.NewConfig()
-	cfg.Clusters["fake"] = &clientcmdapi.Cluster{Server: f.URL, CertificateAuthorityData: f.caPEM}
+	cfg.Clusters["fake"] = &clientcmdapi.Cluster{Server: server, CertificateAuthorityData: f.caPEM}
 	cfg.AuthInfos["fake"] = &clientcmdapi.AuthInfo{Token: "fake-member-token"}
 	cfg.Contexts["fake"] = &clientcmdapi.Context{Cluster: "fake", AuthInfo: "fake"}
 	cfg.CurrentContext = "fake"
@@ -108,6 +149,34 @@ func (f *FakeMember) Requests() int64 { return f.requests.Load() }
 
 // Stalled counts the requests it is holding or has held open.
 func (f *FakeMember) Stalled() int64 { return f.stalled.Load() }
+
+// Connections counts the connections it accepted.
+func (f *FakeMember) Connections() int64 { return f.conns.Load() }
+
+// Port is the port it listens on.
+func (f *FakeMember) Port() int { return f.ln.Addr().(*net.TCPAddr).Port }
+
+// DropConnections closes every open connection, so that clients must dial
+// again; the fake member goes on listening.
+func (f *FakeMember) DropConnections() {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	for c := range f.open {
+		c.Close()
+	}
+}
+
+func (f *FakeMember) connState(c net.Conn, s http.ConnState) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	switch s {
+	case http.StateNew:
+		f.conns.Add(1)
+		f.open[c] = true
+	case http.StateClosed, http.StateHijacked:
+		delete(f.open, c)
+	}
+}
 
 // Close stops the server and releases every stalled request.
 func (f *FakeMember) Close() {
@@ -139,6 +208,10 @@ func (f *FakeMember) serve(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	switch f.mode {
+	case FakeMemberServe:
+		f.serveContent(w, r)
+	case FakeMemberHugeAnswer:
+		f.serveHuge(w, r)
 	case FakeMemberError:
 		w.Header().Set("Content-Type", "text/plain")
 		w.WriteHeader(http.StatusInternalServerError)

@@ -80,6 +80,9 @@ type MeshServerOptions struct {
 	// LoopbackServers, where the environment's clusters listen, which the
 	// server must be allowed to dial: by default it dials public addresses only).
 	MemberServerCIDRs []string
+	// PrivateHosts runs the server with an /etc/hosts of its own, which
+	// MeshServer.SetHosts writes (needs root; see inPrivateHosts).
+	PrivateHosts bool
 }
 
 // MeshServer is a running kilo-mesh-apiserver process.
@@ -107,6 +110,8 @@ type MeshServer struct {
 	// SelfManagedCert tells whether the server makes its own certificate;
 	// CABundle then follows the Secret (see RefreshCABundle).
 	SelfManagedCert bool
+	// HostsPath is the server's /etc/hosts with PrivateHosts.
+	HostsPath string
 
 	env  *Env
 	proc *process
@@ -264,7 +269,17 @@ func (e *Env) StartMeshServer(ctx context.Context, opts MeshServerOptions) (*Mes
 	}
 	args = append(args, "--member-server-cidrs="+strings.Join(cidrs, ","))
 	m.Args = append(args, opts.ExtraArgs...)
-	m.proc = newProcess(fmt.Sprintf("kilo-mesh-apiserver-%d", n), bin, m.LogPath, m.Args)
+	path, procArgs := bin, m.Args
+	if opts.PrivateHosts {
+		m.HostsPath = filepath.Join(dir, "hosts")
+		if err := m.SetHosts(); err != nil {
+			return nil, err
+		}
+		if path, procArgs, err = inPrivateHosts(m.HostsPath, bin, m.Args); err != nil {
+			return nil, err
+		}
+	}
+	m.proc = newProcess(fmt.Sprintf("kilo-mesh-apiserver-%d", n), path, m.LogPath, procArgs)
 
 	e.mu.Lock()
 	if e.stopped {
