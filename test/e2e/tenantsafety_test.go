@@ -144,11 +144,12 @@ func TestTenantSafety(t *testing.T) {
 		})
 		marker := fm.ErrorBody[:strings.Index(fm.ErrorBody, " ")]
 		seen := map[string]string{
-			"the mesh":    toJSON(t, ts.get(t, ns, "failing")),
-			"the plan":    ts.plan(t, ns, "failing"),
-			"the events":  toJSON(t, ts.events(t, ns)),
-			"the table":   rc.env.KubectlT(t, framework.HostCluster, framework.UserAdmin, "-n", ns, "get", "cmesh", "failing", "-o", "wide"),
-			"kubectl get": rc.env.KubectlT(t, framework.HostCluster, framework.UserAdmin, "-n", ns, "describe", "cmesh", "failing"),
+			"the mesh":         toJSON(t, ts.get(t, ns, "failing")),
+			"the plan":         ts.plan(t, ns, "failing"),
+			"the events":       toJSON(t, ts.events(t, ns)),
+			"the table":        rc.env.KubectlT(t, framework.HostCluster, framework.UserAdmin, "-n", ns, "get", "cmesh", "failing", "-o", "wide"),
+			"kubectl describe": rc.env.KubectlT(t, framework.HostCluster, framework.UserAdmin, "-n", ns, "describe", "cmesh", "failing"),
+			"the server's log": rc.server.Logs(),
 		}
 		for where, text := range seen {
 			if strings.Contains(text, marker) || strings.Contains(text, "aws_secret_access_key") {
