@@ -9,6 +9,10 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	"sigs.k8s.io/yaml"
 )
 
 // Name resolution and memory of a running kilo-mesh-apiserver, for attacks
@@ -104,4 +108,38 @@ func (m *MeshServer) Memory() (ProcessMemory, error) {
 		return ProcessMemory{}, fmt.Errorf("no VmRSS in /proc/%d/status", pid)
 	}
 	return out, s.Err()
+}
+
+// DeployedMemoryLimitEnv returns the memory limit of the server's container
+// in artifacts/deploy/statefulset.yaml, and the GOMEMLIMIT its manifest
+// gives the server from that limit (as the kubelet writes it: bytes), so
+// that a test runs the server as deployed. It fails when the manifest no
+// longer sets GOMEMLIMIT from the limit.
+func DeployedMemoryLimitEnv() (int64, string, error) {
+	path, err := DeployManifest("statefulset.yaml")
+	if err != nil {
+		return 0, "", err
+	}
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return 0, "", err
+	}
+	var sts appsv1.StatefulSet
+	if err := yaml.UnmarshalStrict(data, &sts); err != nil {
+		return 0, "", fmt.Errorf("%s: %w", path, err)
+	}
+	for _, c := range sts.Spec.Template.Spec.Containers {
+		limit, ok := c.Resources.Limits[corev1.ResourceMemory]
+		if !ok {
+			continue
+		}
+		for _, e := range c.Env {
+			if e.Name == "GOMEMLIMIT" && e.ValueFrom != nil && e.ValueFrom.ResourceFieldRef != nil &&
+				e.ValueFrom.ResourceFieldRef.Resource == "limits.memory" && e.ValueFrom.ResourceFieldRef.Divisor.Value() == 1 {
+				return limit.Value(), fmt.Sprintf("GOMEMLIMIT=%d", limit.Value()), nil
+			}
+		}
+		return 0, "", fmt.Errorf("%s: container %s has a memory limit and no GOMEMLIMIT from it (resourceFieldRef limits.memory, divisor 1)", path, c.Name)
+	}
+	return 0, "", fmt.Errorf("%s: no container with a memory limit", path)
 }
