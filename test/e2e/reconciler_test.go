@@ -55,7 +55,7 @@ type rcEnv struct {
 	keys [rcClusters]map[string]string
 }
 
-func startReconcilerEnv(t *testing.T) *rcEnv {
+func startReconcilerEnv(t *testing.T, server ...func(*framework.MeshServerOptions)) *rcEnv {
 	t.Helper()
 	env := framework.StartT(t, framework.Options{Clusters: rcClusters})
 	ctx, cancel := context.WithCancel(context.Background())
@@ -64,11 +64,15 @@ func startReconcilerEnv(t *testing.T) *rcEnv {
 	go env.KeepKiloNodesFresh(ctx, 15*time.Second)
 
 	rc := &rcEnv{env: env}
-	rc.server = env.StartMeshServerT(t, framework.MeshServerOptions{
+	opts := framework.MeshServerOptions{
 		// On the shared etcd, so that a second replica can join it.
 		ExternalEtcd: true,
 		ExtraArgs:    rcServerArgs(),
-	})
+	}
+	for _, f := range server {
+		f(&opts)
+	}
+	rc.server = env.StartMeshServerT(t, opts)
 	ns, err := env.NewNamespace(ctx, "mesh")
 	if err != nil {
 		t.Fatal(err)

@@ -28,13 +28,15 @@ import (
 )
 
 // TestTenantSafety attacks the real server as tenants would: with member
-// API servers that stall, redirect, answer errors or sit where the server
-// may not go, with a huge spec, with another tenant's server and no
-// credentials for it, with a rotated Secret, and with a mesh deleted behind
-// the finalizer's back. Three real clusters with Kilo nodes (the
-// reconciler's environment); the fake members are Go servers on loopback.
+// API servers that stall, redirect, answer errors, huge answers, too many
+// or too heavy Nodes and floods of Peers, that sit where the server may
+// not go or move there, with a huge spec, with another tenant's server and
+// no credentials for it, with a rotated Secret, and with meshes deleted
+// behind the finalizer's back, the server running or not. Three real
+// clusters with Kilo nodes (the reconciler's environment); the fake
+// members are Go servers on loopback.
 func TestTenantSafety(t *testing.T) {
-	rc := startReconcilerEnv(t)
+	rc := startReconcilerEnv(t, tsServer(t))
 	ts := &tsEnv{rcEnv: rc}
 	var first *meshv1alpha1.ClusterMesh
 
@@ -163,6 +165,10 @@ func TestTenantSafety(t *testing.T) {
 		}
 		ts.delete(t, ns, "failing")
 	})
+
+	t.Run("a member over --max-member-nodes is not used, and nobody waits for it", ts.testNodeCount(first))
+	t.Run("an answer of 100 MiB is read no further than 64 MiB", ts.testHugeAnswer(first))
+	t.Run("heavy Nodes and a flood of Peers cannot exhaust the server's memory", ts.testMemory(first))
 
 	t.Run("a loopback address outside the allowed set is never dialled", func(t *testing.T) {
 		// The server may dial 127.0.0.0/8 (the test clusters); ::1 is
