@@ -30,14 +30,16 @@ const (
 	tsMaxCacheMiB = 64
 )
 
-// tsServer runs the TestTenantSafety server with those limits, and with
-// the GOMEMLIMIT artifacts/deploy gives it.
+// tsServer runs the TestTenantSafety server with those limits, with the
+// GOMEMLIMIT artifacts/deploy gives it, and with a private /etc/hosts, so
+// that a test can make a name resolve where it wants for the server alone.
 func tsServer(t *testing.T) func(*framework.MeshServerOptions) {
 	_, memoryLimit, err := framework.DeployedMemoryLimitEnv()
 	if err != nil {
 		t.Fatal(err)
 	}
 	return func(o *framework.MeshServerOptions) {
+		o.PrivateHosts = true
 		o.Env = append(o.Env, memoryLimit)
 		o.ExtraArgs = append(o.ExtraArgs,
 			fmt.Sprintf("--max-member-nodes=%d", tsMaxNodes),

@@ -223,6 +223,8 @@ func TestTenantSafety(t *testing.T) {
 		ts.delete(t, ns, "later")
 	})
 
+	t.Run("a name that moves to a forbidden address is never dialled there", ts.testRebinding)
+
 	t.Run("a spec of 40,000 networks is refused at once", func(t *testing.T) {
 		var cidrs []string
 		for i := range 40000 {
