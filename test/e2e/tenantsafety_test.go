@@ -326,6 +326,8 @@ spec:
 		ts.delete(t, ns, "late")
 	})
 
+	t.Run("a mesh deleted while the server was stopped leaves no Peer", ts.testDeletedWhileStopped)
+
 	t.Run("a mesh deleted after its finalizer was removed leaves no Peer", func(t *testing.T) {
 		// An admission policy keeps the server from adding its finalizer
 		// back, as a tenant racing it could.
