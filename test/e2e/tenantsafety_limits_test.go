@@ -145,7 +145,7 @@ func (ts *tsEnv) testMemory(first *meshv1alpha1.ClusterMesh) func(t *testing.T) 
 			"Served: %d MiB of Nodes by fat, %d MiB by heavy; %d Peers by flood",
 			before, peak>>20, after.Peak>>20, after, fat.LargestAnswer()*int64(nodes/500)>>20, heavy.LargestAnswer()*int64(nodes/500)>>20, flood.Peers())
 		ts.underDeployedLimit(t, max(peak, after.Peak))
-		if flood.Peers() >= framework.DefaultFloodUpTo {
+		if flood.Peers() >= framework.MaxFloodPeers {
 			t.Errorf("the server read the whole flood of %d Peers", flood.Peers())
 		}
 		ts.othersUnaffected(t, first)

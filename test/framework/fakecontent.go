@@ -18,20 +18,15 @@ type FakeContent struct {
 	// NodeLabelBytes, when set, gives every Node a label of that many
 	// bytes (a kube-apiserver allows 63).
 	NodeLabelBytes int
-	// Peers is how many Peers it holds at first.
-	Peers int
 	// PeerFlood makes every watch of Peers stream ADDED events of new
 	// Peers, as fast as the client reads them, until it goes or the member
-	// holds FloodUpTo Peers; the Peers added are listed afterwards.
+	// holds MaxFloodPeers Peers; the Peers added are listed afterwards.
 	PeerFlood bool
-	// FloodUpTo bounds the flood (default DefaultFloodUpTo), so that a
-	// server reading it without limit exhausts the test's patience rather
-	// than the machine.
-	FloodUpTo int
 }
 
-// DefaultFloodUpTo is the default of FakeContent.FloodUpTo.
-const DefaultFloodUpTo = 1_000_000
+// MaxFloodPeers bounds a flood of Peers, so that a server reading it
+// without limit exhausts the test's patience rather than the machine.
+const MaxFloodPeers = 1_000_000
 
 // HugeAnswerBytes is the size of what FakeMemberHugeAnswer answers to a
 // list: more than any member answer the server should read.
@@ -136,12 +131,8 @@ func (f *FakeMember) flood(w http.ResponseWriter, r *http.Request) {
 	fl, _ := w.(http.Flusher)
 	out := bufio.NewWriterSize(w, 64<<10)
 	for n := 0; r.Context().Err() == nil && !isClosed(f.done); n++ {
-		upTo := int64(f.Content.FloodUpTo)
-		if upTo == 0 {
-			upTo = DefaultFloodUpTo
-		}
 		i := f.peers.Add(1) - 1
-		if i >= upTo {
+		if i >= MaxFloodPeers {
 			f.peers.Add(-1)
 			_ = out.Flush()
 			select {

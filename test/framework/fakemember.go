@@ -68,8 +68,8 @@ type FakeMember struct {
 	ln       net.Listener
 	done     chan struct{}
 	once     sync.Once
-	// peers counts the Peers the fake member holds (Content.Peers, then
-	// those its flooding watches add).
+	// peers counts the Peers the fake member holds: those its flooding
+	// watches added.
 	peers   atomic.Int64
 	largest atomic.Int64
 
@@ -116,7 +116,6 @@ func startFakeMember(mode FakeMemberMode, content FakeContent, address string) (
 		done:      make(chan struct{}),
 		open:      map[net.Conn]bool{},
 	}
-	f.peers.Store(int64(content.Peers))
 	if mode == FakeMemberRedirect {
 		if f.RedirectTarget, err = NewConnCounter(); err != nil {
 			ln.Close()
