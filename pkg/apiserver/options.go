@@ -60,6 +60,9 @@ type Options struct {
 	// MaxMemberCacheMiB bounds the weight of what is cached of one
 	// tenant's member cluster, in MiB.
 	MaxMemberCacheMiB int
+	// MemoryLimit is the container's memory limit; Go's heap is kept
+	// under a share of it (memlimit.go).
+	MemoryLimit string
 	// Reconciler configures the controller that writes Peers.
 	Reconciler *reconciler.Options
 	// HostAccessGracePeriod is how long meshes stored before grants
@@ -135,6 +138,10 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	fs.IntVar(&o.MaxMemberCacheMiB, "max-member-cache-mib", o.MaxMemberCacheMiB,
 		"Most memory, in MiB, that what is cached of one member cluster reached with a tenant's kubeconfig may take, its Nodes and Peers together; "+
 			"a cluster needing more is not used, and its meshes say so.")
+	fs.StringVar(&o.MemoryLimit, "memory-limit", o.MemoryLimit,
+		"The memory limit of the server's container, e.g. 512Mi or the bytes the kubelet passes for limits.memory. Go's collector keeps the "+
+			"server's memory under 90% of it (unless GOMEMLIMIT is set), so that the garbage of reading member clusters' largest answers is "+
+			"collected before the container is killed. Empty: no limit.")
 	o.Reconciler.AddFlags(fs)
 	o.ServingCert.AddFlags(fs)
 }
@@ -220,6 +227,9 @@ func (o *Options) Validate() error {
 	if o.HostAccessGracePeriod < 0 {
 		errs = append(errs, fmt.Errorf("--host-access-grace-period must not be negative"))
 	}
+	if _, err := goMemoryLimit(o.MemoryLimit, ""); err != nil {
+		errs = append(errs, err)
+	}
 	return utilerrors.NewAggregate(errs)
 }
 
@@ -272,6 +282,9 @@ func (o *Options) Config() (*Config, error) {
 
 // Run starts the embedded etcd when needed, then serves until ctx ends.
 func (o *Options) Run(ctx context.Context) error {
+	if err := applyMemoryLimit(o.MemoryLimit); err != nil {
+		return err
+	}
 	if o.embeddedEtcd {
 		e, err := etcd.Start(ctx, etcd.Config{DataDir: o.DataDir})
 		if err != nil {
