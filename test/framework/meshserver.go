@@ -83,9 +83,6 @@ type MeshServerOptions struct {
 	// PrivateHosts runs the server with an /etc/hosts of its own, which
 	// MeshServer.SetHosts writes (needs root; see inPrivateHosts).
 	PrivateHosts bool
-	// Env is added to the server's environment, such as
-	// DeployedMemoryLimitEnv().
-	Env []string
 }
 
 // MeshServer is a running kilo-mesh-apiserver process.
@@ -283,7 +280,6 @@ func (e *Env) StartMeshServer(ctx context.Context, opts MeshServerOptions) (*Mes
 		}
 	}
 	m.proc = newProcess(fmt.Sprintf("kilo-mesh-apiserver-%d", n), path, m.LogPath, procArgs)
-	m.proc.env = opts.Env
 
 	e.mu.Lock()
 	if e.stopped {

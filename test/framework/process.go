@@ -21,8 +21,6 @@ type process struct {
 	path    string
 	args    []string
 	logPath string
-	// env is added to the test's environment, which the process inherits.
-	env []string
 
 	mu   sync.Mutex
 	cmd  *exec.Cmd
@@ -50,9 +48,6 @@ func (p *process) start() error {
 	cmd := exec.Command(p.path, p.args...)
 	cmd.Stdout = logFile
 	cmd.Stderr = logFile
-	if len(p.env) > 0 {
-		cmd.Env = append(os.Environ(), p.env...)
-	}
 	cmd.SysProcAttr = &syscall.SysProcAttr{
 		// Own process group: the terminal's Ctrl-C reaches only our process,
 		// which then stops children in order; and stop() can kill the group.

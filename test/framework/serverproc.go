@@ -68,12 +68,16 @@ func (m *MeshServer) SetHosts(lines ...string) error {
 // ProcessMemory is what the kernel says of a process's memory, in bytes.
 type ProcessMemory struct {
 	// RSS is the resident set now (VmRSS); Peak the most it ever was
-	// (VmHWM).
+	// (VmHWM). Both count the pages of the binary, which a container's
+	// limit reclaims rather than kill for.
 	RSS, Peak int64
+	// Anon is the anonymous part of RSS now (RssAnon): the heap, which a
+	// container's limit cannot reclaim.
+	Anon int64
 }
 
 func (p ProcessMemory) String() string {
-	return fmt.Sprintf("RSS %d MiB, peak %d MiB", p.RSS>>20, p.Peak>>20)
+	return fmt.Sprintf("RSS %d MiB (anonymous %d MiB), peak %d MiB", p.RSS>>20, p.Anon>>20, p.Peak>>20)
 }
 
 // Memory reads /proc/<pid>/status of the server's current run.
@@ -91,18 +95,15 @@ func (m *MeshServer) Memory() (ProcessMemory, error) {
 	s := bufio.NewScanner(f)
 	for s.Scan() {
 		key, value, ok := strings.Cut(s.Text(), ":")
-		if !ok || (key != "VmRSS" && key != "VmHWM") {
+		field := map[string]*int64{"VmRSS": &out.RSS, "VmHWM": &out.Peak, "RssAnon": &out.Anon}[key]
+		if !ok || field == nil {
 			continue
 		}
 		kb, err := strconv.ParseInt(strings.TrimSuffix(strings.TrimSpace(value), " kB"), 10, 64)
 		if err != nil {
 			return ProcessMemory{}, fmt.Errorf("%s of pid %d: %q", key, pid, value)
 		}
-		if key == "VmRSS" {
-			out.RSS = kb << 10
-		} else {
-			out.Peak = kb << 10
-		}
+		*field = kb << 10
 	}
 	if out.RSS == 0 {
 		return ProcessMemory{}, fmt.Errorf("no VmRSS in /proc/%d/status", pid)
@@ -110,23 +111,23 @@ func (m *MeshServer) Memory() (ProcessMemory, error) {
 	return out, s.Err()
 }
 
-// DeployedMemoryLimitEnv returns the memory limit of the server's container
-// in artifacts/deploy/statefulset.yaml, and the GOMEMLIMIT its manifest
-// gives the server from that limit (as the kubelet writes it: bytes), so
-// that a test runs the server as deployed. It fails when the manifest no
-// longer sets GOMEMLIMIT from the limit.
-func DeployedMemoryLimitEnv() (int64, string, error) {
+// DeployedMemoryLimit returns the memory limit of the server's container
+// in artifacts/deploy/statefulset.yaml, which the manifest passes to the
+// server as --memory-limit, so that a test runs the server as deployed
+// (--memory-limit=<bytes>, as the kubelet expands it). It fails when the
+// manifest no longer passes the limit.
+func DeployedMemoryLimit() (int64, error) {
 	path, err := DeployManifest("statefulset.yaml")
 	if err != nil {
-		return 0, "", err
+		return 0, err
 	}
 	data, err := os.ReadFile(path)
 	if err != nil {
-		return 0, "", err
+		return 0, err
 	}
 	var sts appsv1.StatefulSet
 	if err := yaml.UnmarshalStrict(data, &sts); err != nil {
-		return 0, "", fmt.Errorf("%s: %w", path, err)
+		return 0, fmt.Errorf("%s: %w", path, err)
 	}
 	for _, c := range sts.Spec.Template.Spec.Containers {
 		limit, ok := c.Resources.Limits[corev1.ResourceMemory]
@@ -134,12 +135,17 @@ func DeployedMemoryLimitEnv() (int64, string, error) {
 			continue
 		}
 		for _, e := range c.Env {
-			if e.Name == "GOMEMLIMIT" && e.ValueFrom != nil && e.ValueFrom.ResourceFieldRef != nil &&
-				e.ValueFrom.ResourceFieldRef.Resource == "limits.memory" && e.ValueFrom.ResourceFieldRef.Divisor.Value() == 1 {
-				return limit.Value(), fmt.Sprintf("GOMEMLIMIT=%d", limit.Value()), nil
+			if e.ValueFrom == nil || e.ValueFrom.ResourceFieldRef == nil || e.ValueFrom.ResourceFieldRef.Resource != "limits.memory" ||
+				(!e.ValueFrom.ResourceFieldRef.Divisor.IsZero() && e.ValueFrom.ResourceFieldRef.Divisor.Value() != 1) {
+				continue
+			}
+			for _, arg := range c.Args {
+				if arg == "--memory-limit=$("+e.Name+")" {
+					return limit.Value(), nil
+				}
 			}
 		}
-		return 0, "", fmt.Errorf("%s: container %s has a memory limit and no GOMEMLIMIT from it (resourceFieldRef limits.memory, divisor 1)", path, c.Name)
+		return 0, fmt.Errorf("%s: container %s has a memory limit and does not pass it as --memory-limit (an env var from resourceFieldRef limits.memory)", path, c.Name)
 	}
-	return 0, "", fmt.Errorf("%s: no container with a memory limit", path)
+	return 0, fmt.Errorf("%s: no container with a memory limit", path)
 }

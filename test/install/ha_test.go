@@ -30,9 +30,11 @@ type haBed struct {
 }
 
 // haServerFlags are the only flags the HA Deployment gives the server; the
-// framework sets each of them for its own processes and files. A flag
-// added to the manifest fails the test until it is run here too.
-var haServerFlags = []string{"--secure-port", "--etcd-servers", "--etcd-cafile", "--etcd-certfile", "--etcd-keyfile"}
+// framework sets each of them for its own processes and files, but
+// --memory-limit, which the replicas get from the Deployment's limit (the
+// kubelet expands $(MEMORY_LIMIT) alike). A flag added to the manifest
+// fails the test until it is run here too.
+var haServerFlags = []string{"--secure-port", "--etcd-servers", "--etcd-cafile", "--etcd-certfile", "--etcd-keyfile", "--memory-limit"}
 
 func startHABed(t *testing.T, ctx context.Context) *haBed {
 	t.Helper()
@@ -54,6 +56,7 @@ func startHABed(t *testing.T, ctx context.Context) *haBed {
 			t.Fatalf("the HA Deployment passes %s, which this test does not", a)
 		}
 	}
+	memoryLimit := containerMemoryLimit(t, server)
 	b := &haBed{lease: framework.UniqueName("lease")}
 	var err error
 	b.etcd, err = env.StartEtcdCluster(ctx, framework.EtcdClusterOptions{
@@ -92,7 +95,7 @@ func startHABed(t *testing.T, ctx context.Context) *haBed {
 			SelfManagedCert:  true,
 			Etcd:             b.etcd,
 			EtcdPrefix:       prefix,
-			ExtraArgs:        []string{"--leader-elect-resource-name=" + b.lease, "-v=2"},
+			ExtraArgs:        []string{"--leader-elect-resource-name=" + b.lease, "-v=2", "--memory-limit=" + memoryLimit},
 		})
 		if m != nil {
 			t.Cleanup(func() {
@@ -123,6 +126,17 @@ func containerArgs(t *testing.T, workload *unstructured.Unstructured) []string {
 		out = append(out, a.(string))
 	}
 	return out
+}
+
+// containerMemoryLimit is the memory limit of the workload's container.
+func containerMemoryLimit(t *testing.T, workload *unstructured.Unstructured) string {
+	t.Helper()
+	cs, _, _ := unstructured.NestedSlice(workload.Object, "spec", "template", "spec", "containers")
+	limit, _, _ := unstructured.NestedString(cs[0].(map[string]any), "resources", "limits", "memory")
+	if limit == "" {
+		t.Fatalf("%s %s has no memory limit", workload.GetKind(), workload.GetName())
+	}
+	return limit
 }
 
 // holder is the identity holding the replicas' Lease, "" if none.
