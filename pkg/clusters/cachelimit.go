@@ -278,29 +278,14 @@ func nodeLimit(nodes typedcorev1.NodeInterface, maxNodes int, b *budget, clk clo
 			if err != nil {
 				return metav1.ListMeta{}, nil, err
 			}
-			items := make([]runtime.Object, len(list.Items))
-			for i := range list.Items {
-				items[i] = &list.Items[i]
-			}
-			return list.ListMeta, items, nil
+			return list.ListMeta, asObjects(list.Items), nil
 		},
 		watch: func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
 			return nodes.Watch(ctx, o)
 		},
-		keep: func(obj runtime.Object) (runtime.Object, int64) {
-			if n, ok := obj.(*corev1.Node); ok {
-				return slimNode(n)
-			}
-			return obj, objectOverhead
-		},
+		keep: keepAs(slimNode),
 		newList: func(m metav1.ListMeta, items []runtime.Object) runtime.Object {
-			out := &corev1.NodeList{ListMeta: m, Items: make([]corev1.Node, 0, len(items))}
-			for _, obj := range items {
-				if n, ok := obj.(*corev1.Node); ok {
-					out.Items = append(out.Items, *n)
-				}
-			}
-			return out
+			return &corev1.NodeList{ListMeta: m, Items: typedItems[corev1.Node](items)}
 		},
 	}
 }
@@ -332,30 +317,53 @@ func peerLimit(client rest.Interface, maxPeers int, b *budget, clk clock.Passive
 			if err := client.Get().Resource(kilov1alpha1.PeerResource.Resource).VersionedParams(&o, params).Do(ctx).Into(&list); err != nil {
 				return metav1.ListMeta{}, nil, err
 			}
-			items := make([]runtime.Object, len(list.Items))
-			for i := range list.Items {
-				items[i] = &list.Items[i]
-			}
-			return list.ListMeta, items, nil
+			return list.ListMeta, asObjects(list.Items), nil
 		},
 		watch: func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
 			o.Watch = true
 			return client.Get().Resource(kilov1alpha1.PeerResource.Resource).VersionedParams(&o, params).Watch(ctx)
 		},
-		keep: func(obj runtime.Object) (runtime.Object, int64) {
-			if p, ok := obj.(*kilov1alpha1.Peer); ok {
-				return slimPeer(p)
-			}
-			return obj, objectOverhead
-		},
+		keep: keepAs(slimPeer),
 		newList: func(m metav1.ListMeta, items []runtime.Object) runtime.Object {
-			out := &kilov1alpha1.PeerList{ListMeta: m, Items: make([]kilov1alpha1.Peer, 0, len(items))}
-			for _, obj := range items {
-				if p, ok := obj.(*kilov1alpha1.Peer); ok {
-					out.Items = append(out.Items, *p)
-				}
-			}
-			return out
+			return &kilov1alpha1.PeerList{ListMeta: m, Items: typedItems[kilov1alpha1.Peer](items)}
 		},
+	}
+}
+
+// object is a pointer to a Kubernetes type T, as its list holds it.
+type object[T any] interface {
+	*T
+	runtime.Object
+}
+
+// asObjects returns pointers to a list's items, for objectLimit.
+func asObjects[T any, PT object[T]](items []T) []runtime.Object {
+	out := make([]runtime.Object, len(items))
+	for i := range items {
+		out[i] = PT(&items[i])
+	}
+	return out
+}
+
+// typedItems returns the items of type T among objs, for the list the
+// informer gets.
+func typedItems[T any, PT object[T]](objs []runtime.Object) []T {
+	out := make([]T, 0, len(objs))
+	for _, obj := range objs {
+		if p, ok := obj.(PT); ok {
+			out = append(out, *p)
+		}
+	}
+	return out
+}
+
+// keepAs makes objectLimit.keep of slim for objects of type PT; another
+// object (such as a watch's status) is kept whole, at the overhead of one.
+func keepAs[PT runtime.Object](slim func(PT) (PT, int64)) func(runtime.Object) (runtime.Object, int64) {
+	return func(obj runtime.Object) (runtime.Object, int64) {
+		if p, ok := obj.(PT); ok {
+			return slim(p)
+		}
+		return obj, objectOverhead
 	}
 }
