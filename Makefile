@@ -39,7 +39,7 @@ build:
 	$(GO_BUILD) -o $(BIN_DIR)/kubectl-mesh ./cmd/kubectl-mesh
 	install -m 0755 cmd/kubectl-mesh/kubectl_complete-mesh $(BIN_DIR)/
 
-# Real kube-apiserver, etcd and kubectl v1.36.3, and Helm (for the chart's
+# Real kube-apiserver, kube-controller-manager, etcd and kubectl v1.36.3, and Helm (for the chart's
 # tests and make chart), built once from the Go module proxy.
 tools:
 	bash hack/build-tools.sh

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Builds the real Kubernetes binaries the test framework (test/framework) and
-# `make run` (hack/localenv) start: kube-apiserver, etcd and kubectl, all from
+# `make run` (hack/localenv) start: kube-apiserver, kube-controller-manager,
+# etcd and kubectl, all from
 # the Go module proxy through the separate tools module in hack/tools (never
 # the project's own go.mod); and Helm, for the chart's tests and `make chart`,
 # from its own module hack/helm (it needs newer Kubernetes libraries than
@@ -12,7 +13,8 @@
 # stdout, so `BIN=$(hack/build-tools.sh)` works.
 #
 # Cold, on 2 cores: kube-apiserver about 3 min (1.9 GB peak memory),
-# kubectl about 1 min, etcd about 40 s, helm about 3 min.
+# kube-controller-manager a few minutes more on its build cache, kubectl
+# about 1 min, etcd about 40 s, helm about 3 min.
 set -euo pipefail
 
 KUBE_VERSION=v1.36.3
@@ -79,6 +81,7 @@ mkdir -p "${BIN}"
 LDFLAGS="$(version_ldflags)"
 build etcd go.etcd.io/etcd/server/v3
 build kube-apiserver k8s.io/kubernetes/cmd/kube-apiserver -ldflags "${LDFLAGS}"
+build kube-controller-manager k8s.io/kubernetes/cmd/kube-controller-manager -ldflags "${LDFLAGS}"
 build kubectl k8s.io/kubernetes/cmd/kubectl -ldflags "${LDFLAGS}"
 # Helm's version is the one hack/helm/go.mod pins.
 HELM_VERSION=$(cd "${HELM_MOD}" && go list -m -f '{{.Version}}' helm.sh/helm/v3)

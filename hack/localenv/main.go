@@ -1,6 +1,6 @@
 // Command localenv is what `make run` runs: a local playground with real
-// kube-apiservers (cluster-0 hosts the mesh.kilo.squat.ai API, cluster-1.. are
-// members), kilo-mesh-apiserver behind the aggregation layer, Kilo-annotated
+// kube-apiservers, each with its kube-controller-manager (cluster-0 hosts the
+// mesh.kilo.squat.ai API, cluster-1.. are members), kilo-mesh-apiserver behind the aggregation layer, Kilo-annotated
 // sample nodes on every cluster, the kubeconfig Secret of cluster-1 in the
 // namespace demo, and the ClusterMeshGrant that lets demo's meshes reach
 // into cluster-0 (artifacts/examples/clustermeshgrant.yaml), since tenants

@@ -1,6 +1,7 @@
 //go:build tools
 
-// Package tools pins the Kubernetes and etcd binaries that hack/build-tools.sh
+// Package tools pins the Kubernetes and etcd binaries (kube-apiserver,
+// kube-controller-manager, kubectl, etcd) that hack/build-tools.sh
 // builds for the test framework and `make run`, and crane, which `make push`
 // uploads the image with. The build tag keeps this file out of every build
 // while `go mod tidy` still sees the imports.
@@ -10,5 +11,6 @@ import (
 	_ "github.com/google/go-containerregistry/cmd/crane"
 	_ "go.etcd.io/etcd/server/v3"
 	_ "k8s.io/kubernetes/cmd/kube-apiserver"
+	_ "k8s.io/kubernetes/cmd/kube-controller-manager"
 	_ "k8s.io/kubernetes/cmd/kubectl"
 )

@@ -9,7 +9,6 @@ import (
 	"net/netip"
 	"time"
 
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apiserver/pkg/registry/rest"
 	genericapiserver "k8s.io/apiserver/pkg/server"
 	"k8s.io/apiserver/pkg/server/healthz"
@@ -137,7 +136,7 @@ func (c CompletedConfig) New() (*Server, error) {
 	c.ExtraConfig.Admission.SetMeshes(informer.GetIndexer(), members, policy)
 	c.ExtraConfig.Admission.SetGrants(grantWiring.index)
 
-	group := genericapiserver.NewDefaultAPIGroupInfo(meshv1alpha1.GroupName, Scheme, runtime.NewParameterCodec(Scheme), Codecs)
+	group := newAPIGroupInfo()
 	group.VersionedResourcesStorageMap[meshv1alpha1.SchemeGroupVersion.Version] = map[string]rest.Storage{
 		"clustermeshes":        meshes,
 		"clustermeshes/status": status,

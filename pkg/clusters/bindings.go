@@ -54,6 +54,20 @@ type binding struct {
 	cluster *cluster             // nil exactly when err is set
 	err     *Error
 	since   time.Time
+	// retained is the connection the binding had when its Secret went
+	// away, kept while the Secret is absent so that the mesh, once deleted,
+	// can still remove its Peers there: deleting a namespace deletes the
+	// Secrets and the mesh together, in no set order.
+	retained *cluster
+}
+
+// forCleanup is the connection through which the Peers of mesh may be
+// removed: the binding's own, or for a deleted mesh the retained one.
+func (b *binding) forCleanup(mesh *meshv1alpha1.ClusterMesh) *cluster {
+	if b.cluster == nil && mesh.DeletionTimestamp != nil {
+		return b.retained
+	}
+	return b.cluster
 }
 
 func (m *Manager) bindLocked(mesh types.NamespacedName, name string, spec bindingSpec) *binding {
@@ -76,6 +90,7 @@ func (m *Manager) bindLocked(mesh types.NamespacedName, name string, spec bindin
 }
 
 func (m *Manager) unbindLocked(mesh types.NamespacedName, b *binding) {
+	m.releaseRetainedLocked(mesh, b)
 	if b.cluster != nil {
 		m.releaseClusterLocked(mesh, b.cluster)
 		b.cluster = nil
@@ -99,10 +114,16 @@ func (m *Manager) resolveLocked(mesh types.NamespacedName, b *binding) bool {
 	}
 	log := m.log.WithValues("mesh", mesh, "cluster", b.name, "secret", b.secret)
 	if err != nil {
+		secretAbsent := err.Reason == ErrSecretNotFound || err.Reason == ErrSecretUnreadable
+		if !secretAbsent {
+			m.releaseRetainedLocked(mesh, b)
+		}
 		if b.cluster == nil && sameError(b.err, err) {
 			return false
 		}
-		if b.cluster != nil {
+		if b.cluster != nil && secretAbsent {
+			b.retained = b.cluster
+		} else if b.cluster != nil {
 			m.releaseClusterLocked(mesh, b.cluster)
 		}
 		b.cluster, b.err, b.since = nil, err, m.cfg.Clock.Now()
@@ -113,6 +134,7 @@ func (m *Manager) resolveLocked(mesh types.NamespacedName, b *binding) bool {
 	}
 	old := b.cluster
 	b.cluster, b.err, b.since = c, nil, m.cfg.Clock.Now()
+	m.releaseRetainedLocked(mesh, b)
 	if old != nil {
 		m.releaseClusterLocked(mesh, old)
 		log.Info("Member cluster connection replaced", "old", old.name(), "new", c.name())
@@ -191,6 +213,15 @@ func (m *Manager) releaseClusterLocked(mesh types.NamespacedName, c *cluster) {
 	if c.refs == 0 {
 		delete(m.clusters, c.id)
 		c.stop()
+	}
+}
+
+// releaseRetainedLocked drops the connection a binding kept after its
+// Secret went away.
+func (m *Manager) releaseRetainedLocked(mesh types.NamespacedName, b *binding) {
+	if b.retained != nil {
+		m.releaseClusterLocked(mesh, b.retained)
+		b.retained = nil
 	}
 }
 

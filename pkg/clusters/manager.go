@@ -262,7 +262,11 @@ func (m *Manager) Snapshot(mesh *meshv1alpha1.ClusterMesh) map[string]ClusterSta
 	m.mu.RLock()
 	if ms := m.meshes[types.NamespacedName{Namespace: mesh.Namespace, Name: mesh.Name}]; ms != nil {
 		for name, b := range ms.bindings {
-			refs[name] = ref{spec: b.spec, cluster: b.cluster, err: b.err, since: b.since}
+			r := ref{spec: b.spec, cluster: b.forCleanup(mesh), err: b.err, since: b.since}
+			if r.cluster != nil {
+				r.err = nil
+			}
+			refs[name] = r
 		}
 	}
 	m.mu.RUnlock()
@@ -290,7 +294,8 @@ func (m *Manager) Snapshot(mesh *meshv1alpha1.ClusterMesh) map[string]ClusterSta
 // name) of mesh, bound to the connection the mesh uses now. Once the mesh
 // stops using that connection (its Secret changed, the mesh was forgotten)
 // every call fails with ErrClusterReplaced: take a new Snapshot and a new
-// PeerClient.
+// PeerClient. A deleted mesh whose Secret is gone still gets the connection
+// the Secret last named, to remove its Peers.
 func (m *Manager) PeerClient(mesh *meshv1alpha1.ClusterMesh, cluster string) (PeerClient, error) {
 	m.mu.RLock()
 	var b binding
@@ -298,6 +303,7 @@ func (m *Manager) PeerClient(mesh *meshv1alpha1.ClusterMesh, cluster string) (Pe
 	if ms != nil && ms.bindings[cluster] != nil {
 		b = *ms.bindings[cluster]
 	}
+	conn := b.forCleanup(mesh)
 	m.mu.RUnlock()
 
 	var entry *meshv1alpha1.ClusterEntry
@@ -311,13 +317,13 @@ func (m *Manager) PeerClient(mesh *meshv1alpha1.ClusterMesh, cluster string) (Pe
 		return nil, newError(ErrUnknownCluster, "", fmt.Sprintf("mesh %s/%s has no cluster %q", mesh.Namespace, mesh.Name, cluster))
 	case b.name == "" || b.spec != specOf(entry):
 		return nil, newError(ErrPending, "", fmt.Sprintf("cluster %q of mesh %s/%s is not ensured yet", cluster, mesh.Namespace, mesh.Name))
-	case b.err != nil:
+	case conn == nil:
 		return nil, b.err
 	}
-	if h := b.cluster.health.view(); h.crdKnown && !h.peerCRD {
+	if h := conn.health.view(); h.crdKnown && !h.peerCRD {
 		return nil, newError(ErrPeerCRDMissing, "", fmt.Sprintf("cluster %q does not serve %s", cluster, kilov1alpha1.PeerResource))
 	}
-	return &peerClient{c: b.cluster}, nil
+	return &peerClient{c: conn}, nil
 }
 
 // AddChangeHandler registers f to be called with the key of every mesh

@@ -53,6 +53,8 @@ func TestReconciler(t *testing.T) {
 	t.Run("two replicas have one writer", c.testTwoReplicas)
 	t.Run("metrics and readyz", c.testMetricsReadyz)
 	t.Run("deleting the mesh removes its Peers and nothing else", c.testDeleteMesh)
+	t.Run("deleting the mesh's namespace removes its Peers everywhere", c.testNamespaceDeletion(false))
+	t.Run("deleting the mesh's namespace after its Secrets removes its Peers everywhere", c.testNamespaceDeletion(true))
 	t.Run("deleting a mesh with an unreachable member waits, then releases it with a warning", c.testDeleteUnreachable)
 }
 

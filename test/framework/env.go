@@ -6,9 +6,9 @@
 // Kilo Peer CRD on every cluster, and the kilo-mesh-apiserver itself
 // registered through the aggregation layer (see StartMeshServer).
 //
-// No kube-controller-manager runs: namespaces never finish deleting, garbage
-// collection of owner references does not happen, and ClusterRole aggregation
-// is emulated by Env.AggregateClusterRoles.
+// Every cluster also runs kube-controller-manager with all its controllers,
+// as a real cluster does: namespaces finish deleting, the garbage collector
+// honours owner references, ClusterRoles aggregate.
 //
 // Binaries come from hack/build-tools.sh (see ToolsBinDir).
 package framework
@@ -114,9 +114,12 @@ type Cluster struct {
 	CAFile string
 	// LogPath is kube-apiserver's log.
 	LogPath string
+	// ControllerManagerLogPath is kube-controller-manager's log.
+	ControllerManagerLogPath string
 
-	ca   *CA
-	proc *process
+	ca          *CA
+	proc        *process
+	controllers *process
 }
 
 // Env is a running environment. All methods are safe for concurrent use.
@@ -206,12 +209,18 @@ func Start(ctx context.Context, opts Options) (_ *Env, err error) {
 	if err := e.writeKubeconfigs(); err != nil {
 		return nil, err
 	}
+	if err := e.startControllerManagers(); err != nil {
+		return nil, err
+	}
 	if !opts.SkipPeerCRD {
 		if err := e.installPeerCRD(ctx); err != nil {
 			return nil, err
 		}
 	}
 	if err := e.setupTenants(ctx); err != nil {
+		return nil, err
+	}
+	if err := e.waitControllerManagers(ctx); err != nil {
 		return nil, err
 	}
 	e.log("environment ready in %s, dir %s", time.Since(start).Round(time.Millisecond), e.Dir)
@@ -275,7 +284,7 @@ func (e *Env) logFailureInfo(t testing.TB) {
 }
 
 // Stop stops every process the environment started (mesh servers first,
-// then kube-apiservers, then etcd) and removes Dir unless kept. It is
+// then kube-controller-managers, kube-apiservers, then etcd) and removes Dir unless kept. It is
 // idempotent.
 func (e *Env) Stop() error {
 	e.mu.Lock()
@@ -299,6 +308,7 @@ func (e *Env) Stop() error {
 			errs = append(errs, err)
 		}
 	}
+	errs = append(errs, e.stopControllerManagers()...)
 	// The clusters' data is thrown away: no need for a graceful shutdown.
 	var wg sync.WaitGroup
 	var errMu sync.Mutex

@@ -126,7 +126,7 @@ func DeployManifest(name string) (string, error) {
 // InstallServerRBAC applies the namespace, the server's RBAC, the
 // aggregated user roles, the grant reader role and the (empty) Secret of
 // the self-managed serving certificate from artifacts/deploy to the host
-// cluster, then aggregates ClusterRoles. Idempotent; StartMeshServer calls it.
+// cluster, then waits for the ClusterRoles to aggregate. Idempotent; StartMeshServer calls it.
 func (e *Env) InstallServerRBAC(ctx context.Context) error {
 	for _, name := range []string{"namespace.yaml", "rbac.yaml", "user-roles.yaml", "grant-roles.yaml", "serving-cert.yaml"} {
 		path, err := DeployManifest(name)
@@ -137,7 +137,7 @@ func (e *Env) InstallServerRBAC(ctx context.Context) error {
 			return err
 		}
 	}
-	return e.AggregateClusterRoles(ctx, HostCluster)
+	return e.WaitClusterRolesAggregated(ctx, HostCluster)
 }
 
 // IssueMeshServingCert issues a serving certificate for the server's

@@ -17,7 +17,9 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
+	corev1client "k8s.io/client-go/kubernetes/typed/core/v1"
 	"k8s.io/client-go/rest"
+	"k8s.io/client-go/util/retry"
 
 	kilov1alpha1 "github.com/kilo-mesh/kilo-mesh-apiserver/pkg/apis/kilo/v1alpha1"
 )
@@ -205,30 +207,58 @@ func (e *Env) CreateKiloNode(ctx context.Context, cluster int, k KiloNode) (*cor
 	if err != nil {
 		return nil, fmt.Errorf("creating node %s on cluster %d: %w", k.Name, cluster, err)
 	}
-	created.Status = status
-	updated, err := nodes.UpdateStatus(ctx, created, metav1.UpdateOptions{})
+	updated, err := setNodeStatus(ctx, nodes, created, status)
 	if err != nil {
 		return nil, fmt.Errorf("setting status of node %s on cluster %d: %w", k.Name, cluster, err)
 	}
 	if k.NotReady {
 		return updated, nil
 	}
-	// Admission taints every new Node not-ready; the node lifecycle
-	// controller (not running here) would lift it once the node is Ready.
-	var taints []corev1.Taint
-	for _, t := range updated.Spec.Taints {
-		if t.Key != corev1.TaintNodeNotReady {
-			taints = append(taints, t)
+	// Admission taints every new Node not-ready; kube-controller-manager's
+	// node lifecycle controller lifts it once the node is Ready, in its own
+	// time: lift it now, so that the Node is as a kubelet leaves it.
+	err = retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		var taints []corev1.Taint
+		for _, t := range updated.Spec.Taints {
+			if t.Key != corev1.TaintNodeNotReady {
+				taints = append(taints, t)
+			}
 		}
-	}
-	if len(taints) == len(updated.Spec.Taints) {
-		return updated, nil
-	}
-	updated.Spec.Taints = taints
-	if updated, err = nodes.Update(ctx, updated, metav1.UpdateOptions{}); err != nil {
+		if len(taints) == len(updated.Spec.Taints) {
+			return nil
+		}
+		updated.Spec.Taints = taints
+		result, err := nodes.Update(ctx, updated, metav1.UpdateOptions{})
+		if err == nil {
+			updated = result
+		} else if fresh, getErr := nodes.Get(ctx, k.Name, metav1.GetOptions{}); getErr == nil {
+			updated = fresh
+		}
+		return err
+	})
+	if err != nil {
 		return nil, fmt.Errorf("removing the not-ready taint of node %s on cluster %d: %w", k.Name, cluster, err)
 	}
 	return updated, nil
+}
+
+// setNodeStatus sets the status of a Node just created, reading it again
+// when kube-controller-manager changed it in between (its TTL and node
+// lifecycle controllers write every new Node).
+func setNodeStatus(ctx context.Context, nodes corev1client.NodeInterface, created *corev1.Node, status corev1.NodeStatus) (*corev1.Node, error) {
+	node := created
+	var updated *corev1.Node
+	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		node.Status = status
+		var err error
+		if updated, err = nodes.UpdateStatus(ctx, node, metav1.UpdateOptions{}); err != nil {
+			if fresh, getErr := nodes.Get(ctx, created.Name, metav1.GetOptions{}); getErr == nil {
+				node = fresh
+			}
+		}
+		return err
+	})
+	return updated, err
 }
 
 // AnnotateNode merge-patches annotations onto node name of cluster i (an
@@ -331,8 +361,7 @@ func (e *Env) CreateKiloNodes(ctx context.Context, cluster, n int, build func(j 
 		if err != nil {
 			return fmt.Errorf("creating node %s on cluster %d: %w", k.Name, cluster, err)
 		}
-		created.Status = status
-		if _, err := nodes.UpdateStatus(ctx, created, metav1.UpdateOptions{}); err != nil {
+		if _, err := setNodeStatus(ctx, nodes, created, status); err != nil {
 			return fmt.Errorf("setting status of node %s on cluster %d: %w", k.Name, cluster, err)
 		}
 		return nil

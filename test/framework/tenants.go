@@ -96,11 +96,11 @@ func (e *Env) waitAllowed(ctx context.Context, cluster int, user string, attrs a
 }
 
 // setupTenants creates the tenant namespaces and bindings on the host
-// cluster, and fills the aggregated ClusterRoles (admin, edit, view) that
-// kube-controller-manager would normally fill.
+// cluster, once kube-controller-manager has filled the aggregated
+// ClusterRoles (admin, edit, view) they bind.
 func (e *Env) setupTenants(ctx context.Context) error {
 	for i := range e.clusters {
-		if err := e.AggregateClusterRoles(ctx, i); err != nil {
+		if err := e.WaitClusterRolesAggregated(ctx, i); err != nil {
 			return fmt.Errorf("aggregating ClusterRoles on cluster %d: %w", i, err)
 		}
 	}

@@ -19,7 +19,7 @@ import (
 const KubeVersion = "v1.36.3"
 
 // ToolsBinEnv names the environment variable that overrides the directory
-// holding kube-apiserver, etcd and kubectl.
+// holding kube-apiserver, kube-controller-manager, etcd and kubectl.
 const ToolsBinEnv = "KILO_MESH_TOOLS_BIN"
 
 // MeshServerBinEnv names an environment variable pointing at a prebuilt
@@ -42,24 +42,27 @@ func ToolsBinDir() string {
 
 // Tools are the paths of the binaries the framework runs.
 type Tools struct {
-	Etcd          string
-	KubeAPIServer string
-	Kubectl       string
+	Etcd                  string
+	KubeAPIServer         string
+	KubeControllerManager string
+	Kubectl               string
 }
 
-// FindTools locates etcd, kube-apiserver and kubectl in dir (ToolsBinDir()
+// FindTools locates etcd, kube-apiserver, kube-controller-manager and
+// kubectl in dir (ToolsBinDir()
 // if empty). The error says how to build them.
 func FindTools(dir string) (Tools, error) {
 	if dir == "" {
 		dir = ToolsBinDir()
 	}
 	t := Tools{
-		Etcd:          filepath.Join(dir, "etcd"),
-		KubeAPIServer: filepath.Join(dir, "kube-apiserver"),
-		Kubectl:       filepath.Join(dir, "kubectl"),
+		Etcd:                  filepath.Join(dir, "etcd"),
+		KubeAPIServer:         filepath.Join(dir, "kube-apiserver"),
+		KubeControllerManager: filepath.Join(dir, "kube-controller-manager"),
+		Kubectl:               filepath.Join(dir, "kubectl"),
 	}
 	var missing []string
-	for _, p := range []string{t.Etcd, t.KubeAPIServer, t.Kubectl} {
+	for _, p := range []string{t.Etcd, t.KubeAPIServer, t.KubeControllerManager, t.Kubectl} {
 		if fi, err := os.Stat(p); err != nil || fi.IsDir() || fi.Mode()&0o111 == 0 {
 			missing = append(missing, filepath.Base(p))
 		}
