@@ -44,9 +44,9 @@ log() { echo "build-tools: $*" >&2; }
 first_build_seconds() {
 	case "$1" in
 	etcd) echo 85 ;;
-	kube-apiserver) echo 420 ;;
-	kubectl) echo 150 ;;
-	helm) echo 240 ;;
+	kube-apiserver) echo 340 ;;
+	kubectl) echo 105 ;;
+	helm) echo 760 ;;
 	esac
 }
 
