@@ -96,6 +96,17 @@ wanted() {
 
 KNOWN=()
 MISSING=()
+# The running build, its progress ticker and its temporary file, ended and
+# removed if this script is stopped (SIGTERM, Ctrl-C) mid-build.
+BUILD_PID="" TICKER_PID="" TMP=""
+cleanup() {
+	[[ -z "${TICKER_PID}" ]] || kill "${TICKER_PID}" 2>/dev/null || true
+	[[ -z "${BUILD_PID}" ]] || kill "${BUILD_PID}" 2>/dev/null || true
+	[[ -z "${TMP}" ]] || rm -f "${TMP}"
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM
+
 build() {
 	local name="$1" pkg="$2" mod="${MOD:-${TOOLS_MOD}}"
 	shift 2
@@ -111,32 +122,35 @@ build() {
 		log "${name}: present in ${BIN}"
 		return 0
 	fi
-	local start tmp expect ticker
+	local start expect status=0
 	expect=$(first_build_seconds "${name}")
 	log "${name}: building ${pkg}${expect:+ (about $(minutes "${expect}") on 2 cores)} ..."
 	start=$(date +%s)
-	# A line every TICK seconds, so that a long build is seen to progress;
-	# it stops with the build, or with this script.
+	# A line every TICK seconds, so that a long build is seen to progress.
 	(
 		while sleep "${TICK}"; do
 			kill -0 $$ 2>/dev/null || exit 0
 			log "${name}: still building, $(minutes $(($(date +%s) - start))) so far"
 		done
 	) &
-	ticker=$!
+	TICKER_PID=$!
 	# Build next to the final path and rename, so an interrupted build never
 	# leaves a half-written binary that a later run would take as done.
-	tmp="$(mktemp "${BIN}/.${name}.XXXXXX")"
-	if ! (cd "${mod}" && go build -o "${tmp}" "$@" "${pkg}"); then
-		kill "${ticker}" 2>/dev/null || true
-		rm -f "${tmp}"
+	TMP="$(mktemp "${BIN}/.${name}.XXXXXX")"
+	(cd "${mod}" && exec go build -o "${TMP}" "$@" "${pkg}") &
+	BUILD_PID=$!
+	wait "${BUILD_PID}" || status=$?
+	BUILD_PID=""
+	kill "${TICKER_PID}" 2>/dev/null || true
+	wait "${TICKER_PID}" 2>/dev/null || true
+	TICKER_PID=""
+	if ((status != 0)); then
 		log "${name}: build failed"
 		return 1
 	fi
-	kill "${ticker}" 2>/dev/null || true
-	wait "${ticker}" 2>/dev/null || true
-	chmod 0755 "${tmp}"
-	mv -f "${tmp}" "${BIN}/${name}"
+	chmod 0755 "${TMP}"
+	mv -f "${TMP}" "${BIN}/${name}"
+	TMP=""
 	log "${name}: built in $(minutes $(($(date +%s) - start)))"
 }
 
