@@ -39,14 +39,19 @@ build:
 	$(GO_BUILD) -o $(BIN_DIR)/kubectl-mesh ./cmd/kubectl-mesh
 	install -m 0755 cmd/kubectl-mesh/kubectl_complete-mesh $(BIN_DIR)/
 
-# Real kube-apiserver, kube-controller-manager, etcd and kubectl v1.36.3, and Helm (for the chart's
-# tests and make chart), built once from the Go module proxy.
+# Real kube-apiserver, kube-controller-manager, etcd and kubectl v1.36.3, and
+# Helm (for the chart's tests and make chart), built once from the Go module
+# proxy; each target builds only the ones it uses (ENV_TOOLS: what
+# test/framework starts).
+BUILD_TOOLS := bash hack/build-tools.sh
+ENV_TOOLS   := etcd kube-apiserver kube-controller-manager kubectl
 tools:
-	bash hack/build-tools.sh
+	$(BUILD_TOOLS)
 
 # Built, then run, so that Ctrl-C reaches the demo itself and it exits cleanly.
 # RUN_FLAGS go to the demo, e.g. make run RUN_FLAGS=--clusters=3.
-run: tools
+run:
+	$(BUILD_TOOLS) $(ENV_TOOLS)
 	$(GO_BUILD) -o $(BIN_DIR)/kubectl-mesh ./cmd/kubectl-mesh
 	install -m 0755 cmd/kubectl-mesh/kubectl_complete-mesh $(BIN_DIR)/
 	$(GO) build -o $(BIN_DIR)/localenv ./hack/localenv
@@ -59,14 +64,16 @@ test-unit:
 	$(GO) test -count=1 ./...
 
 # Packages against real kube-apiservers.
-test-integration: tools
+test-integration:
+	$(BUILD_TOOLS) $(ENV_TOOLS)
 	$(GO) test -count=1 -p 1 -tags integration -timeout $(TEST_TIMEOUT) ./pkg/...
 
 # The real server binary behind the aggregation layer, driven with kubectl;
 # test/install runs the binary taken out of the image archive, the other
 # packages the same static binary (so it is built once).
 HOST_ARCH := $(shell $(GO) env GOARCH)
-test-e2e: tools image
+test-e2e: image
+	$(BUILD_TOOLS) $(ENV_TOOLS) helm
 	KILO_MESH_IMAGE_ARCHIVE=$(CURDIR)/$(IMAGE_ARCHIVE) KILO_MESH_APISERVER_BIN=$(CURDIR)/$(OUTPUT)/bin/linux_$(HOST_ARCH)/kilo-mesh-apiserver \
 		$(GO) test -count=1 -p 1 -tags e2e -timeout $(TEST_TIMEOUT) ./test/...
 
@@ -74,7 +81,8 @@ test-e2e: tools image
 # userspace WireGuard (test/dataplane). Needs root and iproute2 (it fails,
 # saying so, without them); -v prints the connectivity matrices and the
 # recovery times.
-test-dataplane: tools
+test-dataplane:
+	$(BUILD_TOOLS) $(ENV_TOOLS)
 	$(GO) test -count=1 -p 1 -v -tags dataplane -timeout $(TEST_TIMEOUT) ./test/dataplane/...
 
 verify:
@@ -135,9 +143,9 @@ plugin-release:
 # with the release: make chart VERSION=v0.1.0 gives chart version 0.1.0
 # whose default image tag is v0.1.0, the tag make push uploads.
 CHART_VERSION ?= $(patsubst v%,%,$(VERSION))
-chart: tools
+chart:
 	@mkdir -p $(OUTPUT)/charts
-	@helm=$$(bash hack/build-tools.sh 2>/dev/null | tail -n 1)/helm; \
+	@helm=$$($(BUILD_TOOLS) helm | tail -n 1)/helm; \
 	for c in kilo-mesh-apiserver kilo-mesh-member; do \
 		$$helm lint --strict artifacts/charts/$$c && \
 		$$helm package artifacts/charts/$$c --destination $(OUTPUT)/charts --version $(CHART_VERSION) --app-version $(VERSION) || exit 1; \
@@ -145,7 +153,7 @@ chart: tools
 
 # Every kustomize install mode rendered with IMAGE, one file each in
 # _output/manifests, for a release: make manifests IMAGE=registry/name:tag
-manifests: tools
+manifests:
 	bash hack/release-manifests.sh $(IMAGE)
 
 clean:

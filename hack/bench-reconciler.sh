@@ -9,7 +9,7 @@
 set -o errexit -o nounset -o pipefail
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 cd "$ROOT"
-bash hack/build-tools.sh >/dev/null
+bash hack/build-tools.sh etcd kube-apiserver kube-controller-manager kubectl >/dev/null
 echo "# $(go version), $(nproc) CPUs ($(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //')), load average $(cut -d' ' -f1-3 /proc/loadavg)"
 echo "# go run ./hack/benchreconciler $*"
 go run ./hack/benchreconciler "$@"

@@ -5,6 +5,6 @@
 set -o errexit -o nounset -o pipefail
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 cd "$ROOT"
-bash hack/build-tools.sh >/dev/null
+bash hack/build-tools.sh etcd kube-apiserver kube-controller-manager kubectl >/dev/null
 echo "# $(go version), $(nproc) CPUs ($(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //'))"
 go run ./hack/benchviews "$@"

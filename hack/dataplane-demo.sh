@@ -15,7 +15,7 @@ if [[ $(id -u) != 0 ]]; then
   echo "the data-plane bed makes network namespaces and TUN devices: run as root" >&2
   exit 1
 fi
-bash hack/build-tools.sh >/dev/null
+bash hack/build-tools.sh etcd kube-apiserver kube-controller-manager kubectl >/dev/null
 echo "# $(go version), $(nproc) CPUs ($(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //')), load average $(cut -d' ' -f1-3 /proc/loadavg)"
 echo "# bin/dataplanedemo $*"
 go build -o bin/dataplanedemo ./hack/dataplanedemo

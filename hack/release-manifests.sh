@@ -12,7 +12,7 @@ IMAGE=${1:?usage: hack/release-manifests.sh REGISTRY/NAME:TAG}
 case "$IMAGE" in */*:*) ;; *) echo "IMAGE must be registry/name:tag, got $IMAGE" >&2; exit 1 ;; esac
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 OUT=${OUT:-$ROOT/_output/manifests}
-KUBECTL=$(bash "$ROOT/hack/build-tools.sh" 2>/dev/null | tail -n 1)/kubectl
+KUBECTL=$(bash "$ROOT/hack/build-tools.sh" kubectl | tail -n 1)/kubectl
 # The reference components/images ships, which the overlay renames.
 SHIPPED=$(awk '/name: kilo-mesh-apiserver$/ {getline; print $2}' "$ROOT/artifacts/components/images/kustomization.yaml")
 

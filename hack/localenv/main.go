@@ -382,18 +382,19 @@ Try:
   kubectl api-resources --api-group=mesh.kilo.squat.ai
   kubectl get clustermeshes
   kubectl get nodes -o wide
-  kubectl --context cluster-1-admin get nodes -o yaml | grep kilo.squat.ai
-  kubectl --context cluster-1-admin get peers.kilo.squat.ai
-  kubectl --context cluster-0-tenant-a -n demo get cmesh       # allowed (edit in demo)
-  kubectl --context cluster-0-tenant-b -n demo get cmesh       # forbidden
+  kubectl get nodes -o yaml --context cluster-1-admin | grep kilo.squat.ai
+  kubectl get peers.kilo.squat.ai --context cluster-1-admin
+  kubectl get cmesh -n demo --context cluster-0-tenant-a       # allowed (edit in demo)
+  kubectl get cmesh -n demo --context cluster-0-tenant-b       # forbidden
   kubectl mesh status demo                                     # and plan, peers, why, graph: kubectl mesh --help
+  kubectl mesh status demo --context cluster-0-tenant-a        # flags after the plugin's name: kubectl refuses them before it
 `)
 	if example != "" {
 		fmt.Printf("  kubectl get cmesh -o yaml                                    # from %s, created by tenant-a\n", example)
 	}
 	fmt.Printf(`  kubectl get clustermeshgrants                                # created by the demo: %s
   kubectl get cmesh demo -o jsonpath='{.status.conditions[?(@.type=="Granted")]}'
-  kubectl --context cluster-0-tenant-a get clustermeshgrants   # forbidden: grants are for admins
+  kubectl get clustermeshgrants --context cluster-0-tenant-a   # forbidden: grants are for admins
 `, grant)
 	fmt.Printf(`
 Logs: %s (kilo-mesh-apiserver), %s

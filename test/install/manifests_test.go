@@ -30,7 +30,7 @@ import (
 // mode (equivalence_test.go).
 type rendering struct {
 	name string
-	// kustomize is a directory under artifacts; chart a chart under
+	// kustomize is a directory relative to artifacts; chart a chart under
 	// artifacts/charts, rendered with set (helm --set) into namespace.
 	kustomize string
 	chart     string
@@ -64,6 +64,8 @@ func renderings(t *testing.T) []rendering {
 		"monitoring.metricsReader.subjects[0].kind=ServiceAccount", "monitoring.metricsReader.subjects[0].name=prometheus",
 		"monitoring.metricsReader.subjects[0].namespace=monitoring"}
 	const chart = "kilo-mesh-apiserver"
+	// The API servers' addresses of testdata/network-policy.
+	networkPolicy := []string{"networkPolicy.enabled=true", "networkPolicy.apiServerCIDRs={192.0.2.10/32,192.0.2.11/32}"}
 	return []rendering{
 		{name: "kustomize default", kustomize: "deploy", images: server},
 		{name: "kustomize ha", kustomize: "overlays/ha", images: etcd},
@@ -80,6 +82,14 @@ func renderings(t *testing.T) []rendering {
 			images: []string{"registry.example/mesh/server:v9.9.9", k[etcdImageName]},
 		},
 		{name: "helm member", chart: "kilo-mesh-member"},
+		{name: "kustomize network-policy", kustomize: "../test/install/testdata/network-policy", images: server},
+		{name: "helm network-policy", chart: chart, set: networkPolicy, same: "kustomize network-policy", images: server},
+		{
+			name: "helm ha cert-manager monitoring network-policy, pod values", chart: chart,
+			set:    slices.Concat([]string{"ha.enabled=true", "certManager.enabled=true"}, networkPolicy, monitoring, podValues),
+			images: etcd,
+		},
+		{name: "helm default pod values", chart: chart, set: podValues, images: server},
 	}
 }
 
@@ -108,6 +118,12 @@ func TestRenderings(t *testing.T) {
 		}
 		if out, stderr, err := env.Helm(ctx, fresh, admin, args...); err != nil {
 			t.Errorf("helm lint (%s): %v\n%s%s", r.name, err, out, stderr)
+		}
+	}
+	for _, chart := range []string{"kilo-mesh-apiserver", "kilo-mesh-member"} {
+		out, stderr, err := env.Helm(ctx, fresh, admin, "show", "readme", filepath.Join(root, "artifacts", "charts", chart))
+		if err != nil || !strings.HasPrefix(out, "# "+chart+"\n") {
+			t.Errorf("helm show readme %s: want its README, got %v\n%s%s", chart, err, out, stderr)
 		}
 	}
 	for _, r := range all {

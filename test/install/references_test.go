@@ -87,7 +87,8 @@ func strMap(m map[string]any, field string) map[string]string {
 // not satisfy itself: what its workloads mount (Secrets, ConfigMaps, PVCs),
 // run as, are served by and talk to (the etcd members in --etcd-servers,
 // the files their flags name), what the APIService, the bindings, the
-// Certificates, the PodDisruptionBudgets and the ServiceMonitor name.
+// Certificates, the PodDisruptionBudgets, the ServiceMonitor and the
+// NetworkPolicies name.
 // The only outside inputs allowed are images, Kubernetes' own roles, and
 // Secrets that a Certificate of the rendering has cert-manager write.
 func checkReferences(all []*unstructured.Unstructured) []error {
@@ -97,9 +98,17 @@ func checkReferences(all []*unstructured.Unstructured) []error {
 		errs = append(errs, fmt.Errorf("%s %s/%s: %s", u.GetKind(), u.GetNamespace(), u.GetName(), fmt.Sprintf(format, args...)))
 	}
 	podLabels := map[string]map[string]string{} // workload key -> pod template labels
+	containerPorts := map[string][]string{}     // namespace -> ports its containers declare
 	for _, w := range o.ofKind("Deployment", "StatefulSet") {
 		ns := w.GetNamespace()
 		tmpl, _, _ := unstructured.NestedMap(w.Object, "spec", "template")
+		cs, _, _ := unstructured.NestedSlice(tmpl, "spec", "containers")
+		for _, c := range cs {
+			ports, _, _ := unstructured.NestedSlice(c.(map[string]any), "ports")
+			for _, p := range ports {
+				containerPorts[ns] = append(containerPorts[ns], fmt.Sprint(p.(map[string]any)["containerPort"]))
+			}
+		}
 		podLabels[key(w.GetKind(), ns, w.GetName())] = strMap(tmpl["metadata"].(map[string]any), "labels")
 		selector, _, _ := unstructured.NestedStringMap(w.Object, "spec", "selector", "matchLabels")
 		if !labels.SelectorFromSet(selector).Matches(labels.Set(podLabels[key(w.GetKind(), ns, w.GetName())])) {
@@ -217,6 +226,37 @@ func checkReferences(all []*unstructured.Unstructured) []error {
 			secret, _, _ := unstructured.NestedString(e.(map[string]any), "tlsConfig", "ca", "secret", "name")
 			if secret != "" && !o.secretSource(sm.GetNamespace(), secret) {
 				fail(sm, "verifies with Secret %s, which the rendering does not create", secret)
+			}
+			if _, found, _ := unstructured.NestedFieldNoCopy(e.(map[string]any), "bearerTokenFile"); found {
+				fail(sm, "uses bearerTokenFile, which the Prometheus Operator deprecated: use authorization")
+			}
+			token, _, _ := unstructured.NestedString(e.(map[string]any), "authorization", "credentials", "name")
+			if token == "" {
+				continue
+			}
+			s := o.get("Secret", sm.GetNamespace(), token)
+			if s == nil {
+				fail(sm, "authenticates with Secret %s, which the rendering does not create", token)
+				continue
+			}
+			sa := s.GetAnnotations()["kubernetes.io/service-account.name"]
+			if str(s, "type") != "kubernetes.io/service-account-token" || o.get("ServiceAccount", s.GetNamespace(), sa) == nil {
+				fail(sm, "authenticates with Secret %s, which is not the token of a ServiceAccount of the rendering", token)
+			}
+		}
+	}
+	for _, np := range o.ofKind("NetworkPolicy") {
+		selector, _, _ := unstructured.NestedStringMap(np.Object, "spec", "podSelector", "matchLabels")
+		if !selectsSome(podLabels, np.GetNamespace(), selector) {
+			fail(np, "podSelector %v matches no workload of the rendering", selector)
+		}
+		ingress, _, _ := unstructured.NestedSlice(np.Object, "spec", "ingress")
+		for _, rule := range ingress {
+			ports, _, _ := unstructured.NestedSlice(rule.(map[string]any), "ports")
+			for _, p := range ports {
+				if port := fmt.Sprint(p.(map[string]any)["port"]); !slices.Contains(containerPorts[np.GetNamespace()], port) {
+					fail(np, "lets in port %s, on which no container of the rendering listens", port)
+				}
 			}
 		}
 	}

@@ -17,6 +17,11 @@ type Missing struct {
 	Field string
 	// Required says whether the mesh is invalid without it.
 	Required bool
+	// Many says whether the field takes one or more networks (a list)
+	// rather than exactly one.
+	Many bool
+	// What the field holds, for the placeholder of the skeleton.
+	What string
 	// Candidates are the cluster's allowedNetworks to choose from.
 	Candidates []string
 }
@@ -26,7 +31,15 @@ func (m Missing) String() string {
 	if m.Required {
 		need = "required"
 	}
-	return fmt.Sprintf("%s: %s (%s), one or more of %s", m.Cluster, m.Field, need, strings.Join(m.Candidates, ", "))
+	return fmt.Sprintf("%s: %s (%s), %s %s", m.Cluster, m.Field, need, m.count(), strings.Join(m.Candidates, ", "))
+}
+
+// count says how many of the candidates the field takes.
+func (m Missing) count() string {
+	if m.Many {
+		return "one or more of"
+	}
+	return "one of"
 }
 
 // Conversion is the mesh.kilo.squat.ai form of a predecessor mesh.
@@ -66,11 +79,17 @@ func Convert(old *PredecessorMesh, ns string) Conversion {
 			e.KubeconfigSecretRef = &meshv1alpha1.SecretKeyReference{Name: c.KubeconfigSecretRef.Name, Key: c.KubeconfigSecretRef.Key}
 		}
 		if len(c.AllowedNetworks) > 0 && len(c.PodCIDRs) == 0 && c.WireguardCIDR == "" {
-			for _, f := range []struct {
-				field    string
-				required bool
-			}{{"podCIDRs", true}, {"wireguardCIDR", true}, {"serviceCIDR", false}, {"additionalCIDRs", false}} {
-				missing = append(missing, Missing{Cluster: c.Name, Field: f.field, Required: f.required, Candidates: c.AllowedNetworks})
+			for _, f := range []Missing{
+				{Field: "podCIDRs", Required: true, Many: true, What: "the pod networks"},
+				{Field: "wireguardCIDR", Required: true, What: "the Kilo subnet, kg's --subnet"},
+				{Field: "serviceCIDR", What: "the service network"},
+				{Field: "additionalCIDRs", Many: true, What: "other networks to advertise"},
+			} {
+				if (f.Field == "serviceCIDR" && c.ServiceCIDR != "") || (f.Field == "additionalCIDRs" && len(c.AdditionalCIDRs) > 0) {
+					continue
+				}
+				f.Cluster, f.Candidates = c.Name, c.AllowedNetworks
+				missing = append(missing, f)
 			}
 		}
 		mesh.Spec.Clusters = append(mesh.Spec.Clusters, e)

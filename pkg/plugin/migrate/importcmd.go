@@ -91,15 +91,7 @@ func (o *importOptions) run(ctx context.Context) error {
 	conv := Convert(old, ns)
 	mesh := conv.Mesh
 	if len(conv.Missing) > 0 {
-		fmt.Fprintf(o.ErrOut, "ClusterMesh %s/%s uses the flat allowedNetworks form, which does not say which network is which. Fill in:\n", mesh.Namespace, mesh.Name)
-		for _, m := range conv.Missing {
-			fmt.Fprintf(o.ErrOut, "  %s\n", m)
-		}
-		fmt.Fprintln(o.ErrOut, "in the ClusterMesh below, then create it with kubectl apply -f.")
-		if err := cli.PrintObject(o.Out, mesh, cli.OutputYAML); err != nil {
-			return err
-		}
-		return fmt.Errorf("nothing was written: %d fields of %s/%s need you", len(conv.Missing), mesh.Namespace, mesh.Name)
+		return ReportFlatForm(o.Out, o.ErrOut, conv)
 	}
 	host, err := o.Host()
 	if err != nil {
@@ -171,6 +163,28 @@ func (o *importOptions) read() (*PredecessorMesh, error) {
 	default:
 		return nil, fmt.Errorf("%s holds %d ClusterMeshes of %s: import one at a time", o.file, len(meshes), PredecessorGroup)
 	}
+}
+
+// ReportFlatForm tells what the user must fill in of a mesh of the flat
+// form (to errOut), writes its skeleton (to out), and returns the error
+// saying that nothing was written.
+func ReportFlatForm(out, errOut io.Writer, conv Conversion) error {
+	mesh := conv.Mesh
+	fmt.Fprintf(errOut, "ClusterMesh %s/%s uses the flat allowedNetworks form, which does not say which network is which. Fill in:\n", mesh.Namespace, mesh.Name)
+	for _, m := range conv.Missing {
+		fmt.Fprintf(errOut, "  %s\n", m)
+	}
+	fmt.Fprintln(errOut, "in the ClusterMesh below, then create it with kubectl apply -f.")
+	if err := WriteSkeleton(out, conv); err != nil {
+		return err
+	}
+	required := 0
+	for _, m := range conv.Missing {
+		if m.Required {
+			required++
+		}
+	}
+	return fmt.Errorf("nothing was written: %d required fields of %s/%s need you", required, mesh.Namespace, mesh.Name)
 }
 
 // applyConfiguration is the mesh without what a client never sends.

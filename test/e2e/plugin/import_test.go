@@ -139,8 +139,8 @@ spec:
 			t.Fatal(err)
 		}
 		r := mesh(t, env, framework.UserAdmin, "import", "-f", file)
-		if r.code != 1 || !strings.Contains(r.stderr, "cluster-b: wireguardCIDR (required), one or more of 10.2.0.0/16, 10.200.1.0/24") ||
-			!strings.Contains(r.stdout, "name: flat-mesh") {
+		if r.code != 1 || !strings.Contains(r.stderr, "cluster-b: wireguardCIDR (required), one of 10.2.0.0/16, 10.200.1.0/24") ||
+			!strings.Contains(r.stdout, "name: flat-mesh") || !strings.Contains(r.stdout, "wireguardCIDR: <the Kilo subnet") || strings.Contains(r.stdout, "null") {
 			t.Errorf("import of the flat form: want exit 1, the fields to fill in and the mesh to fill them in, got %s", r)
 		}
 		if out, _, _ := env.Kubectl(ctx, 0, framework.UserAdmin, "get", "clustermeshes.mesh.kilo.squat.ai", "-n", sampleNS, "-o", "name"); strings.TrimSpace(out) != "" {

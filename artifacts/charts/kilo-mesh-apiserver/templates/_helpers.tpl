@@ -76,9 +76,12 @@ imagePullSecrets:
 {{- end }}
 {{- end }}
 
-{{/* Preferred anti-affinity over nodes and a soft spread over zones for the pods selected by .selector. */}}
+{{/* Preferred anti-affinity over nodes (or .affinity, if given) and a soft spread over zones for the pods selected by .selector. */}}
 {{- define "kilo-mesh.spread" -}}
 affinity:
+  {{- with .affinity }}
+  {{- toYaml . | nindent 2 }}
+  {{- else }}
   podAntiAffinity:
     preferredDuringSchedulingIgnoredDuringExecution:
     - weight: 100
@@ -87,6 +90,7 @@ affinity:
         labelSelector:
           matchLabels:
             {{- .selector | nindent 12 }}
+  {{- end }}
 topologySpreadConstraints:
 - maxSkew: 1
   topologyKey: topology.kubernetes.io/zone
