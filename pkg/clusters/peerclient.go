@@ -27,6 +27,9 @@ type PeerClient interface {
 	// Delete deletes a Peer; use opts.Preconditions (UID, resourceVersion)
 	// to delete only the object that was planned for deletion.
 	Delete(ctx context.Context, name string, opts metav1.DeleteOptions) error
+	// Connection names the connection the client writes through, without
+	// credentials: clients of one connection share its rate limit.
+	Connection() string
 }
 
 type peerClient struct {
@@ -59,6 +62,8 @@ func (p *peerClient) Delete(ctx context.Context, name string, opts metav1.Delete
 	p.observe(err)
 	return sanitize(err)
 }
+
+func (p *peerClient) Connection() string { return p.c.name() }
 
 // prepare checks the connection is still the mesh's and converts peer.
 func (p *peerClient) prepare(peer *kilov1alpha1.Peer) (*unstructured.Unstructured, error) {

@@ -8,7 +8,6 @@ import (
 	"sync"
 	"sync/atomic"
 
-	"golang.org/x/sync/errgroup"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -21,9 +20,10 @@ import (
 	"github.com/kilo-mesh/kilo-mesh-apiserver/pkg/planner"
 )
 
-// writeParallelism bounds the concurrent writes to one cluster: enough to
-// create thousands of Peers quickly, few enough not to crowd out the
-// cluster's other clients (the client's rate limiter applies on top).
+// writeParallelism bounds the concurrent writes through one connection,
+// whatever the meshes: enough to create thousands of Peers quickly, few
+// enough not to crowd out the cluster's other clients (the client's rate
+// limiter applies on top).
 const writeParallelism = 16
 
 // targetWork is what one pass must do on one target cluster.
@@ -38,6 +38,8 @@ type targetWork struct {
 	client clusters.PeerClient
 	// recent remembers this replica's writes (nil: nothing is remembered).
 	recent *recentWrites
+	// writer runs the writes, in turns with those of other meshes.
+	writer *fairWriter
 }
 
 // targetResult is what one pass did on one target cluster.
@@ -63,15 +65,15 @@ func applyTarget(ctx context.Context, w targetWork) targetResult {
 	return p.wait()
 }
 
-// targetPass is one pass of writes on one target cluster: the one bounded
-// parallel writer of the reconciler, for a plan's changes and for the
-// removal of a deleted mesh's Peers alike.
+// targetPass is one pass of writes on one target cluster, for a plan's
+// changes and for the removal of a deleted mesh's Peers alike; the fair
+// writer runs them.
 type targetPass struct {
 	targetWork
 	ctx context.Context
-	// writes runs at most writeParallelism writes at once; each write
-	// records its own outcome, so the group's error is not used.
-	writes errgroup.Group
+	// pending counts the writes submitted and not finished; each write
+	// records its own outcome.
+	pending sync.WaitGroup
 	// A cluster that stops answering mid-pass would make every remaining
 	// write wait for its timeout: the first failure without an answer from
 	// the API server stops the pass on that cluster.
@@ -83,23 +85,23 @@ type targetPass struct {
 }
 
 func newTargetPass(ctx context.Context, w targetWork) *targetPass {
-	p := &targetPass{targetWork: w, ctx: ctx, res: targetResult{targetOutcome: targetOutcome{reconciled: true}}}
-	p.writes.SetLimit(writeParallelism)
-	return p
+	return &targetPass{targetWork: w, ctx: ctx, res: targetResult{targetOutcome: targetOutcome{reconciled: true}}}
 }
 
-// write runs f in the bounded group, unless the cluster stopped answering.
+// write hands f to the fair writer, to run unless the cluster stopped
+// answering or the pass was cancelled meanwhile.
 func (p *targetPass) write(f func() error) {
-	p.writes.Go(func() error {
-		if p.unreachable.Load() {
+	p.pending.Add(1)
+	p.writer.submit(p.client.Connection(), p.meshKey(), func() {
+		defer p.pending.Done()
+		if p.unreachable.Load() || p.ctx.Err() != nil {
 			p.skipped.Add(1)
-			return nil
+			return
 		}
 		var status apierrors.APIStatus
 		if err := f(); err != nil && !errors.As(err, &status) {
 			p.unreachable.Store(true)
 		}
-		return nil
 	})
 }
 
@@ -203,7 +205,11 @@ func (p *targetPass) skipDone(name string, want, have *kilov1alpha1.Peer) bool {
 }
 
 func (p *targetPass) key(peer string) recentKey {
-	return recentKey{mesh: types.NamespacedName{Namespace: p.mesh.Namespace, Name: p.mesh.Name}, cluster: p.cluster, peer: peer}
+	return recentKey{mesh: p.meshKey(), cluster: p.cluster, peer: peer}
+}
+
+func (w targetWork) meshKey() types.NamespacedName {
+	return types.NamespacedName{Namespace: w.mesh.Namespace, Name: w.mesh.Name}
 }
 
 func resourceVersion(p *kilov1alpha1.Peer) string {
@@ -213,9 +219,11 @@ func resourceVersion(p *kilov1alpha1.Peer) string {
 	return p.ResourceVersion
 }
 
-// wait waits for the pass's writes and returns what they did.
+// wait waits for the pass's writes and returns what they did. The pass's
+// worker is free for other meshes meanwhile.
 func (p *targetPass) wait() targetResult {
-	_ = p.writes.Wait() // every write records its own error
+	releaseWorker(p.ctx)
+	p.pending.Wait()
 	// Writes finish in any order; the status and events need a stable one.
 	slices.Sort(p.res.errors)
 	if n := p.skipped.Load(); n > 0 {

@@ -85,6 +85,8 @@ func (d *deletes) Apply(context.Context, *kilov1alpha1.Peer, metav1.ApplyOptions
 	return nil, errors.New("not a delete")
 }
 
+func (d *deletes) Connection() string { return "deletes" }
+
 // TestDeleteOwned: the delete half of a pass writes at most
 // writeParallelism at once, touches only the mesh's Peers, goes on past
 // refusals, and stops at the first failure the cluster did not answer.
@@ -119,7 +121,7 @@ func TestDeleteOwned(t *testing.T) {
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			client := &deletes{err: c.err}
-			p := newTargetPass(context.Background(), targetWork{mesh: mesh, cluster: "us", cached: cached, client: client})
+			p := newTargetPass(context.Background(), targetWork{mesh: mesh, cluster: "us", cached: cached, client: client, writer: newFairWriter()})
 			p.deleteOwned(names)
 			res := p.wait()
 			if res.deleted != c.deleted || !c.calls(client.calls.Load()) {

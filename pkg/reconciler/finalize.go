@@ -119,7 +119,7 @@ func (r *Reconciler) removePeers(ctx context.Context, mesh *meshv1alpha1.Cluster
 	if err != nil {
 		return 0, err
 	}
-	return removeOwned(ctx, mesh, cluster, st.Peers, client)
+	return r.removeOwned(ctx, mesh, cluster, st.Peers, client)
 }
 
 // leftBehind names, per unreachable cluster, the Peers of the mesh that may

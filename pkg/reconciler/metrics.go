@@ -1,6 +1,7 @@
 package reconciler
 
 import (
+	"slices"
 	"sync"
 
 	"k8s.io/client-go/util/workqueue"
@@ -89,6 +90,47 @@ func forgetMeshMetrics(mesh string) {
 	}
 	applyErrors.DeletePartialMatch(map[string]string{"mesh": mesh})
 	peerWrites.DeletePartialMatch(map[string]string{"mesh": mesh})
+}
+
+// forgetClusterMetrics drops the series of one cluster of a mesh.
+func forgetClusterMetrics(mesh, cluster string) {
+	labels := map[string]string{"mesh": mesh, "cluster": cluster}
+	for _, v := range meshGauges() {
+		v.DeletePartialMatch(labels)
+	}
+	applyErrors.DeletePartialMatch(labels)
+	peerWrites.DeletePartialMatch(labels)
+}
+
+// clusterSeries remembers the clusters of each mesh at its last pass, so
+// that the series of a cluster that left the mesh (renamed, removed) go
+// with it: a mesh never has series of more clusters than its spec lists.
+type clusterSeries struct {
+	mu sync.Mutex
+	m  map[string][]string
+}
+
+func newClusterSeries() *clusterSeries { return &clusterSeries{m: map[string][]string{}} }
+
+// keep records the clusters mesh lists now and drops the series of those
+// it listed at its last pass and no longer does.
+func (s *clusterSeries) keep(mesh string, clusters []string) {
+	s.mu.Lock()
+	before := s.m[mesh]
+	s.m[mesh] = clusters
+	s.mu.Unlock()
+	for _, c := range before {
+		if !slices.Contains(clusters, c) {
+			forgetClusterMetrics(mesh, c)
+		}
+	}
+}
+
+// forget drops what is remembered of a mesh that is gone.
+func (s *clusterSeries) forget(mesh string) {
+	s.mu.Lock()
+	delete(s.m, mesh)
+	s.mu.Unlock()
 }
 
 // meshGauges are the per-mesh gauges: what the last pass found, which only

@@ -31,7 +31,8 @@ type Options struct {
 	// LeaderElection decides which replica writes; every replica serves
 	// views and keeps caches either way.
 	LeaderElection componentbaseconfig.LeaderElectionConfiguration
-	// Workers is the number of meshes reconciled at the same time.
+	// Workers is the number of meshes planned at the same time; a mesh
+	// whose pass waits for its Peer writes holds none.
 	Workers int
 	// ResyncPeriod is how often every mesh is reconciled without a change:
 	// a safety net only, since every relevant change is watched.
@@ -68,7 +69,7 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 			DefaultLeaseNamespace + " outside a pod, where it must exist."
 	}
 	fs.IntVar(&o.Workers, "reconciler-workers", o.Workers,
-		"Number of ClusterMeshes reconciled concurrently.")
+		"Number of ClusterMeshes planned concurrently; a ClusterMesh waiting for its Peer writes, which take turns fairly between namespaces and meshes, does not take one.")
 	fs.DurationVar(&o.ResyncPeriod, "reconciler-resync-period", o.ResyncPeriod,
 		"How often every ClusterMesh is reconciled even without a change; a safety net, as every relevant change is watched.")
 	fs.DurationVar(&o.MeshDeletionTimeout, "mesh-deletion-timeout", o.MeshDeletionTimeout,

@@ -150,7 +150,7 @@ func (r *Reconciler) removeDeparted(ctx context.Context, key types.NamespacedNam
 			errs = append(errs, fmt.Sprintf("%s: %v", name, err))
 			continue
 		}
-		n, err := removeOwned(ctx, d.mesh, name, st.Peers, client)
+		n, err := r.removeOwned(ctx, d.mesh, name, st.Peers, client)
 		removed += n
 		if err != nil {
 			errs = append(errs, fmt.Sprintf("%s: %v", name, err))
@@ -245,7 +245,7 @@ func (r *Reconciler) sweepOrphans(ctx context.Context) (complete bool) {
 		}
 		mesh := &meshv1alpha1.ClusterMesh{ObjectMeta: metav1.ObjectMeta{Namespace: o.namespace, Name: o.name, UID: o.uid}}
 		for _, conn := range conns {
-			n, err := removeOwned(ctx, mesh, conn.Name, conn.Peers, conn.Client)
+			n, err := r.removeOwned(ctx, mesh, conn.Name, conn.Peers, conn.Client)
 			logger.Info("Removed Peers of a ClusterMesh that no longer exists", "mesh", klog.KObj(mesh), "uid", o.uid,
 				"connection", conn.Name, "peers", n, "err", err)
 		}
@@ -292,7 +292,7 @@ func installationOwners(peers []*kilov1alpha1.Peer, installation string) []peerO
 
 // removeOwned deletes, through client, the Peers of owner among peers (a
 // cache's), with the delete half of a pass.
-func removeOwned(ctx context.Context, owner *meshv1alpha1.ClusterMesh, cluster string, peers []*kilov1alpha1.Peer, client clusters.PeerClient) (int, error) {
+func (r *Reconciler) removeOwned(ctx context.Context, owner *meshv1alpha1.ClusterMesh, cluster string, peers []*kilov1alpha1.Peer, client clusters.PeerClient) (int, error) {
 	var names []string
 	for _, p := range peers {
 		if planner.IsManagedBy(p, owner.Namespace, owner.Name, owner.UID) {
@@ -302,7 +302,7 @@ func removeOwned(ctx context.Context, owner *meshv1alpha1.ClusterMesh, cluster s
 	if len(names) == 0 {
 		return 0, nil
 	}
-	p := newTargetPass(ctx, targetWork{mesh: owner, cluster: cluster, cached: byName(peers), client: client})
+	p := newTargetPass(ctx, targetWork{mesh: owner, cluster: cluster, cached: byName(peers), client: client, writer: r.writer})
 	p.deleteOwned(names)
 	res := p.wait()
 	if len(res.errors) > 0 {

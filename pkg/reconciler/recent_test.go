@@ -36,6 +36,8 @@ func (w *writes) Update(_ context.Context, p *kilov1alpha1.Peer, _ metav1.Update
 	return p, nil
 }
 
+func (w *writes) Connection() string { return "writes" }
+
 func (w *writes) Delete(context.Context, string, metav1.DeleteOptions) error {
 	w.deletes.Add(1)
 	return nil
@@ -62,7 +64,7 @@ func TestSecondPassFromAStaleCache(t *testing.T) {
 	pass := func(cached map[string]*kilov1alpha1.Peer, desired []*kilov1alpha1.Peer) (*writes, targetResult) {
 		client := &writes{}
 		res := applyTarget(context.Background(), targetWork{mesh: mesh, cluster: "eu", target: target, desired: desired,
-			cached: cached, client: client, recent: recent})
+			cached: cached, client: client, recent: recent, writer: newFairWriter()})
 		return client, res
 	}
 

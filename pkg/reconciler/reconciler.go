@@ -79,6 +79,8 @@ type Reconciler struct {
 	events      *eventFilter
 	departures  *departures
 	recent      *recentWrites
+	writer      *fairWriter
+	series      *clusterSeries
 
 	// queue is the current leadership term's queue; nil while not leading.
 	queue atomic.Pointer[workqueue.TypedRateLimitingInterface[types.NamespacedName]]
@@ -116,6 +118,8 @@ func New(cfg Config) (*Reconciler, error) {
 		events:       newEventFilter(),
 		departures:   newDepartures(),
 		recent:       newRecentWrites(),
+		writer:       newFairWriter(),
+		series:       newClusterSeries(),
 	}
 	if _, err := cfg.Meshes.AddEventHandler(cache.ResourceEventHandlerFuncs{
 		AddFunc:    r.enqueueObject,

@@ -112,14 +112,11 @@ func (r *Reconciler) lead(ctx context.Context) {
 	r.enqueueAll()
 
 	var wg sync.WaitGroup
-	for range r.opts.Workers {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for r.processNext(ctx, q) {
-			}
-		}()
-	}
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		r.dispatch(ctx, q, &wg)
+	}()
 	wg.Add(1)
 	go func() {
 		defer wg.Done()
@@ -149,15 +146,51 @@ func (r *Reconciler) enqueueAll() {
 	}
 }
 
-// processNext reconciles one mesh; false means the term is over.
-func (r *Reconciler) processNext(ctx context.Context, q workqueue.TypedRateLimitingInterface[types.NamespacedName]) bool {
-	key, shutdown := q.Get()
-	if shutdown {
-		return false
+// dispatch hands the queue's meshes to passes until the term is over. At
+// most Workers passes work at once; a pass waiting for its writes, which
+// the fair writer runs in turns with other meshes', gives its worker up,
+// so that a mesh with a small change is planned and written while other
+// meshes' large passes are still being written.
+func (r *Reconciler) dispatch(ctx context.Context, q workqueue.TypedRateLimitingInterface[types.NamespacedName], passes *sync.WaitGroup) {
+	workers := make(chan struct{}, r.opts.Workers)
+	for {
+		select {
+		case workers <- struct{}{}:
+		case <-ctx.Done():
+			return
+		}
+		key, shutdown := q.Get()
+		if shutdown {
+			return
+		}
+		passes.Add(1)
+		go func() {
+			defer passes.Done()
+			var once sync.Once
+			release := func() { once.Do(func() { <-workers }) }
+			defer release()
+			r.process(context.WithValue(ctx, workerKey{}, release), q, key)
+		}()
 	}
+}
+
+// workerKey holds, in a pass's context, the function that gives its
+// worker up.
+type workerKey struct{}
+
+// releaseWorker gives up the worker of the pass ctx belongs to; the pass
+// goes on without one. Calling it again does nothing.
+func releaseWorker(ctx context.Context) {
+	if release, ok := ctx.Value(workerKey{}).(func()); ok {
+		release()
+	}
+}
+
+// process reconciles one mesh.
+func (r *Reconciler) process(ctx context.Context, q workqueue.TypedRateLimitingInterface[types.NamespacedName], key types.NamespacedName) {
 	defer q.Done(key)
 	if ctx.Err() != nil {
-		return false
+		return
 	}
 	start := time.Now()
 	res, err := r.sync(ctx, key)
@@ -174,11 +207,10 @@ func (r *Reconciler) processNext(ctx context.Context, q workqueue.TypedRateLimit
 			klog.FromContext(ctx).Error(err, "Reconcile failed; retrying", "mesh", key, "retries", q.NumRequeues(key))
 		}
 		q.AddRateLimited(key)
-		return true
+		return
 	}
 	q.Forget(key)
 	if res.requeueAfter > 0 {
 		q.AddAfter(key, res.requeueAfter)
 	}
-	return true
 }

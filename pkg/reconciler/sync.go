@@ -66,6 +66,7 @@ func (r *Reconciler) sync(ctx context.Context, key types.NamespacedName) (syncRe
 		mesh = updated
 	}
 
+	r.series.keep(key.String(), clusterNames(mesh))
 	now := time.Now()
 	plan, planErr := r.planner.Plan(mesh)
 	var states map[string]clusters.ClusterState
@@ -163,6 +164,7 @@ func (r *Reconciler) applyPlan(ctx context.Context, mesh *meshv1alpha1.ClusterMe
 			cached:  byName(state.Peers),
 			client:  client,
 			recent:  r.recent,
+			writer:  r.writer,
 		}
 		wg.Add(1)
 		go func() {
@@ -212,5 +214,14 @@ func (r *Reconciler) report(mesh *meshv1alpha1.ClusterMesh, plan *planner.Plan, 
 func (r *Reconciler) forget(key types.NamespacedName) {
 	r.events.forget(key)
 	r.recent.forget(key)
+	r.series.forget(key.String())
 	forgetMeshMetrics(key.String())
+}
+
+func clusterNames(mesh *meshv1alpha1.ClusterMesh) []string {
+	names := make([]string, len(mesh.Spec.Clusters))
+	for i, c := range mesh.Spec.Clusters {
+		names[i] = c.Name
+	}
+	return names
 }

@@ -18,6 +18,12 @@ type FakeContent struct {
 	// NodeLabelBytes, when set, gives every Node a label of that many
 	// bytes (a kube-apiserver allows 63).
 	NodeLabelBytes int
+	// FirstNode numbers the Nodes from it (names, keys, addresses): fake
+	// members with disjoint ranges hold distinct Nodes.
+	FirstNode int64
+	// PodCIDRPerNode gives Node number n the pod CIDR 10.200.0.0 + 16n /28,
+	// so that no two Nodes share one (by default, 256 Nodes share a /24).
+	PodCIDRPerNode bool
 	// PeerFlood makes every watch of Peers stream ADDED events of new
 	// Peers, as fast as the client reads them, until it goes or the member
 	// holds MaxFloodPeers Peers; the Peers added are listed afterwards.
@@ -104,14 +110,20 @@ func (f *FakeMember) writeList(w http.ResponseWriter, r *http.Request, kind, api
 }
 
 func (f *FakeMember) nodeJSON(i int64) string {
+	i += f.Content.FirstNode
+	podCIDR := fmt.Sprintf("10.%d.%d.0/24", 200+i/65536%8, i/256%256)
+	if f.Content.PodCIDRPerNode {
+		a := uint32(10<<24|200<<16) + uint32(i)*16
+		podCIDR = fmt.Sprintf("%d.%d.%d.%d/28", a>>24, a>>16&0xff, a>>8&0xff, a&0xff)
+	}
 	fat := ""
 	if f.Content.NodeLabelBytes > 0 {
 		fat = `,"fat":"` + strings.Repeat("x", f.Content.NodeLabelBytes) + `"`
 	}
 	return fmt.Sprintf(`{"metadata":{"name":"fake-%06d","uid":"fake-node-%d","resourceVersion":"1","labels":{"topology.kubernetes.io/region":"fake"%s},`+
 		`"annotations":{"kilo.squat.ai/key":"%s","kilo.squat.ai/endpoint":"203.0.113.%d:51820","kilo.squat.ai/last-seen":"%d"}},`+
-		`"spec":{"podCIDR":"10.%d.%d.0/24"},"status":{"addresses":[{"type":"InternalIP","address":"192.168.%d.%d"}]}}`,
-		i, i, fat, fakeKey(i), i%250+1, time.Now().Unix(), 200+i/65536%8, i/256%256, i/256%256, i%256)
+		`"spec":{"podCIDR":"%s"},"status":{"addresses":[{"type":"InternalIP","address":"192.168.%d.%d"}]}}`,
+		i, i, fat, fakeKey(i), i%250+1, time.Now().Unix(), podCIDR, i/256%256, i%256)
 }
 
 func peerJSON(i int64) string {

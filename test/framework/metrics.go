@@ -140,3 +140,17 @@ func samples(scrape []byte, name string) ([]sample, error) {
 	}
 	return out, nil
 }
+
+// MetricSeries returns the labels of every sample of a metric in a scrape;
+// like MetricSum, it fails with ErrNoSamples when there is none.
+func MetricSeries(scrape []byte, name string) ([]map[string]string, error) {
+	all, err := samples(scrape, name)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]map[string]string, len(all))
+	for i, s := range all {
+		out[i] = s.labels
+	}
+	return out, nil
+}
