@@ -65,6 +65,10 @@ const (
 	ConflictOutsideHostAccess = "OutsideHostAccess"
 	// Another mesh, created earlier, claims them on a cluster both use.
 	ConflictCIDRClaimedByOtherMesh = "CIDRClaimedByOtherMesh"
+	// More Peers, or heavier ones, than the grants allow on the local cluster.
+	ConflictTooManyHostPeers = "TooManyHostPeers"
+	// An endpoint the server's address policy refuses on the local cluster.
+	ConflictEndpointNotAllowed = "EndpointNotAllowed"
 )
 
 // IsNetworkConflict reports whether a conflict is about the mesh's
@@ -116,6 +120,11 @@ var conflictIsNetwork = map[string]bool{
 	// the networks.
 	ConflictHostAccessDenied:  false,
 	ConflictOutsideHostAccess: false,
+	// The grants bound how much the mesh puts on the local cluster; its
+	// networks may be fine.
+	ConflictTooManyHostPeers: false,
+	// A node's endpoint, not a network, is refused.
+	ConflictEndpointNotAllowed: false,
 }
 
 // Warning reasons: the plan stands, but traffic may not flow.
