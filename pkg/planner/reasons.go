@@ -17,6 +17,10 @@ const (
 	ReasonDuplicateNode    = "DuplicateNodeName"
 	// The member cluster's Node is heavier than the server keeps of one.
 	ReasonNodeTooLarge = "NodeTooLarge"
+	// The member's Node has a name Kubernetes would not store, or a
+	// location that cannot name a group (too long, not printable).
+	ReasonInvalidNodeName = "InvalidNodeName"
+	ReasonInvalidLocation = "InvalidLocation"
 
 	// Kilo counts the node, but its addresses fail containment.
 	ReasonPodCIDROutsideDeclared = "PodCIDROutsideDeclared"
@@ -145,6 +149,7 @@ const (
 	WarningCredentialExpiring      = "CredentialExpiring"
 	WarningCredentialExpired       = "CredentialExpired"
 	WarningNodesTooLarge           = "NodesTooLarge"
+	WarningInvalidNodes            = "InvalidNodes"
 )
 
 // Reasons a managed Peer is kept as it is.

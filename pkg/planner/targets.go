@@ -237,7 +237,7 @@ func (pl *planner) withheld(t *source, e *export, x *existingPeers) (reason, lea
 	if f := x.foreignByName[e.name]; f != nil {
 		item = fmt.Sprintf("%s (group %s): a Peer this mesh does not manage has the name", e.name, g)
 		if f.Labels[LabelMeshNamespace] == pl.in.MeshNamespace && f.Labels[LabelMeshName] == pl.in.MeshName {
-			item = fmt.Sprintf("%s (group %s) was left by an earlier ClusterMesh of the same name (mesh-uid %q); delete it", e.name, g, f.Labels[LabelMeshUID])
+			item = fmt.Sprintf("%s (group %s) was left by an earlier ClusterMesh of the same name (mesh-uid %s); delete it", e.name, g, memberText(f.Labels[LabelMeshUID]))
 		}
 		return ConflictNameTaken, "Peer names already taken by Peers this mesh does not manage; not planned", item
 	}
