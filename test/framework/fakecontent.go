@@ -2,6 +2,7 @@ package framework
 
 import (
 	"bufio"
+	"encoding/json"
 	"fmt"
 	"net/http"
 	"strconv"
@@ -18,6 +19,12 @@ type FakeContent struct {
 	// NodeLabelBytes, when set, gives every Node a label of that many
 	// bytes (a kube-apiserver allows 63).
 	NodeLabelBytes int
+	// NodeAnnotations, when set, gives Node i these annotations besides
+	// (or instead of) the Kilo ones it has anyway.
+	NodeAnnotations func(i int64) map[string]string
+	// DistinctPodCIDRs gives every Node a /24 of its own in 10.200.0.0/13
+	// (by default 256 Nodes in a row share one).
+	DistinctPodCIDRs bool
 	// PeerFlood makes every watch of Peers stream ADDED events of new
 	// Peers, as fast as the client reads them, until it goes or the member
 	// holds MaxFloodPeers Peers; the Peers added are listed afterwards.
@@ -108,10 +115,25 @@ func (f *FakeMember) nodeJSON(i int64) string {
 	if f.Content.NodeLabelBytes > 0 {
 		fat = `,"fat":"` + strings.Repeat("x", f.Content.NodeLabelBytes) + `"`
 	}
+	annotations := fmt.Sprintf(`{"kilo.squat.ai/key":"%s","kilo.squat.ai/endpoint":"203.0.113.%d:51820","kilo.squat.ai/last-seen":"%d"}`,
+		fakeKey(i), i%250+1, time.Now().Unix())
+	if f.Content.NodeAnnotations != nil {
+		a := map[string]string{"kilo.squat.ai/key": fakeKey(i), "kilo.squat.ai/endpoint": fmt.Sprintf("203.0.113.%d:51820", i%250+1),
+			"kilo.squat.ai/last-seen": strconv.FormatInt(time.Now().Unix(), 10)}
+		for k, v := range f.Content.NodeAnnotations(i) {
+			a[k] = v
+		}
+		b, _ := json.Marshal(a)
+		annotations = string(b)
+	}
+	podB, podC := 200+i/65536%8, i/256%256
+	if f.Content.DistinctPodCIDRs {
+		podB, podC = 200+i/256%8, i%256
+	}
 	return fmt.Sprintf(`{"metadata":{"name":"fake-%06d","uid":"fake-node-%d","resourceVersion":"1","labels":{"topology.kubernetes.io/region":"fake"%s},`+
-		`"annotations":{"kilo.squat.ai/key":"%s","kilo.squat.ai/endpoint":"203.0.113.%d:51820","kilo.squat.ai/last-seen":"%d"}},`+
+		`"annotations":%s},`+
 		`"spec":{"podCIDR":"10.%d.%d.0/24"},"status":{"addresses":[{"type":"InternalIP","address":"192.168.%d.%d"}]}}`,
-		i, i, fat, fakeKey(i), i%250+1, time.Now().Unix(), 200+i/65536%8, i/256%256, i/256%256, i%256)
+		i, i, fat, annotations, podB, podC, i/256%256, i%256)
 }
 
 func peerJSON(i int64) string {
