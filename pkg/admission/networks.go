@@ -32,13 +32,20 @@ func checkAllowed(mesh *meshv1alpha1.ClusterMesh, allowed []netip.Prefix) field.
 // cluster claims nothing there, so nobody can squat a cluster by naming
 // it). A cluster's own networks, declared by both meshes, are not a
 // conflict. The message names no other tenant's mesh, Secret or network.
-func checkOtherMeshes(mesh *meshv1alpha1.ClusterMesh, ours []entryRef, meshes cache.Indexer, members Members) field.ErrorList {
+//
+// The mesh that claimed a network first keeps it: on update (old is the
+// stored mesh), a network the entry already declared is checked only
+// against meshes that precede this one (validation.Precedes), so a later
+// mesh cannot block an earlier one's updates; a network new to the entry
+// is checked against every mesh.
+func checkOtherMeshes(mesh, old *meshv1alpha1.ClusterMesh, ours []entryRef, meshes cache.Indexer, members Members) field.ErrorList {
 	entries := field.NewPath("spec", "clusters")
 	var mine [][]validation.Network
 	for i := range mesh.Spec.Clusters {
 		nets, _ := validation.ClusterNetworks(&mesh.Spec.Clusters[i], entries.Index(i))
 		mine = append(mine, nets)
 	}
+	held := heldNetworks(old)
 	var errs field.ErrorList
 	reported := map[string]bool{}
 	for _, obj := range meshes.List() {
@@ -63,6 +70,7 @@ func checkOtherMeshes(mesh *meshv1alpha1.ClusterMesh, ours []entryRef, meshes ca
 				claims, owner = append(claims, n.Prefix), append(owner, id)
 			}
 		}
+		later := !validation.Precedes(other, mesh)
 		for i, nets := range mine {
 			// The same cluster in both meshes: its networks are its own.
 			var against []netip.Prefix
@@ -76,6 +84,9 @@ func checkOtherMeshes(mesh *meshv1alpha1.ClusterMesh, ours []entryRef, meshes ca
 				prefixes[k] = n.Prefix
 			}
 			for k, hit := range validation.OverlapsWith(prefixes, against) {
+				if later && validation.Within(nets[k].Prefix, held[mesh.Spec.Clusters[i].Name]) {
+					continue // claimed before the other mesh existed
+				}
 				if path := nets[k].Path.String(); hit >= 0 && !reported[path] {
 					reported[path] = true
 					errs = append(errs, field.Invalid(nets[k].Path, nets[k].Prefix.String(),
@@ -85,6 +96,22 @@ func checkOtherMeshes(mesh *meshv1alpha1.ClusterMesh, ours []entryRef, meshes ca
 		}
 	}
 	return errs
+}
+
+// heldNetworks are the networks the stored mesh declares, by entry name;
+// nil for a mesh being created.
+func heldNetworks(old *meshv1alpha1.ClusterMesh) map[string][]netip.Prefix {
+	if old == nil {
+		return nil
+	}
+	out := map[string][]netip.Prefix{}
+	for i := range old.Spec.Clusters {
+		nets, _ := validation.ClusterNetworks(&old.Spec.Clusters[i], field.NewPath("spec"))
+		for _, n := range nets {
+			out[old.Spec.Clusters[i].Name] = append(out[old.Spec.Clusters[i].Name], n.Prefix)
+		}
+	}
+	return out
 }
 
 // shareCluster reports whether a stored mesh has verified a cluster that

@@ -4,6 +4,7 @@ import (
 	"net/netip"
 	"strings"
 	"testing"
+	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/cache"
@@ -66,7 +67,7 @@ func (f fakeMembers) LocalIdentity() string                                    {
 // cluster both meshes may share, and a cluster's own networks are no conflict.
 func TestCheckOtherMeshes(t *testing.T) {
 	stored := &meshv1alpha1.ClusterMesh{
-		ObjectMeta: metav1.ObjectMeta{Namespace: "tenant-z", Name: "theirs"},
+		ObjectMeta: metav1.ObjectMeta{Namespace: "tenant-z", Name: "theirs", UID: "t", CreationTimestamp: metav1.NewTime(time.Unix(2000, 0))},
 		Spec: meshv1alpha1.ClusterMeshSpec{Clusters: []meshv1alpha1.ClusterEntry{
 			{Name: "home", Local: true, PodCIDRs: []string{"10.42.0.0/16"}, WireguardCIDR: "10.4.0.0/16"},
 			{Name: "far", KubeconfigSecretRef: &meshv1alpha1.SecretKeyReference{Name: "s"}, PodCIDRs: []string{"10.52.0.0/16"}, WireguardCIDR: "10.5.0.0/16"},
@@ -89,22 +90,46 @@ func TestCheckOtherMeshes(t *testing.T) {
 	remote := func(pod string) meshv1alpha1.ClusterEntry {
 		return meshv1alpha1.ClusterEntry{Name: "b", KubeconfigSecretRef: &meshv1alpha1.SecretKeyReference{Name: "b"}, PodCIDRs: []string{pod}, WireguardCIDR: "10.9.0.0/16"}
 	}
+	// earlier is ours, stored before theirs, holding 10.52.128.0/17 already.
+	earlier := func(m *meshv1alpha1.ClusterMesh) *meshv1alpha1.ClusterMesh {
+		m.UID, m.CreationTimestamp = "o", metav1.NewTime(time.Unix(1000, 0))
+		return m
+	}
+	storedOurs := earlier(ours(local, remote("10.52.128.0/17")))
 	for _, tc := range []struct {
 		name    string
 		mesh    *meshv1alpha1.ClusterMesh
+		old     *meshv1alpha1.ClusterMesh
 		servers []string
 		want    []string
 	}{
-		{"disjoint", ours(local, remote("10.72.0.0/16")), []string{"", "https://x:443"}, nil},
-		{"overlaps a verified claim on the shared local cluster", ours(local, remote("10.52.128.0/17")), []string{"", "https://x:443"},
+		{"disjoint", ours(local, remote("10.72.0.0/16")), nil, []string{"", "https://x:443"}, nil},
+		{"overlaps a verified claim on the shared local cluster", ours(local, remote("10.52.128.0/17")), nil, []string{"", "https://x:443"},
 			[]string{"spec.clusters[1].podCIDRs[0]"}},
-		{"overlaps only an unverified claim", ours(local, remote("10.62.0.0/24")), []string{"", "https://x:443"}, nil},
-		{"the same cluster as theirs: its own networks", ours(local, remote("10.52.0.0/16")), []string{"", "https://far:443"}, nil},
-		{"no cluster in common", ours(remote("10.52.0.0/16")), []string{"https://x:443"}, nil},
+		{"overlaps only an unverified claim", ours(local, remote("10.62.0.0/24")), nil, []string{"", "https://x:443"}, nil},
+		{"the same cluster as theirs: its own networks", ours(local, remote("10.52.0.0/16")), nil, []string{"", "https://far:443"}, nil},
+		{"no cluster in common", ours(remote("10.52.0.0/16")), nil, []string{"https://x:443"}, nil},
+		// A later mesh claiming what an earlier one holds blocks none of
+		// the earlier one's updates, but cannot be joined on new networks.
+		{"an earlier mesh's update keeps what it held", func() *meshv1alpha1.ClusterMesh {
+			m := storedOurs.DeepCopy()
+			m.Spec.Clusters[1].PersistentKeepalive = 25
+			return m
+		}(), storedOurs, []string{"", "https://x:443"}, nil},
+		{"an earlier mesh adding a network the later one claims", func() *meshv1alpha1.ClusterMesh {
+			m := storedOurs.DeepCopy()
+			m.Spec.Clusters[1].AdditionalCIDRs = []string{"10.52.0.0/24"}
+			return m
+		}(), storedOurs, []string{"", "https://x:443"}, []string{"spec.clusters[1].additionalCIDRs[0]"}},
+		{"a later mesh's update is checked against the earlier one's claims", func() *meshv1alpha1.ClusterMesh {
+			m := storedOurs.DeepCopy()
+			m.UID, m.CreationTimestamp = "z", metav1.NewTime(time.Unix(3000, 0))
+			return m
+		}(), storedOurs, []string{"", "https://x:443"}, []string{"spec.clusters[1].podCIDRs[0]"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			var got []string
-			for _, e := range checkOtherMeshes(tc.mesh, refs(tc.mesh, tc.servers, members), meshes, members) {
+			for _, e := range checkOtherMeshes(tc.mesh, tc.old, refs(tc.mesh, tc.servers, members), meshes, members) {
 				got = append(got, e.Field)
 				for _, secret := range []string{"tenant-z", "theirs", "10.52.0.0/16", "far"} {
 					if strings.Contains(e.Error(), secret) {

@@ -125,7 +125,7 @@ func (p *Plugin) Validate(ctx context.Context, a admission.Attributes, _ admissi
 		return apierrors.NewInternalError(err)
 	}
 	errs = append(errs, outside...)
-	errs = append(errs, checkOtherMeshes(mesh, refs(mesh, servers, members), meshes, members)...)
+	errs = append(errs, checkOtherMeshes(mesh, old, refs(mesh, servers, members), meshes, members)...)
 	if len(errs) > 0 {
 		return apierrors.NewInvalid(meshv1alpha1.SchemeGroupVersion.WithKind("ClusterMesh").GroupKind(), mesh.Name, errs)
 	}

@@ -125,6 +125,7 @@ func (c CompletedConfig) New() (*Server, error) {
 		Grants:       grantWiring.index,
 		GracePeriod:  c.ExtraConfig.HostAccessGracePeriod,
 		Installation: c.ExtraConfig.Installation,
+		ServerPolicy: policy,
 	})
 	if err != nil {
 		return nil, err

@@ -191,6 +191,7 @@ func (m *Manager) acquireClusterLocked(mesh types.NamespacedName, id clusterID, 
 			maxPeers:      m.cfg.MaxPeers,
 			maxCacheBytes: m.cfg.MaxCacheBytes,
 			onChange:      m.clusterChanged,
+			localUID:      m.localSystemUID,
 		}, id != localID, allowed)
 		if err != nil {
 			return nil, newError(ErrKubeconfigInvalid, "", fmt.Sprintf("cannot build a client: %v", err))

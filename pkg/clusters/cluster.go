@@ -49,6 +49,9 @@ type clusterOptions struct {
 	// onChange is told of every change the meshes using the cluster may
 	// care about; it must not block.
 	onChange func(*cluster)
+	// localUID is the UID of the local cluster's kube-system namespace: a
+	// remote cluster answering with it is refused (ErrIsLocalCluster).
+	localUID func(context.Context) (string, error)
 }
 
 // cluster is one distinct member cluster (see clusterID): its clients, its
@@ -358,7 +361,7 @@ func (c *cluster) state() ClusterState {
 	if h.problem != nil {
 		st.Reason, st.LastError = h.problem.Reason, h.problem.Error()
 	}
-	if overLimit(st.Reason) {
+	if overLimit(st.Reason) || st.Reason == ErrIsLocalCluster {
 		// Whatever the cache holds of such a cluster is a part of it.
 		st.Synced = false
 		return st

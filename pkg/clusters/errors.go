@@ -36,6 +36,10 @@ const (
 	// ErrServerURL: the server URL is malformed, has no host, or has a
 	// query or fragment.
 	ErrServerURL Reason = "InvalidServerURL"
+	// ErrServerPath: the server URL's path is not a plain prefix: it holds
+	// a segment of the Kubernetes API (api, apis, proxy: where proxy
+	// subresources and aggregated APIs are), escapes or other characters.
+	ErrServerPath Reason = "ServerPathNotAllowed"
 	// ErrBasicAuth: username/password, or user info in the server URL.
 	ErrBasicAuth Reason = "BasicAuth"
 	// ErrImpersonation: as, as-uid, as-groups or as-user-extra.
@@ -73,6 +77,11 @@ const (
 
 // Reasons about a member cluster's state.
 const (
+	// ErrIsLocalCluster: a remote entry's kubeconfig reaches the cluster
+	// this server runs in (its verified kube-system UID is the local
+	// cluster's); it is not used, and claims nothing: reaching the host
+	// takes local: true, and with it Peer rights or a grant.
+	ErrIsLocalCluster Reason = "IsLocalCluster"
 	// ErrPending: not known yet (mesh not ensured, Secret not read yet,
 	// cluster not probed yet).
 	ErrPending Reason = "Pending"

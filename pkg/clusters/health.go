@@ -69,6 +69,8 @@ func (h *health) view() healthView {
 		v.problem = h.probeErr
 	case !h.crdKnown && h.crdErr != nil:
 		v.problem = h.crdErr
+	case h.identityErr != nil && h.identityErr.Reason == ErrIsLocalCluster:
+		v.problem = h.identityErr
 	default:
 		// Nodes first: without them a cluster is of no use.
 		for _, r := range []string{resourceNodes, resourcePeers} {

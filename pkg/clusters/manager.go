@@ -14,6 +14,7 @@ import (
 	"sync"
 	"time"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
@@ -92,6 +93,10 @@ type Manager struct {
 	clusters map[clusterID]*cluster
 	secrets  map[types.NamespacedName]*secretWatch
 	handlers []func(types.NamespacedName)
+
+	// localUID caches the local cluster's kube-system UID (never recreated).
+	localUIDMu sync.Mutex
+	localUID   string
 }
 
 // NewManager returns a Manager; nothing runs until Run.
@@ -381,4 +386,20 @@ func (m *Manager) dispatch() {
 		}
 		m.queue.Done(key)
 	}
+}
+
+// localSystemUID is the UID of the local cluster's kube-system namespace,
+// read with the server's own client once it can be.
+func (m *Manager) localSystemUID(ctx context.Context) (string, error) {
+	m.localUIDMu.Lock()
+	defer m.localUIDMu.Unlock()
+	if m.localUID != "" {
+		return m.localUID, nil
+	}
+	ns, err := m.secretClient.CoreV1().Namespaces().Get(ctx, identityNamespace, metav1.GetOptions{})
+	if err != nil {
+		return "", fmt.Errorf("reading namespace %s of the local cluster: %w", identityNamespace, err)
+	}
+	m.localUID = string(ns.UID)
+	return m.localUID, nil
 }

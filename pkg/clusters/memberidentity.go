@@ -47,6 +47,12 @@ func (c *cluster) verifyIdentity(ctx context.Context) {
 		return
 	}
 	id, err, definite := c.readIdentity(ctx)
+	if err == nil && c.id != localID {
+		err = c.notLocal(ctx, id)
+		if err != nil {
+			id = ""
+		}
+	}
 	if c.health.setIdentity(id, err, definite) {
 		klog.FromContext(ctx).Info("Member cluster identity", "identity", id, "problem", errorText(err))
 	}
@@ -90,6 +96,23 @@ func (c *cluster) readIdentity(ctx context.Context) (id string, e *Error, defini
 		return "", newError(ErrListWatch, "", fmt.Sprintf("the API server's answer for namespace %s is not a namespace with a UID", identityNamespace)), true
 	}
 	return ns.Metadata.UID + "@" + root, nil, true
+}
+
+// notLocal refuses the identity of a remote cluster whose kube-system UID
+// is the local cluster's, whatever the CA: a kubeconfig of a tenant's that
+// reaches the host (or a server answering as the host) would otherwise
+// "share" the host with every granted mesh without any grant. Until the
+// local UID is known no remote identity is accepted.
+func (c *cluster) notLocal(ctx context.Context, id string) *Error {
+	local, err := c.opts.localUID(ctx)
+	if err != nil {
+		return newError(ErrPending, "", "the local cluster's identity is not known yet, so neither is this cluster's: "+err.Error())
+	}
+	if uid, _, _ := strings.Cut(id, "@"); uid == local {
+		return newError(ErrIsLocalCluster, "", "the kubeconfig reaches the cluster this server runs in (its kube-system namespace has the local cluster's UID): "+
+			"a mesh reaches it only as its local cluster (local: true), with Peer rights there or a ClusterMeshGrant")
+	}
+	return nil
 }
 
 // verifiedRoot is the fingerprint of the CA certificate the connection was

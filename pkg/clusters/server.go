@@ -81,6 +81,41 @@ func normalizeServer(server, field string) (string, error) {
 	if cleaned == "/" {
 		cleaned = ""
 	}
+	if err := checkServerPath(cleaned, field); err != nil {
+		return "", err
+	}
 	norm := url.URL{Scheme: "https", Host: net.JoinHostPort(host, strconv.FormatUint(port, 10)), Path: cleaned}
 	return norm.String(), nil
+}
+
+// reservedSegments are path segments of the Kubernetes API itself. A server
+// URL's path may only be a plain prefix, the kind a reverse proxy in front
+// of API servers uses (Rancher's /k8s/clusters/c-1): a path holding one of
+// these reaches into an API server's own resources, where every proxy
+// subresource (services, pods and nodes .../proxy) and every aggregated API
+// lies, and could answer the identity request with a server the tenant
+// controls behind a certificate it does not (the host's own, for one).
+var reservedSegments = []string{"api", "apis", "proxy"}
+
+// checkServerPath refuses a server path that is not a plain prefix, judged
+// as client-go sends it (decoded and cleaned): segments of anything but
+// unreserved characters (RFC 3986: letters, digits, "-", ".", "_", "~"),
+// and any reserved segment, whatever its case.
+func checkServerPath(cleaned, field string) error {
+	for _, seg := range strings.Split(strings.TrimPrefix(cleaned, "/"), "/") {
+		if seg == "" {
+			continue
+		}
+		if strings.IndexFunc(seg, func(r rune) bool {
+			return !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '-' || r == '.' || r == '_' || r == '~')
+		}) >= 0 {
+			return newError(ErrServerPath, field, "the server URL's path holds characters other than letters, digits, '-', '.', '_' and '~'; only a plain prefix is allowed")
+		}
+		for _, r := range reservedSegments {
+			if strings.EqualFold(seg, r) {
+				return newError(ErrServerPath, field, fmt.Sprintf("the server URL's path holds the segment %q of the Kubernetes API (its proxies and aggregated APIs lie there); only a plain prefix, such as a reverse proxy's, is allowed", r))
+			}
+		}
+	}
+	return nil
 }

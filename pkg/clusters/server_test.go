@@ -51,6 +51,21 @@ func TestServerIdentity(t *testing.T) {
 		{name: "port zero", server: "https://member.example.com:0", reason: ErrServerURL, field: serverField},
 		{name: "query", server: "https://member.example.com?x=1", reason: ErrServerURL, field: serverField},
 		{name: "fragment", server: "https://member.example.com#x", reason: ErrServerURL, field: serverField},
+		// A path into an API server's own resources is not a prefix: its
+		// proxies could answer for the host with the host's certificate.
+		{name: "service proxy", server: "https://host.example.com/api/v1/namespaces/t/services/https:fake:443/proxy", reason: ErrServerPath, field: serverField},
+		{name: "service proxy, name without a port", server: "https://host.example.com/api/v1/namespaces/t/services/fake/proxy", reason: ErrServerPath, field: serverField},
+		{name: "pod proxy", server: "https://host.example.com/api/v1/namespaces/t/pods/p/proxy/", reason: ErrServerPath, field: serverField},
+		{name: "node proxy", server: "https://host.example.com/api/v1/nodes/n/proxy", reason: ErrServerPath, field: serverField},
+		{name: "an aggregated API", server: "https://host.example.com/apis/mesh.kilo.squat.ai/v1alpha1", reason: ErrServerPath, field: serverField},
+		{name: "api after a prefix", server: "https://lb.example.com/k8s/clusters/c-1/api/v1/namespaces/t/services/s/proxy", reason: ErrServerPath, field: serverField},
+		{name: "reserved segment in another case", server: "https://host.example.com/API/v1", reason: ErrServerPath, field: serverField},
+		{name: "reserved segment escaped", server: "https://host.example.com/%61pis/x", reason: ErrServerPath, field: serverField},
+		{name: "reserved segment reached by dot segments", server: "https://host.example.com/x/../api/v1", reason: ErrServerPath, field: serverField},
+		{name: "a colon in the path", server: "https://host.example.com/services/https:fake:443", reason: ErrServerPath, field: serverField},
+		{name: "an escaped slash", server: "https://host.example.com/a%2Fproxy", reason: ErrServerPath, field: serverField},
+		{name: "a space", server: "https://host.example.com/a%20b", reason: ErrServerPath, field: serverField},
+		{name: "a reverse proxy's prefix", server: "https://lb.example.com/k8s/clusters/c-1", want: "https://lb.example.com:443/k8s/clusters/c-1"},
 		{name: "password", server: "https://admin:" + testToken + "@member.example.com", reason: ErrBasicAuth, field: serverField},
 
 		{name: "only the current context counts", server: "https://member.example.com:6443", mutate: func(kc *clientcmdapi.Config) {

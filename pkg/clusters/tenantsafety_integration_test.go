@@ -57,8 +57,11 @@ func (h *harness) testIdentity(t *testing.T) {
 	h.putSecret(t, ns, "bogus-1", h.mutatedKubeconfig(t, member1, framework.UserAdmin, func(_ *clientcmdapi.Cluster, u *clientcmdapi.AuthInfo) {
 		u.Token = "not-a-token"
 	}))
+	// The host itself behind a remote entry: what a path on its own API
+	// server answering for it would be verified as.
+	h.putSecret(t, ns, "admin-0", h.kubeconfig(framework.HostCluster, framework.UserAdmin))
 	mesh := newMesh(ns, "m", localEntry("host"), remoteEntry("a1", "admin-1"), remoteEntry("r1", "reader-1"),
-		remoteEntry("a2", "admin-2"), remoteEntry("b1", "bogus-1"))
+		remoteEntry("a2", "admin-2"), remoteEntry("b1", "bogus-1"), remoteEntry("h0", "admin-0"))
 	m, _ := h.startManager(t)
 	m.Ensure(mesh)
 	var ids map[string]string
@@ -72,6 +75,9 @@ func (h *harness) testIdentity(t *testing.T) {
 		if st := m.Snapshot(mesh)["b1"]; st.Reason != ErrUnauthorized {
 			return fmt.Errorf("bogus credentials: %q", st.Reason)
 		}
+		if st := m.Snapshot(mesh)["h0"]; st.Reason != ErrIsLocalCluster || st.Synced || len(st.Nodes) > 0 {
+			return fmt.Errorf("the host behind a remote entry: %q, synced %v, %d nodes", st.Reason, st.Synced, len(st.Nodes))
+		}
 		return nil
 	})
 	switch {
@@ -81,6 +87,8 @@ func (h *harness) testIdentity(t *testing.T) {
 		t.Errorf("two clusters, one identity: %v", ids)
 	case ids["b1"] != "":
 		t.Errorf("credentials that do not authenticate verified %q", ids["b1"])
+	case ids["h0"] != "":
+		t.Errorf("the host behind a remote entry has the identity %q", ids["h0"])
 	case m.LocalIdentity() != ids["host"]:
 		t.Errorf("LocalIdentity %q, the local entry's %q", m.LocalIdentity(), ids["host"])
 	}

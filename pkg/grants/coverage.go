@@ -12,6 +12,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/util/validation/field"
+	"k8s.io/utils/ptr"
 
 	meshv1alpha1 "github.com/kilo-mesh/kilo-mesh-apiserver/pkg/apis/mesh/v1alpha1"
 	"github.com/kilo-mesh/kilo-mesh-apiserver/pkg/apis/mesh/validation"
@@ -29,6 +30,11 @@ type Coverage struct {
 	MemberNetworks []netip.Prefix
 	LocalNetworks  []netip.Prefix
 	MemberServers  []netip.Prefix
+	// MaxHostPeers and MaxHostPeerBytes bound the Peers one mesh of the
+	// namespace puts on the host: the largest of the covering grants'
+	// values, each grant without one counting with the default.
+	MaxHostPeers     int
+	MaxHostPeerBytes int64
 }
 
 // Covered reports whether any grant covers the namespace.
@@ -66,6 +72,8 @@ func Evaluate(grants []*meshv1alpha1.ClusterMeshGrant, namespace string, nsLabel
 		c.MemberNetworks = append(c.MemberNetworks, member...)
 		c.LocalNetworks = append(c.LocalNetworks, local...)
 		c.MemberServers = append(c.MemberServers, servers...)
+		c.MaxHostPeers = max(c.MaxHostPeers, int(ptr.Deref(g.Spec.MaxHostPeers, meshv1alpha1.DefaultMaxHostPeers)))
+		c.MaxHostPeerBytes = max(c.MaxHostPeerBytes, int64(ptr.Deref(g.Spec.MaxHostPeerKiB, meshv1alpha1.DefaultMaxHostPeerKiB))<<10)
 	}
 	slices.Sort(c.Grants)
 	for _, l := range []*[]netip.Prefix{&c.MemberNetworks, &c.LocalNetworks, &c.MemberServers} {

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
 
 	meshv1alpha1 "github.com/kilo-mesh/kilo-mesh-apiserver/pkg/apis/mesh/v1alpha1"
 )
@@ -59,10 +60,12 @@ func TestEvaluate(t *testing.T) {
 			MemberNetworks: []string{"10.52.0.0/16", "fd00::/8"}, MemberServers: []string{"127.0.0.0/8"}}),
 		grant("a-local", meshv1alpha1.ClusterMeshGrantSpec{Namespaces: []string{"tenant-a"},
 			MemberNetworks: []string{"10.52.0.0/16"}, LocalNetworks: []string{"10.42.0.0/16", "bogus"}}),
-		grant("other", meshv1alpha1.ClusterMeshGrantSpec{Namespaces: []string{"tenant-b"}, MemberNetworks: []string{"192.168.0.0/16"}}),
+		grant("other", meshv1alpha1.ClusterMeshGrantSpec{Namespaces: []string{"tenant-b"}, MemberNetworks: []string{"192.168.0.0/16"},
+			MaxHostPeers: ptr.To[int32](50_000), MaxHostPeerKiB: ptr.To[int32](1 << 20)}),
+		grant("small", meshv1alpha1.ClusterMeshGrantSpec{Namespaces: []string{"tenant-a"}, MaxHostPeers: ptr.To[int32](10), MaxHostPeerKiB: ptr.To[int32](64)}),
 	}
 	c := Evaluate(grants, "tenant-a", map[string]string{"team": "net"})
-	if !c.Covered() || !slices.Equal(c.Grants, []string{"a-local", "z-wide"}) {
+	if !c.Covered() || !slices.Equal(c.Grants, []string{"a-local", "small", "z-wide"}) {
 		t.Fatalf("grants %v", c.Grants)
 	}
 	prefixes := func(ps ...string) []netip.Prefix {
@@ -83,6 +86,14 @@ func TestEvaluate(t *testing.T) {
 		if !slices.Equal(tc.got, tc.wantP) {
 			t.Errorf("%s: %v, want %v", tc.name, tc.got, tc.wantP)
 		}
+	}
+	// A grant without limits counts with the defaults, and the largest wins:
+	// another namespace's larger grant does not count.
+	if c.MaxHostPeers != meshv1alpha1.DefaultMaxHostPeers || c.MaxHostPeerBytes != meshv1alpha1.DefaultMaxHostPeerKiB<<10 {
+		t.Errorf("host Peer limits %d, %d bytes; want the defaults", c.MaxHostPeers, c.MaxHostPeerBytes)
+	}
+	if c := Evaluate(grants[3:], "tenant-a", nil); c.MaxHostPeers != 10 || c.MaxHostPeerBytes != 64<<10 {
+		t.Errorf("host Peer limits of the small grant alone: %d, %d bytes", c.MaxHostPeers, c.MaxHostPeerBytes)
 	}
 	if c := Evaluate(grants, "tenant-c", nil); c.Covered() || len(c.MemberNetworks) > 0 {
 		t.Errorf("an uncovered namespace is allowed %+v", c)

@@ -15,6 +15,7 @@ import (
 	"k8s.io/utils/clock"
 
 	meshv1alpha1 "github.com/kilo-mesh/kilo-mesh-apiserver/pkg/apis/mesh/v1alpha1"
+	"github.com/kilo-mesh/kilo-mesh-apiserver/pkg/clusters"
 	"github.com/kilo-mesh/kilo-mesh-apiserver/pkg/planner"
 )
 
@@ -40,6 +41,10 @@ type Config struct {
 	// Installation identifies this server's installation; every Peer
 	// planned carries it (planner.Input.Installation).
 	Installation string
+	// ServerPolicy is where member API servers may be; the same networks
+	// open the guarded ranges for the endpoints of Peers on the local
+	// cluster (planner.HostAccess.EndpointNetworks). Nil: none does.
+	ServerPolicy clusters.ServerPolicy
 }
 
 // Cache is the per-mesh plan cache. A mesh's plan is recomputed when the
@@ -100,7 +105,7 @@ func New(cfg Config) (*Cache, error) {
 		plans:        map[types.NamespacedName]*entry{},
 	}
 	c.others = newOtherMeshSource(cfg.Members)
-	c.sources = []source{memberSource{cfg.Members}, &hostSource{grants: g, grace: cfg.GracePeriod, meshesIn: c.meshesIn}, c.others}
+	c.sources = []source{memberSource{cfg.Members}, &hostSource{grants: g, grace: cfg.GracePeriod, meshesIn: c.meshesIn, servers: cfg.ServerPolicy}, c.others}
 	for _, s := range c.sources {
 		s.onChange(c.changed)
 	}

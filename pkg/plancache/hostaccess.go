@@ -11,6 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	meshv1alpha1 "github.com/kilo-mesh/kilo-mesh-apiserver/pkg/apis/mesh/v1alpha1"
+	"github.com/kilo-mesh/kilo-mesh-apiserver/pkg/clusters"
 	"github.com/kilo-mesh/kilo-mesh-apiserver/pkg/grants"
 	"github.com/kilo-mesh/kilo-mesh-apiserver/pkg/planner"
 )
@@ -47,6 +48,8 @@ type hostSource struct {
 	grace  time.Duration
 	// meshesIn lists the stored meshes of a namespace.
 	meshesIn func(namespace string) []types.NamespacedName
+	// servers is the member server policy, nil for none.
+	servers clusters.ServerPolicy
 }
 
 func (s *hostSource) fill(mesh *meshv1alpha1.ClusterMesh, in *planner.Input) error {
@@ -57,6 +60,9 @@ func (s *hostSource) fill(mesh *meshv1alpha1.ClusterMesh, in *planner.Input) err
 		return err
 	}
 	in.HostAccess = hostAccess(mesh, &cov, in.Now, s.grace)
+	if s.servers != nil {
+		in.HostAccess.EndpointNetworks = s.servers.AllowedServers(mesh.Namespace)
+	}
 	return nil
 }
 
@@ -109,6 +115,8 @@ func grantAccess(mesh *meshv1alpha1.ClusterMesh, cov *grants.Coverage) planner.H
 		Grants:         cov.Grants,
 		MemberNetworks: strs(cov.MemberNetworks),
 		LocalNetworks:  strs(cov.LocalNetworks),
+		MaxPeers:       int32(cov.MaxHostPeers),
+		MaxPeerKiB:     int32(cov.MaxHostPeerBytes >> 10),
 		Message:        fmt.Sprintf("covered by ClusterMeshGrant %s", strings.Join(cov.Grants, ", ")),
 	}
 	if outside := grants.OutsideGrant(mesh, cov); len(outside) > 0 {
@@ -122,7 +130,8 @@ func grantAccess(mesh *meshv1alpha1.ClusterMesh, cov *grants.Coverage) planner.H
 		view.Message = fmt.Sprintf("%d network(s) lie outside the memberNetworks or localNetworks of ClusterMeshGrant %s and are withheld from and about the local cluster: %s",
 			len(outside), strings.Join(cov.Grants, ", "), strings.Join(shown, ", "))
 	}
-	return planner.HostAccess{Mode: planner.HostBounded, MemberNetworks: cov.MemberNetworks, LocalNetworks: cov.LocalNetworks, View: view}
+	return planner.HostAccess{Mode: planner.HostBounded, MemberNetworks: cov.MemberNetworks, LocalNetworks: cov.LocalNetworks,
+		MaxPeers: cov.MaxHostPeers, MaxPeerBytes: cov.MaxHostPeerBytes, View: view}
 }
 
 // graceAccess is the access of a mesh stored before grants existed and

@@ -197,7 +197,7 @@ func (s *otherMeshSource) fill(mesh *meshv1alpha1.ClusterMesh, in *planner.Input
 			continue
 		}
 		other, ok := obj.(*meshv1alpha1.ClusterMesh)
-		if !ok || !precedes(other, mesh) {
+		if !ok || !validation.Precedes(other, mesh) {
 			continue
 		}
 		theirs := s.members.Identities(other)
@@ -227,13 +227,4 @@ func (s *otherMeshSource) fill(mesh *meshv1alpha1.ClusterMesh, in *planner.Input
 		}
 	}
 	return nil
-}
-
-// precedes reports whether mesh a keeps what it claims against mesh b: it
-// was created first, or at the same second with the lower UID.
-func precedes(a, b *meshv1alpha1.ClusterMesh) bool {
-	if !a.CreationTimestamp.Equal(&b.CreationTimestamp) {
-		return a.CreationTimestamp.Before(&b.CreationTimestamp)
-	}
-	return strings.Compare(string(a.UID), string(b.UID)) < 0
 }

@@ -10,6 +10,7 @@ import (
 	"k8s.io/client-go/tools/cache"
 
 	meshv1alpha1 "github.com/kilo-mesh/kilo-mesh-apiserver/pkg/apis/mesh/v1alpha1"
+	"github.com/kilo-mesh/kilo-mesh-apiserver/pkg/apis/mesh/validation"
 	"github.com/kilo-mesh/kilo-mesh-apiserver/pkg/clusters"
 	"github.com/kilo-mesh/kilo-mesh-apiserver/pkg/planner"
 )
@@ -121,7 +122,7 @@ func TestOtherMeshSource(t *testing.T) {
 	// Created at the same second: the lower UID comes first.
 	same := later.DeepCopy()
 	same.CreationTimestamp = first.CreationTimestamp
-	if !precedes(first, same) || precedes(same, first) {
+	if !validation.Precedes(first, same) || validation.Precedes(same, first) {
 		t.Error("the UID does not break a tie of creation times")
 	}
 }

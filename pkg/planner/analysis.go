@@ -71,6 +71,14 @@ func (pl *planner) analyze(s *source, snap *ClusterSnapshot) {
 			pl.issues.conflict(ConflictDuplicateNode, s.name, "", "node names that appear more than once in the snapshot; left out", node.Name)
 			continue
 		}
+		if why := nodeNameProblem(node.Name); why != "" {
+			// Kubernetes stores no such name: it would reach Peers'
+			// annotations and terminals as the member wrote it.
+			s.nodes[i] = nodeInfo{name: memberText(node.Name), node: node}
+			s.nodes[i].skip(ReasonInvalidNodeName, "the name is not a DNS subdomain (%s); the node is left out", why)
+			pl.issues.warning(WarningInvalidNodes, s.name, "", invalidNodesLead, s.nodes[i].name)
+			continue
+		}
 		if why, ok := node.Annotations[meshv1alpha1.AnnotationNodeTooLarge]; ok {
 			// The member caches kept only its name: the Node is heavier
 			// than they keep of one.

@@ -99,10 +99,10 @@ func ParseEndpoint(s string) (Endpoint, error) {
 		return Endpoint{}, err
 	}
 	if e.Addr.Zone() != "" {
-		return Endpoint{}, fmt.Errorf("endpoint %q: an IPv6 zone cannot be dialled from another cluster", s)
+		return Endpoint{}, fmt.Errorf("endpoint %s: an IPv6 zone cannot be dialled from another cluster", memberText(s))
 	}
 	if e.Addr.IsUnspecified() {
-		return Endpoint{}, fmt.Errorf("endpoint %q: the unspecified address cannot be dialled", s)
+		return Endpoint{}, fmt.Errorf("endpoint %s: the unspecified address cannot be dialled", memberText(s))
 	}
 	return e, nil
 }
@@ -115,17 +115,22 @@ func parseKiloEndpoint(s string) (Endpoint, error) {
 	}
 	host, portStr, err := net.SplitHostPort(s)
 	if err != nil {
-		return Endpoint{}, fmt.Errorf("endpoint %q: %w", s, err)
+		// The error quotes the input raw: only its kind is kept.
+		why := "not host:port"
+		if ae, ok := err.(*net.AddrError); ok {
+			why = ae.Err
+		}
+		return Endpoint{}, fmt.Errorf("endpoint %s: %s", memberText(s), why)
 	}
 	port, err := strconv.ParseUint(portStr, 10, 16)
 	if err != nil || port == 0 {
-		return Endpoint{}, fmt.Errorf("endpoint %q: port must be a number from 1 to 65535", s)
+		return Endpoint{}, fmt.Errorf("endpoint %s: port must be a number from 1 to 65535", memberText(s))
 	}
 	if addr, err := netip.ParseAddr(host); err == nil {
 		return Endpoint{Addr: addr.Unmap(), Port: uint16(port)}, nil
 	}
 	if errs := validation.IsDNS1123Subdomain(host); len(errs) > 0 {
-		return Endpoint{}, fmt.Errorf("endpoint %q: host is neither an IP nor a DNS name: %s", s, errs[0])
+		return Endpoint{}, fmt.Errorf("endpoint %s: host is neither an IP nor a DNS name: %s", memberText(s), errs[0])
 	}
 	return Endpoint{DNS: host, Port: uint16(port)}, nil
 }
@@ -175,7 +180,7 @@ func meshEndpoint(n *nodeInfo, port int32) (Endpoint, string, error) {
 	case v6.IsValid():
 		return Endpoint{Addr: v6, Port: uint16(port)}, "ExternalIP", nil
 	case len(bad) > 0:
-		return Endpoint{}, "ExternalIP", fmt.Errorf("status.addresses ExternalIP %q is not a usable IP", bad[0])
+		return Endpoint{}, "ExternalIP", fmt.Errorf("status.addresses ExternalIP %s is not a usable IP", memberText(bad[0]))
 	}
 	if v := n.node.Annotations[kilov1alpha1.AnnotationEndpoint]; v != "" {
 		e, err := ParseEndpoint(v)

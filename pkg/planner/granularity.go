@@ -69,7 +69,7 @@ func decideGranularity(cluster string, spec meshv1alpha1.Granularity, nodes []no
 	for _, v := range sortedKeys(unknown) {
 		d.warnings = append(d.warnings, meshv1alpha1.PlanIssue{
 			Reason: WarningUnknownGranularity, Cluster: cluster,
-			Message: fmt.Sprintf("%d nodes carry %s=%q, which is not location, full or cross; ignored", unknown[v], kilov1alpha1.AnnotationGranularity, v),
+			Message: fmt.Sprintf("%d nodes carry %s=%s, which is not location, full or cross; ignored", unknown[v], kilov1alpha1.AnnotationGranularity, memberText(v)),
 		})
 	}
 	if len(known) == 0 {

@@ -32,6 +32,18 @@ type HostAccess struct {
 	// MemberNetworks and LocalNetworks bound a HostBounded mesh.
 	MemberNetworks []netip.Prefix
 	LocalNetworks  []netip.Prefix
+	// MaxPeers and MaxPeerBytes bound the Peers of a HostBounded mesh on
+	// the local cluster (PeerBytes); zero: no bound. The Peers past them,
+	// in name order, are left out (ConflictTooManyHostPeers).
+	MaxPeers     int
+	MaxPeerBytes int64
+	// EndpointNetworks are the networks the server allows member API
+	// servers in for the mesh's namespace (--member-server-cidrs and the
+	// grants' memberServers). In every mode, an endpoint of a Peer on the
+	// local cluster in a guarded range (loopback, link-local, unspecified,
+	// cloud metadata) that none of them opens keeps the Peer off it
+	// (ConflictEndpointNotAllowed).
+	EndpointNetworks []netip.Prefix
 	// View is shown in the plan as it is: it says why.
 	View meshv1alpha1.HostAccessPlan
 }
@@ -98,6 +110,9 @@ func (pl *planner) hostConflict() (reason, lead string) {
 	}
 	return ConflictOutsideHostAccess, "addresses outside the networks the mesh's host access allows (see hostAccess); left out"
 }
+
+// endpointLead summarises the Peers kept off the local cluster for their endpoint.
+const endpointLead = "Peers whose endpoint is an address the server's policy refuses on the local cluster (loopback, link-local, unspecified, cloud metadata); not planned there"
 
 // hostAccessView is the plan's copy of the host access, nil when none was given.
 func hostAccessView(ha *HostAccess) *meshv1alpha1.HostAccessPlan {

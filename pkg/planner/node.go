@@ -85,7 +85,7 @@ func parseNode(n *nodeInfo, node *corev1.Node, topologyLabel string, now time.Ti
 		for _, s := range node.Spec.PodCIDRs {
 			p, err := netip.ParsePrefix(s)
 			if err != nil {
-				n.note(NoteMalformedAnnotation, "spec.podCIDRs entry %q is not a CIDR; left out", s)
+				n.note(NoteMalformedAnnotation, "spec.podCIDRs entry %s is not a CIDR; left out", memberText(s))
 				continue
 			}
 			if p = canonical(p); !containsPrefix(n.podCIDRs, p) {
@@ -95,10 +95,15 @@ func parseNode(n *nodeInfo, node *corev1.Node, topologyLabel string, now time.Ti
 	}
 
 	_, n.leaderHint = a[kilov1alpha1.AnnotationLeader]
+	locationSource := kilov1alpha1.AnnotationLocation
 	if loc, ok := a[kilov1alpha1.AnnotationLocation]; ok {
 		n.location = loc
 	} else {
-		n.location = node.Labels[topologyLabel]
+		n.location, locationSource = node.Labels[topologyLabel], "label "+topologyLabel
+	}
+	locProblem := locationProblem(n.location)
+	if locProblem != "" {
+		n.location = ""
 	}
 
 	forceEndpoint, forceErr := parseKiloEndpoint(a[kilov1alpha1.AnnotationForceEndpoint])
@@ -115,7 +120,7 @@ func parseNode(n *nodeInfo, node *corev1.Node, topologyLabel string, now time.Ti
 		if v, err := strconv.ParseInt(s, 10, 64); err == nil && v >= 0 && v <= 65535 {
 			n.keepalive = int(v)
 		} else {
-			n.note(NoteMalformedAnnotation, "%s=%q is not a keepalive interval in seconds; kg reads it as 0", kilov1alpha1.AnnotationPersistentKeepalive, s)
+			n.note(NoteMalformedAnnotation, "%s=%s is not a keepalive interval in seconds; kg reads it as 0", kilov1alpha1.AnnotationPersistentKeepalive, memberText(s))
 		}
 	}
 
@@ -123,7 +128,7 @@ func parseNode(n *nodeInfo, node *corev1.Node, topologyLabel string, now time.Ti
 		for _, item := range strings.Split(s, ",") {
 			p, err := netip.ParsePrefix(item)
 			if err != nil {
-				n.note(NoteMalformedAnnotation, "%s entry %q is not a CIDR; kg ignores it", kilov1alpha1.AnnotationAllowedLocationIPs, item)
+				n.note(NoteMalformedAnnotation, "%s entry %s is not a CIDR; kg ignores it", kilov1alpha1.AnnotationAllowedLocationIPs, memberText(item))
 				continue
 			}
 			n.locationIPs = append(n.locationIPs, canonical(p))
@@ -134,7 +139,7 @@ func parseNode(n *nodeInfo, node *corev1.Node, topologyLabel string, now time.Ti
 		if p, err := netip.ParsePrefix(s); err == nil {
 			n.wireguardIP = netip.PrefixFrom(p.Addr().Unmap(), p.Bits())
 		} else {
-			n.note(NoteMalformedAnnotation, "%s=%q is not an address with a mask", kilov1alpha1.AnnotationWireGuardIP, s)
+			n.note(NoteMalformedAnnotation, "%s=%s is not an address with a mask", kilov1alpha1.AnnotationWireGuardIP, memberText(s))
 		}
 	}
 	n.granularity = a[kilov1alpha1.AnnotationGranularity]
@@ -149,7 +154,9 @@ func parseNode(n *nodeInfo, node *corev1.Node, topologyLabel string, now time.Ti
 	case podProblem == ReasonNoPodCIDR:
 		n.skip(ReasonNoPodCIDR, "spec.podCIDR is empty: the node has no pod network yet")
 	case podProblem == ReasonInvalidPodCIDR:
-		n.skip(ReasonInvalidPodCIDR, "spec.podCIDR %q is not a CIDR", node.Spec.PodCIDR)
+		n.skip(ReasonInvalidPodCIDR, "spec.podCIDR %s is not a CIDR", memberText(node.Spec.PodCIDR))
+	case locProblem != "":
+		n.skip(ReasonInvalidLocation, "the location (%s) is %s, so it cannot name a group", locationSource, locProblem)
 	case n.kiloEndpoint.IsZero():
 		n.skip(ReasonNoEndpoint, "neither %s nor %s holds a valid host:port", kilov1alpha1.AnnotationForceEndpoint, kilov1alpha1.AnnotationEndpoint)
 	default:
@@ -175,7 +182,7 @@ func parseInternalIP(n *nodeInfo, a map[string]string) netip.Addr {
 		if p, err := netip.ParsePrefix(s); err == nil {
 			return p.Addr().Unmap()
 		}
-		n.note(NoteMalformedAnnotation, "%s=%q is not an address with a mask; kg falls back to %s", kilov1alpha1.AnnotationForceInternalIP, s, kilov1alpha1.AnnotationInternalIP)
+		n.note(NoteMalformedAnnotation, "%s=%s is not an address with a mask; kg falls back to %s", kilov1alpha1.AnnotationForceInternalIP, memberText(s), kilov1alpha1.AnnotationInternalIP)
 	}
 	s := a[kilov1alpha1.AnnotationInternalIP]
 	if s == "" {
@@ -183,7 +190,7 @@ func parseInternalIP(n *nodeInfo, a map[string]string) netip.Addr {
 	}
 	p, err := netip.ParsePrefix(s)
 	if err != nil {
-		n.note(NoteMalformedAnnotation, "%s=%q is not an address with a mask; kg treats the node as having no internal IP", kilov1alpha1.AnnotationInternalIP, s)
+		n.note(NoteMalformedAnnotation, "%s=%s is not an address with a mask; kg treats the node as having no internal IP", kilov1alpha1.AnnotationInternalIP, memberText(s))
 		return netip.Addr{}
 	}
 	return p.Addr().Unmap()

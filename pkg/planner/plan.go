@@ -41,6 +41,9 @@ type planner struct {
 	scratch []byte
 	// otherMeshIndexes are the claims of other meshes by (target, source).
 	otherMeshIndexes map[[2]int]*prefixIndex
+	// refusedEndpoints say why a ready export may not be a Peer on the
+	// local cluster for its endpoint; nil when none is refused.
+	refusedEndpoints map[*export]string
 }
 
 // Compute plans a mesh: for every member cluster, the decision on each of
@@ -65,7 +68,8 @@ func Compute(in Input) (*Plan, error) {
 	for _, s := range pl.sources {
 		pl.anyKept = pl.anyKept || s.keepReason != ""
 	}
-	pl.hostRestricted = pl.restrictedByHostAccess()
+	pl.checkHostEndpoints()
+	pl.hostRestricted = pl.restrictedByHostAccess() || pl.refusedEndpoints != nil
 
 	plan := &Plan{
 		View: meshv1alpha1.ClusterMeshPlan{

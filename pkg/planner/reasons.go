@@ -17,6 +17,10 @@ const (
 	ReasonDuplicateNode    = "DuplicateNodeName"
 	// The member cluster's Node is heavier than the server keeps of one.
 	ReasonNodeTooLarge = "NodeTooLarge"
+	// The member's Node has a name Kubernetes would not store, or a
+	// location that cannot name a group (too long, not printable).
+	ReasonInvalidNodeName = "InvalidNodeName"
+	ReasonInvalidLocation = "InvalidLocation"
 
 	// Kilo counts the node, but its addresses fail containment.
 	ReasonPodCIDROutsideDeclared = "PodCIDROutsideDeclared"
@@ -65,6 +69,10 @@ const (
 	ConflictOutsideHostAccess = "OutsideHostAccess"
 	// Another mesh, created earlier, claims them on a cluster both use.
 	ConflictCIDRClaimedByOtherMesh = "CIDRClaimedByOtherMesh"
+	// More Peers, or heavier ones, than the grants allow on the local cluster.
+	ConflictTooManyHostPeers = "TooManyHostPeers"
+	// An endpoint the server's address policy refuses on the local cluster.
+	ConflictEndpointNotAllowed = "EndpointNotAllowed"
 )
 
 // IsNetworkConflict reports whether a conflict is about the mesh's
@@ -116,6 +124,11 @@ var conflictIsNetwork = map[string]bool{
 	// the networks.
 	ConflictHostAccessDenied:  false,
 	ConflictOutsideHostAccess: false,
+	// The grants bound how much the mesh puts on the local cluster; its
+	// networks may be fine.
+	ConflictTooManyHostPeers: false,
+	// A node's endpoint, not a network, is refused.
+	ConflictEndpointNotAllowed: false,
 }
 
 // Warning reasons: the plan stands, but traffic may not flow.
@@ -136,6 +149,7 @@ const (
 	WarningCredentialExpiring      = "CredentialExpiring"
 	WarningCredentialExpired       = "CredentialExpired"
 	WarningNodesTooLarge           = "NodesTooLarge"
+	WarningInvalidNodes            = "InvalidNodes"
 )
 
 // Reasons a managed Peer is kept as it is.

@@ -69,6 +69,8 @@ func TestIsNetworkConflict(t *testing.T) {
 		"ConflictDuplicateNode":          {ConflictDuplicateNode, false},
 		"ConflictHostAccessDenied":       {ConflictHostAccessDenied, false},
 		"ConflictOutsideHostAccess":      {ConflictOutsideHostAccess, false},
+		"ConflictTooManyHostPeers":       {ConflictTooManyHostPeers, false},
+		"ConflictEndpointNotAllowed":     {ConflictEndpointNotAllowed, false},
 	}
 	consts := conflictConstants(t)
 	for name, value := range consts {

@@ -108,6 +108,7 @@ func (pl *planner) planTarget(t *source) (meshv1alpha1.TargetPlan, []*kilov1alph
 		desired = pl.checked(t, &x, kept, &tp, keptNames)
 	}
 	slices.SortFunc(tp.Kept, func(a, b meshv1alpha1.KeptPeer) int { return strings.Compare(a.Name, b.Name) })
+	desired = pl.limitHostPeers(t, desired, keptNames)
 	tp.DesiredPeers = int32(len(desired))
 	if t.reachable {
 		diff(&tp, desired, keptNames, x.managed)
@@ -144,6 +145,11 @@ func (pl *planner) checked(t *source, x *existingPeers, kept []keptPeer, tp *mes
 			// A policy decision: the Peer goes, also if it exists.
 			reason, lead := pl.hostConflict()
 			pl.issues.conflict(reason, pl.sources[e.src].name, t.name, lead, e.name)
+			continue
+		}
+		if why := pl.refusedEndpoint(t, e); why != "" {
+			// A policy decision, like host access: the Peer goes.
+			pl.issues.conflict(ConflictEndpointNotAllowed, pl.sources[e.src].name, t.name, endpointLead, why)
 			continue
 		}
 		if reason, lead, item := pl.withheld(t, e, x); reason != "" {
@@ -231,7 +237,7 @@ func (pl *planner) withheld(t *source, e *export, x *existingPeers) (reason, lea
 	if f := x.foreignByName[e.name]; f != nil {
 		item = fmt.Sprintf("%s (group %s): a Peer this mesh does not manage has the name", e.name, g)
 		if f.Labels[LabelMeshNamespace] == pl.in.MeshNamespace && f.Labels[LabelMeshName] == pl.in.MeshName {
-			item = fmt.Sprintf("%s (group %s) was left by an earlier ClusterMesh of the same name (mesh-uid %q); delete it", e.name, g, f.Labels[LabelMeshUID])
+			item = fmt.Sprintf("%s (group %s) was left by an earlier ClusterMesh of the same name (mesh-uid %s); delete it", e.name, g, memberText(f.Labels[LabelMeshUID]))
 		}
 		return ConflictNameTaken, "Peer names already taken by Peers this mesh does not manage; not planned", item
 	}

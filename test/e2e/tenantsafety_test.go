@@ -321,8 +321,24 @@ spec:
 		if err := rc.allMatchView(t, first); err != nil {
 			t.Errorf("the earlier mesh's Peers: %v", err)
 		}
+		// The later mesh's claim overlaps the earlier mesh's network of
+		// cluster 1, on clusters both use: the earlier mesh claimed it
+		// first, so its updates are not refused for it.
+		patch := `[{"op":"add","path":"/spec/clusters/1/persistentKeepalive","value":25}]`
+		if _, stderr, err := rc.env.Kubectl(context.Background(), framework.HostCluster, framework.UserAdmin, "-n", rc.ns, "patch", "clustermesh", "first", "--type=json", "-p", patch); err != nil {
+			t.Errorf("the earlier mesh's update was refused for the later mesh's claim: %v\n%s", err, stderr)
+		} else {
+			undo := `[{"op":"remove","path":"/spec/clusters/1/persistentKeepalive"}]`
+			if _, stderr, err := rc.env.Kubectl(context.Background(), framework.HostCluster, framework.UserAdmin, "-n", rc.ns, "patch", "clustermesh", "first", "--type=json", "-p", undo); err != nil {
+				t.Errorf("undoing the update: %v\n%s", err, stderr)
+			}
+		}
 		ts.delete(t, ns, "late")
 	})
+
+	t.Run("a grant bounds the count and bytes of a mesh's Peers on the host", ts.testHostPeerLimits)
+	t.Run("what members write is bounded and escaped, and their endpoints judged, before it reaches the host", ts.testMemberStrings)
+	t.Run("a kubeconfig borrowing the host's identity claims nothing and blocks nobody", ts.testBorrowedIdentity(first))
 
 	t.Run("a mesh deleted while the server was stopped leaves no Peer", ts.testDeletedWhileStopped)
 

@@ -2,6 +2,7 @@ package framework
 
 import (
 	"bufio"
+	"encoding/json"
 	"fmt"
 	"net/http"
 	"strconv"
@@ -24,6 +25,9 @@ type FakeContent struct {
 	// PodCIDRPerNode gives Node number n the pod CIDR 10.200.0.0 + 16n /28,
 	// so that no two Nodes share one (by default, 256 Nodes share a /24).
 	PodCIDRPerNode bool
+	// NodeAnnotations, when set, gives Node i these annotations besides
+	// (or instead of) the Kilo ones it has anyway.
+	NodeAnnotations func(i int64) map[string]string
 	// PeerFlood makes every watch of Peers stream ADDED events of new
 	// Peers, as fast as the client reads them, until it goes or the member
 	// holds MaxFloodPeers Peers; the Peers added are listed afterwards.
@@ -120,10 +124,18 @@ func (f *FakeMember) nodeJSON(i int64) string {
 	if f.Content.NodeLabelBytes > 0 {
 		fat = `,"fat":"` + strings.Repeat("x", f.Content.NodeLabelBytes) + `"`
 	}
+	annotations := map[string]string{"kilo.squat.ai/key": fakeKey(i), "kilo.squat.ai/endpoint": fmt.Sprintf("203.0.113.%d:51820", i%250+1),
+		"kilo.squat.ai/last-seen": strconv.FormatInt(time.Now().Unix(), 10)}
+	if f.Content.NodeAnnotations != nil {
+		for k, v := range f.Content.NodeAnnotations(i - f.Content.FirstNode) {
+			annotations[k] = v
+		}
+	}
+	a, _ := json.Marshal(annotations)
 	return fmt.Sprintf(`{"metadata":{"name":"fake-%06d","uid":"fake-node-%d","resourceVersion":"1","labels":{"topology.kubernetes.io/region":"fake"%s},`+
-		`"annotations":{"kilo.squat.ai/key":"%s","kilo.squat.ai/endpoint":"203.0.113.%d:51820","kilo.squat.ai/last-seen":"%d"}},`+
+		`"annotations":%s},`+
 		`"spec":{"podCIDR":"%s"},"status":{"addresses":[{"type":"InternalIP","address":"192.168.%d.%d"}]}}`,
-		i, i, fat, fakeKey(i), i%250+1, time.Now().Unix(), podCIDR, i/256%256, i%256)
+		i, i, fat, a, podCIDR, i/256%256, i%256)
 }
 
 func peerJSON(i int64) string {

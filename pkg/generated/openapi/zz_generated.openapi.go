@@ -718,6 +718,20 @@ func schema_pkg_apis_mesh_v1alpha1_ClusterMeshGrantSpec(ref common.ReferenceCall
 							},
 						},
 					},
+					"maxHostPeers": {
+						SchemaProps: spec.SchemaProps{
+							Description: "maxHostPeers is the most Peers one covered mesh may put on the host (default 1000). Beyond it, Peers are left out in name order and the plan says so (TooManyHostPeers). Of several covering grants the largest value applies.",
+							Type:        []string{"integer"},
+							Format:      "int32",
+						},
+					},
+					"maxHostPeerKiB": {
+						SchemaProps: spec.SchemaProps{
+							Description: "maxHostPeerKiB bounds what the Peers of one covered mesh on the host weigh together, in KiB (default 8192): their names, labels, annotations and specs, plus 512 bytes each for what the API and etcd add. Of several covering grants the largest value applies.",
+							Type:        []string{"integer"},
+							Format:      "int32",
+						},
+					},
 				},
 			},
 		},
@@ -1615,6 +1629,19 @@ func schema_pkg_apis_mesh_v1alpha1_HostAccessPlan(ref common.ReferenceCallback) 
 									},
 								},
 							},
+						},
+					},
+					"maxPeers": {
+						SchemaProps: spec.SchemaProps{
+							Description: "maxPeers and maxPeerKiB bound the mesh's Peers on the local cluster when basis is Grant (the grants' maxHostPeers and maxHostPeerKiB).",
+							Type:        []string{"integer"},
+							Format:      "int32",
+						},
+					},
+					"maxPeerKiB": {
+						SchemaProps: spec.SchemaProps{
+							Type:   []string{"integer"},
+							Format: "int32",
 						},
 					},
 					"gracePeriodEnds": {

@@ -40,7 +40,7 @@ whole typed plan.`,
 			if output != "" {
 				return cli.PrintObject(o.Out, plan, output)
 			}
-			RenderPlan(o.Out, plan)
+			RenderPlan(cli.Terminal(o.Out), plan)
 			return nil
 		},
 	}
@@ -242,7 +242,7 @@ with --cluster.`,
 			if err != nil {
 				return err
 			}
-			return RenderWhy(o.Out, plan, args[1], cluster)
+			return RenderWhy(cli.Terminal(o.Out), plan, args[1], cluster)
 		},
 	}
 	cmd.Flags().StringVar(&cluster, "cluster", "", "the member cluster of the node")

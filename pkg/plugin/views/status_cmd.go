@@ -69,7 +69,7 @@ func runStatus(ctx context.Context, o *cli.Options, name string, wait bool, time
 			return cli.Explain(err, what)
 		}
 	}
-	RenderStatus(o.Out, mesh)
+	RenderStatus(cli.Terminal(o.Out), mesh)
 	if Ready(mesh) {
 		return nil
 	}

@@ -77,7 +77,32 @@ type ClusterMeshGrantSpec struct {
 	// +optional
 	// +listType=atomic
 	MemberServers []string `json:"memberServers,omitempty"`
+	// maxHostPeers is the most Peers one covered mesh may put on the host
+	// (default 1000). Beyond it, Peers are left out in name order and the
+	// plan says so (TooManyHostPeers). Of several covering grants the
+	// largest value applies.
+	// +optional
+	MaxHostPeers *int32 `json:"maxHostPeers,omitempty"`
+	// maxHostPeerKiB bounds what the Peers of one covered mesh on the host
+	// weigh together, in KiB (default 8192): their names, labels,
+	// annotations and specs, plus 512 bytes each for what the API and etcd
+	// add. Of several covering grants the largest value applies.
+	// +optional
+	MaxHostPeerKiB *int32 `json:"maxHostPeerKiB,omitempty"`
 }
+
+// Defaults and bounds of the host Peer limits of a grant. A thousand Peers
+// is a mesh of a thousand groups (nodes under full granularity); each
+// Peer weighs about 1 KiB, so 8 MiB leaves room for groups with many pod
+// networks and stays far below etcd's default quota of 2 GiB.
+const (
+	DefaultMaxHostPeers   = 1000
+	DefaultMaxHostPeerKiB = 8192
+	// MaxHostPeersLimit and MaxHostPeerKiBLimit are the largest values a
+	// grant may set: 100,000 Peers, 1 GiB.
+	MaxHostPeersLimit   = 100_000
+	MaxHostPeerKiBLimit = 1 << 20
+)
 
 // +k8s:deepcopy-gen:interfaces=k8s.io/apimachinery/pkg/runtime.Object
 

@@ -323,6 +323,12 @@ type HostAccessPlan struct {
 	// +optional
 	// +listType=atomic
 	LocalNetworks []string `json:"localNetworks,omitempty"`
+	// maxPeers and maxPeerKiB bound the mesh's Peers on the local cluster
+	// when basis is Grant (the grants' maxHostPeers and maxHostPeerKiB).
+	// +optional
+	MaxPeers int32 `json:"maxPeers,omitempty"`
+	// +optional
+	MaxPeerKiB int32 `json:"maxPeerKiB,omitempty"`
 	// gracePeriodEnds is when a mesh stored before grants existed, and
 	// covered by none, loses its Peers on the local cluster.
 	// +optional

@@ -179,6 +179,16 @@ func (in *ClusterMeshGrantSpec) DeepCopyInto(out *ClusterMeshGrantSpec) {
 		*out = make([]string, len(*in))
 		copy(*out, *in)
 	}
+	if in.MaxHostPeers != nil {
+		in, out := &in.MaxHostPeers, &out.MaxHostPeers
+		*out = new(int32)
+		**out = **in
+	}
+	if in.MaxHostPeerKiB != nil {
+		in, out := &in.MaxHostPeerKiB, &out.MaxHostPeerKiB
+		*out = new(int32)
+		**out = **in
+	}
 	return
 }
 

@@ -1,6 +1,7 @@
 package validation
 
 import (
+	"fmt"
 	"net/netip"
 
 	apimachineryvalidation "k8s.io/apimachinery/pkg/api/validation"
@@ -58,6 +59,18 @@ func validateGrantSpec(spec *meshv1alpha1.ClusterMeshGrantSpec, path *field.Path
 	} {
 		_, listErrs := ParseCIDRList(list.cidrs, path.Child(list.name))
 		errs = append(errs, listErrs...)
+	}
+	for _, limit := range []struct {
+		name  string
+		value *int32
+		max   int32
+	}{
+		{"maxHostPeers", spec.MaxHostPeers, meshv1alpha1.MaxHostPeersLimit},
+		{"maxHostPeerKiB", spec.MaxHostPeerKiB, meshv1alpha1.MaxHostPeerKiBLimit},
+	} {
+		if limit.value != nil && (*limit.value < 1 || *limit.value > limit.max) {
+			errs = append(errs, field.Invalid(path.Child(limit.name), *limit.value, fmt.Sprintf("must be from 1 to %d", limit.max)))
+		}
 	}
 	return errs
 }

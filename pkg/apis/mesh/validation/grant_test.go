@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
 
 	meshv1alpha1 "github.com/kilo-mesh/kilo-mesh-apiserver/pkg/apis/mesh/v1alpha1"
 )
@@ -49,6 +50,13 @@ func TestValidateClusterMeshGrant(t *testing.T) {
 		// The two halves of the address space are explicit; the default route is refused as in meshes.
 		{name: "default route", mutate: func(g *meshv1alpha1.ClusterMeshGrant) { g.Spec.LocalNetworks = []string{"0.0.0.0/0"} }, want: []string{"spec.localNetworks[0]"}},
 		{name: "member server garbage", mutate: func(g *meshv1alpha1.ClusterMeshGrant) { g.Spec.MemberServers = []string{"api.example.com"} }, want: []string{"spec.memberServers[0]"}},
+		{name: "host Peer limits", mutate: func(g *meshv1alpha1.ClusterMeshGrant) {
+			g.Spec.MaxHostPeers, g.Spec.MaxHostPeerKiB = ptr.To[int32](5000), ptr.To[int32](meshv1alpha1.MaxHostPeerKiBLimit)
+		}},
+		{name: "no host Peer at all", mutate: func(g *meshv1alpha1.ClusterMeshGrant) { g.Spec.MaxHostPeers = ptr.To[int32](0) }, want: []string{"spec.maxHostPeers"}},
+		{name: "host Peers beyond the bound", mutate: func(g *meshv1alpha1.ClusterMeshGrant) {
+			g.Spec.MaxHostPeers, g.Spec.MaxHostPeerKiB = ptr.To[int32](meshv1alpha1.MaxHostPeersLimit+1), ptr.To[int32](-1)
+		}, want: []string{"spec.maxHostPeerKiB", "spec.maxHostPeers"}},
 		{name: "name not a subdomain", mutate: func(g *meshv1alpha1.ClusterMeshGrant) { g.Name = "Team A" }, want: []string{"metadata.name"}},
 		{name: "namespaced", mutate: func(g *meshv1alpha1.ClusterMeshGrant) { g.Namespace = "tenant-a" }, want: []string{"metadata.namespace"}},
 	}
