@@ -47,38 +47,6 @@ const (
 	overLimitRetry = 5 * time.Minute
 )
 
-// budget is what the caches of one cluster may weigh, Nodes and Peers
-// together.
-type budget struct {
-	max int64
-
-	mu   sync.Mutex
-	used map[string]int64 // by resource
-}
-
-func newBudget(maxBytes int64) *budget {
-	return &budget{max: maxBytes, used: map[string]int64{}}
-}
-
-// others is what the resources besides resource weigh now.
-func (b *budget) others(resource string) int64 {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	var n int64
-	for r, w := range b.used {
-		if r != resource {
-			n += w
-		}
-	}
-	return n
-}
-
-func (b *budget) set(resource string, w int64) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	b.used[resource] = w
-}
-
 // objectLimit lists and watches one resource of one cluster for its
 // informer, keeping of each object only what the cache keeps (keep), and
 // counting and weighing what the cache holds. A cluster over a limit fails
@@ -116,10 +84,7 @@ func (l *objectLimit) check(count int, total int64) *Error {
 		return l.tooMany(count)
 	}
 	if l.budget != nil {
-		if all := total + l.budget.others(l.resource); all > l.budget.max {
-			return newError(ErrCacheBudgetExceeded, "", fmt.Sprintf("the cluster's Nodes and Peers weigh more than the %d MiB this server keeps of one member cluster "+
-				"(--max-member-cache-mib, seen %d MiB when reading its %s); none of them is used", l.budget.max>>20, all>>20, l.resource))
-		}
+		return l.budget.check(l.resource, total)
 	}
 	return nil
 }
