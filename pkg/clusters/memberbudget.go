@@ -20,10 +20,18 @@ func newBudget(maxBytes int64) *budget {
 	return &budget{max: maxBytes, used: map[string]int64{}}
 }
 
-// others is what the resources besides resource weigh now.
-func (b *budget) others(resource string) int64 {
+// set records what resource weighs now, whatever the budget.
+func (b *budget) set(resource string, w int64) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
+	b.used[resource] = w
+	if b.shared != nil {
+		b.shared.set(b, b.othersLocked(resource)+w)
+	}
+}
+
+// othersLocked is what the resources besides resource weigh now.
+func (b *budget) othersLocked(resource string) int64 {
 	var n int64
 	for r, w := range b.used {
 		if r != resource {
@@ -33,29 +41,22 @@ func (b *budget) others(resource string) int64 {
 	return n
 }
 
-func (b *budget) set(resource string, w int64) {
+// charge sets the weight of resource to w unless that breaks a budget,
+// and then says which.
+func (b *budget) charge(resource string, w int64) *Error {
 	b.mu.Lock()
-	b.used[resource] = w
-	var all int64
-	for _, n := range b.used {
-		all += n
-	}
-	b.mu.Unlock()
-	if b.shared != nil {
-		b.shared.set(b, all)
-	}
-}
-
-// check says which budget the cluster breaks when its resource weighs w.
-func (b *budget) check(resource string, w int64) *Error {
-	all := w + b.others(resource)
+	defer b.mu.Unlock()
+	all := w + b.othersLocked(resource)
 	if all > b.max {
 		return newError(ErrCacheBudgetExceeded, "", fmt.Sprintf("the cluster's Nodes and Peers weigh more than the %d MiB this server keeps of one member cluster "+
 			"(--max-member-cache-mib, seen %d MiB when reading its %s); none of them is used", b.max>>20, all>>20, resource))
 	}
 	if b.shared != nil {
-		return b.shared.fits(b, all)
+		if err := b.shared.charge(b, all); err != nil {
+			return err
+		}
 	}
+	b.used[resource] = w
 	return nil
 }
 
@@ -148,10 +149,12 @@ func (s *sharedBudget) release(b *budget, namespace string) {
 func (s *sharedBudget) set(b *budget, w int64) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	c := s.clusters[b]
-	if c == nil {
-		return
+	if c := s.clusters[b]; c != nil {
+		s.setLocked(c, w)
 	}
+}
+
+func (s *sharedBudget) setLocked(c *charge, w int64) {
 	for ns := range c.namespaces {
 		s.namespaces[ns].weight += w - c.weight
 	}
@@ -159,13 +162,13 @@ func (s *sharedBudget) set(b *budget, w int64) {
 	c.weight = w
 }
 
-// fits says whether b may weigh w: it may while one namespace using it
+// charge records that b weighs w if it may: while one namespace using it
 // has room for it.
-func (s *sharedBudget) fits(b *budget, w int64) *Error {
+func (s *sharedBudget) charge(b *budget, w int64) *Error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	c := s.clusters[b]
-	if c == nil || len(c.namespaces) == 0 {
+	if c == nil {
 		return nil
 	}
 	sum := s.sum + w - c.weight
@@ -176,6 +179,7 @@ func (s *sharedBudget) fits(b *budget, w int64) *Error {
 		share := s.perNamespace == 0 || use <= s.perNamespace
 		total := s.total == 0 || sum <= s.total || (use <= fair && sum <= 2*s.total)
 		if share && total {
+			s.setLocked(c, w)
 			return nil
 		}
 		most = max(most, use)

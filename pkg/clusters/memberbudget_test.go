@@ -54,7 +54,7 @@ func TestSharedBudget(t *testing.T) {
 				}
 				b.set(resourceNodes, h.weight)
 				if h.weight == 0 {
-					err := b.check(resourceNodes, tc.check.weight)
+					err := b.charge(resourceNodes, tc.check.weight)
 					if (err != nil) != tc.wantErr || (err != nil && (err.Reason != ErrNamespaceBudgetExceeded || !strings.Contains(err.Message, tc.wantText))) {
 						t.Errorf("check(%d MiB) = %v, want an error %v with %q", tc.check.weight/mib, err, tc.wantErr, tc.wantText)
 					}
@@ -95,7 +95,7 @@ func TestSharedBudgetRelease(t *testing.T) {
 }
 
 // TestObjectLimitNamespaceBudget: a list that takes the namespace over its
-// share stops there, and says why.
+// share stops there, says why, and leaves the budget as it found it.
 func TestObjectLimitNamespaceBudget(t *testing.T) {
 	clk := clocktesting.NewFakeClock(time.Now())
 	s := newSharedBudget(64<<20, 8<<20)
@@ -113,6 +113,9 @@ func TestObjectLimitNamespaceBudget(t *testing.T) {
 	}
 	if f.lists > 2 {
 		t.Errorf("read %d pages past the share", f.lists)
+	}
+	if s.sum != 5<<20 {
+		t.Errorf("the refused list still charged: %d bytes in all", s.sum)
 	}
 	other.set(resourceNodes, 1<<20)
 	clk.Step(overLimitRetry)
