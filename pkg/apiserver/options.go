@@ -16,6 +16,8 @@ import (
 	genericoptions "k8s.io/apiserver/pkg/server/options"
 	"k8s.io/apiserver/pkg/util/compatibility"
 	utilfeature "k8s.io/apiserver/pkg/util/feature"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
 	"k8s.io/klog/v2"
 	netutils "k8s.io/utils/net"
 
@@ -269,6 +271,17 @@ func (o *Options) Config() (*Config, error) {
 	c.FeatureGate = utilfeature.DefaultFeatureGate
 	if err := o.RecommendedOptions.ApplyTo(c); err != nil {
 		return nil, fmt.Errorf("applying options: %w", err)
+	}
+	// Admission's Secret reads get a client of their own, so that tenants'
+	// writes wait behind no other request of the server (nor it behind them).
+	if c.ClientConfig != nil {
+		secretCfg := rest.CopyConfig(c.ClientConfig)
+		secretCfg.QPS, secretCfg.Burst = meshadmission.SecretClientQPS, meshadmission.SecretClientBurst
+		secretClient, err := kubernetes.NewForConfig(secretCfg)
+		if err != nil {
+			return nil, fmt.Errorf("building admission's client of Secrets: %w", err)
+		}
+		o.admission.SetExternalKubeClientSet(secretClient)
 	}
 	if o.selfManagedCert {
 		certs, err := servingcert.NewForConfig(*o.ServingCert, c.ClientConfig)
