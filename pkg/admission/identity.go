@@ -64,17 +64,18 @@ type Cached interface {
 func (k *kubeconfigs) servers(ctx context.Context, mesh *meshv1alpha1.ClusterMesh, cached Cached) ([]string, error) {
 	out := make([]string, len(mesh.Spec.Clusters))
 	data := make([][]byte, len(mesh.Spec.Clusters))
+	keys := make([]string, len(mesh.Spec.Clusters))
 	uncached := map[string][]int{} // Secret name -> entries
 	for i, c := range mesh.Spec.Clusters {
 		ref := c.KubeconfigSecretRef
 		if c.Local || ref == nil {
 			continue
 		}
-		key := ref.Key
-		if key == "" {
-			key = meshv1alpha1.DefaultKubeconfigKey
+		keys[i] = ref.Key
+		if keys[i] == "" {
+			keys[i] = meshv1alpha1.DefaultKubeconfigKey
 		}
-		if d, known := cached.CachedKubeconfig(types.NamespacedName{Namespace: mesh.Namespace, Name: ref.Name}, key); known {
+		if d, known := cached.CachedKubeconfig(types.NamespacedName{Namespace: mesh.Namespace, Name: ref.Name}, keys[i]); known {
 			data[i] = d
 			continue
 		}
@@ -97,11 +98,7 @@ func (k *kubeconfigs) servers(ctx context.Context, mesh *meshv1alpha1.ClusterMes
 			return nil, apierrors.NewInternalError(fmt.Errorf("reading Secret %s/%s: %w", mesh.Namespace, name, err))
 		}
 		for _, i := range uncached[name] {
-			key := mesh.Spec.Clusters[i].KubeconfigSecretRef.Key
-			if key == "" {
-				key = meshv1alpha1.DefaultKubeconfigKey
-			}
-			data[i] = secret.Data[key]
+			data[i] = secret.Data[keys[i]]
 		}
 	}
 	for i, d := range data {
