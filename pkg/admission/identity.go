@@ -3,10 +3,11 @@ package admission
 import (
 	"context"
 	"fmt"
+	"maps"
 	"slices"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
 
 	meshv1alpha1 "github.com/kilo-mesh/kilo-mesh-apiserver/pkg/apis/mesh/v1alpha1"
@@ -26,6 +27,7 @@ type Members interface {
 	ServerIdentities(server string) []string
 	// LocalIdentity is the local cluster's, "" while unknown.
 	LocalIdentity() string
+	Cached
 }
 
 var _ Members = (*clusters.Manager)(nil)
@@ -44,32 +46,63 @@ type entryRef struct {
 }
 
 // kubeconfigs reads the kubeconfig server of every remote entry of the
-// mesh from the mesh's own namespace; a missing Secret or key, or a
-// kubeconfig without a usable server, leaves the entry unknown (the member
-// caches report it once the mesh is stored).
+// mesh from the mesh's own namespace: from the member caches' Secret
+// watches where a stored mesh references the Secret, else from the local
+// cluster, within the bounds of reads (secretReads). A missing Secret or
+// key, or a kubeconfig without a usable server, leaves the entry unknown
+// (the member caches report it once the mesh is stored).
 type kubeconfigs struct {
 	client kubernetes.Interface
+	reads  *secretReads
 }
 
-func (k *kubeconfigs) servers(ctx context.Context, mesh *meshv1alpha1.ClusterMesh) ([]string, error) {
+// Cached reads Secrets from the member caches' Secret watches.
+type Cached interface {
+	CachedKubeconfig(secret types.NamespacedName, key string) (data []byte, known bool)
+}
+
+func (k *kubeconfigs) servers(ctx context.Context, mesh *meshv1alpha1.ClusterMesh, cached Cached) ([]string, error) {
 	out := make([]string, len(mesh.Spec.Clusters))
+	data := make([][]byte, len(mesh.Spec.Clusters))
+	keys := make([]string, len(mesh.Spec.Clusters))
+	uncached := map[string][]int{} // Secret name -> entries
 	for i, c := range mesh.Spec.Clusters {
 		ref := c.KubeconfigSecretRef
 		if c.Local || ref == nil {
 			continue
 		}
-		secret, err := k.client.CoreV1().Secrets(mesh.Namespace).Get(ctx, ref.Name, metav1.GetOptions{})
+		keys[i] = ref.Key
+		if keys[i] == "" {
+			keys[i] = meshv1alpha1.DefaultKubeconfigKey
+		}
+		if d, known := cached.CachedKubeconfig(types.NamespacedName{Namespace: mesh.Namespace, Name: ref.Name}, keys[i]); known {
+			data[i] = d
+			continue
+		}
+		uncached[ref.Name] = append(uncached[ref.Name], i)
+	}
+	if len(uncached) > 0 {
+		if err := k.reads.admit(mesh.Namespace, len(uncached)); err != nil {
+			return nil, err
+		}
+	}
+	for _, name := range slices.Sorted(maps.Keys(uncached)) {
+		secret, err := k.reads.get(ctx, k.client, mesh.Namespace, name)
 		if apierrors.IsNotFound(err) {
 			continue
 		}
+		if apierrors.IsTooManyRequests(err) {
+			return nil, err
+		}
 		if err != nil {
-			return nil, fmt.Errorf("reading Secret %s/%s: %w", mesh.Namespace, ref.Name, err)
+			return nil, apierrors.NewInternalError(fmt.Errorf("reading Secret %s/%s: %w", mesh.Namespace, name, err))
 		}
-		key := ref.Key
-		if key == "" {
-			key = meshv1alpha1.DefaultKubeconfigKey
+		for _, i := range uncached[name] {
+			data[i] = secret.Data[keys[i]]
 		}
-		if server, err := clusters.ServerIdentity(secret.Data[key]); err == nil {
+	}
+	for i, d := range data {
+		if server, err := clusters.ServerIdentity(d); d != nil && err == nil {
 			out[i] = server
 		}
 	}

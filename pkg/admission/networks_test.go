@@ -7,6 +7,7 @@ import (
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/cache"
 
 	meshv1alpha1 "github.com/kilo-mesh/kilo-mesh-apiserver/pkg/apis/mesh/v1alpha1"
@@ -62,6 +63,9 @@ type fakeMembers struct {
 func (f fakeMembers) Identities(m *meshv1alpha1.ClusterMesh) map[string]string { return f.ids[m.Name] }
 func (f fakeMembers) ServerIdentities(s string) []string                       { return f.servers[s] }
 func (f fakeMembers) LocalIdentity() string                                    { return f.local }
+func (f fakeMembers) CachedKubeconfig(types.NamespacedName, string) ([]byte, bool) {
+	return nil, false
+}
 
 // TestCheckOtherMeshes: only verified claims of other meshes count, on a
 // cluster both meshes may share, and a cluster's own networks are no conflict.

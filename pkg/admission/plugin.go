@@ -66,9 +66,9 @@ func (p *Plugin) Register(plugins *admission.Plugins) {
 func (p *Plugin) SetAuthorizer(a authorizer.Authorizer) { p.authorizer = a }
 
 // SetExternalKubeClientSet receives the client of the local cluster, where
-// kubeconfig Secrets live.
+// kubeconfig Secrets live; give it a limiter of its own (SecretClientQPS).
 func (p *Plugin) SetExternalKubeClientSet(c kubernetes.Interface) {
-	p.kubeconfigs = &kubeconfigs{client: c}
+	p.kubeconfigs = &kubeconfigs{client: c, reads: newSecretReads()}
 }
 
 // SetMeshes gives the plugin every stored mesh, the member-cluster caches
@@ -114,9 +114,9 @@ func (p *Plugin) Validate(ctx context.Context, a admission.Attributes, _ admissi
 	if meshes == nil || members == nil || policy == nil || !clusters.PolicySynced(policy) {
 		return apierrors.NewInternalError(fmt.Errorf("the mesh cache or the member server policy is not ready yet"))
 	}
-	servers, err := p.kubeconfigs.servers(ctx, mesh)
+	servers, err := p.kubeconfigs.servers(ctx, mesh, members)
 	if err != nil {
-		return apierrors.NewInternalError(err)
+		return err
 	}
 	errs := p.checkServers(ctx, mesh, servers, policy)
 	errs = append(errs, checkAllowed(mesh, p.allowed)...)

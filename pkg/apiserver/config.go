@@ -53,6 +53,10 @@ type ExtraConfig struct {
 	// tenant's member cluster, and what all its caches weigh.
 	MaxMemberPeers      int
 	MaxMemberCacheBytes int64
+	// MaxNamespaceCacheBytes and MaxMemberCacheTotalBytes bound what is
+	// cached of one namespace's member clusters and of all tenants'.
+	MaxNamespaceCacheBytes   int64
+	MaxMemberCacheTotalBytes int64
 	// Reconciler configures the controller that writes Peers.
 	Reconciler *reconciler.Options
 	// HostAccessGracePeriod is how long meshes stored before grants
@@ -116,6 +120,8 @@ func (c CompletedConfig) New() (*Server, error) {
 		MaxNodes:                   c.ExtraConfig.MaxMemberNodes,
 		MaxPeers:                   c.ExtraConfig.MaxMemberPeers,
 		MaxCacheBytes:              c.ExtraConfig.MaxMemberCacheBytes,
+		MaxNamespaceCacheBytes:     c.ExtraConfig.MaxNamespaceCacheBytes,
+		MaxTotalCacheBytes:         c.ExtraConfig.MaxMemberCacheTotalBytes,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("building the member-cluster caches: %w", err)

@@ -24,6 +24,15 @@ func goMemoryLimit(memoryLimit, gomemlimit string) (int64, error) {
 	if memoryLimit == "" || gomemlimit != "" {
 		return 0, nil
 	}
+	limit, err := parseMemoryLimit(memoryLimit)
+	return int64(float64(limit) * goMemoryShare), err
+}
+
+// parseMemoryLimit reads --memory-limit: 0 when empty.
+func parseMemoryLimit(memoryLimit string) (int64, error) {
+	if memoryLimit == "" {
+		return 0, nil
+	}
 	q, err := resource.ParseQuantity(memoryLimit)
 	if err != nil {
 		return 0, fmt.Errorf("--memory-limit=%q: %w", memoryLimit, err)
@@ -31,7 +40,44 @@ func goMemoryLimit(memoryLimit, gomemlimit string) (int64, error) {
 	if q.Sign() <= 0 {
 		return 0, fmt.Errorf("--memory-limit=%q must be positive", memoryLimit)
 	}
-	return int64(float64(q.Value()) * goMemoryShare), nil
+	return q.Value(), nil
+}
+
+// Defaults of the budget of all tenants' member data. What the caches keep
+// takes about 1.3 times its weight in heap, and a namespace within its fair
+// share may take the server to twice the total (clusters.Config): a quarter
+// of the container's limit keeps both, with the server's own 80-100 MiB and
+// the garbage of reading, under the limit.
+const (
+	memberCacheShareOfLimit = 4
+	// defaultMemberCacheTotalMiB applies without --memory-limit.
+	defaultMemberCacheTotalMiB = 1024
+	// namespacesPerTotal: one namespace gets half the total by default,
+	// so that one tenant never holds all of it.
+	namespacesPerTotal = 2
+)
+
+// memberCacheBudget is the budget of all tenants' member data and of one
+// namespace's, in bytes: the flags' values in MiB where set (non-zero),
+// else derived from --memory-limit.
+func memberCacheBudget(memoryLimit string, totalMiB, namespaceMiB int) (total, namespace int64, err error) {
+	limit, err := parseMemoryLimit(memoryLimit)
+	if err != nil {
+		return 0, 0, err
+	}
+	switch {
+	case totalMiB > 0:
+		total = int64(totalMiB) << 20
+	case limit > 0:
+		total = limit / memberCacheShareOfLimit
+	default:
+		total = defaultMemberCacheTotalMiB << 20
+	}
+	namespace = total / namespacesPerTotal
+	if namespaceMiB > 0 {
+		namespace = int64(namespaceMiB) << 20
+	}
+	return total, namespace, nil
 }
 
 // applyMemoryLimit sets Go's soft memory limit from --memory-limit.

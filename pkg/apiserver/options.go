@@ -16,6 +16,8 @@ import (
 	genericoptions "k8s.io/apiserver/pkg/server/options"
 	"k8s.io/apiserver/pkg/util/compatibility"
 	utilfeature "k8s.io/apiserver/pkg/util/feature"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
 	"k8s.io/klog/v2"
 	netutils "k8s.io/utils/net"
 
@@ -60,6 +62,11 @@ type Options struct {
 	// MaxMemberCacheMiB bounds the weight of what is cached of one
 	// tenant's member cluster, in MiB.
 	MaxMemberCacheMiB int
+	// MaxMemberCacheTotalMiB and MaxNamespaceMemberCacheMiB bound what is
+	// cached of all tenants' member clusters and of one namespace's; 0:
+	// derived from MemoryLimit (memberCacheBudget).
+	MaxMemberCacheTotalMiB     int
+	MaxNamespaceMemberCacheMiB int
 	// MemoryLimit is the container's memory limit; Go's heap is kept
 	// under a share of it (memlimit.go).
 	MemoryLimit string
@@ -138,6 +145,13 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	fs.IntVar(&o.MaxMemberCacheMiB, "max-member-cache-mib", o.MaxMemberCacheMiB,
 		"Most memory, in MiB, that what is cached of one member cluster reached with a tenant's kubeconfig may take, its Nodes and Peers together; "+
 			"a cluster needing more is not used, and its meshes say so.")
+	fs.IntVar(&o.MaxMemberCacheTotalMiB, "max-member-cache-total-mib", o.MaxMemberCacheTotalMiB,
+		"Most memory, in MiB, that what is cached of all member clusters reached with tenants' kubeconfigs may take together. Once it is taken, "+
+			"a namespace still gets its fair share (this divided among the namespaces using members), up to twice this in all. "+
+			"0: a quarter of --memory-limit, or 1024 without one.")
+	fs.IntVar(&o.MaxNamespaceMemberCacheMiB, "max-namespace-member-cache-mib", o.MaxNamespaceMemberCacheMiB,
+		"Most memory, in MiB, that what is cached of the member clusters of one namespace's meshes may take together; a cluster that would take "+
+			"the namespace over it is not used, and its meshes say so (NamespaceMemberBudgetExceeded). 0: half of --max-member-cache-total-mib.")
 	fs.StringVar(&o.MemoryLimit, "memory-limit", o.MemoryLimit,
 		"The memory limit of the server's container, e.g. 512Mi or the bytes the kubelet passes for limits.memory. Go's collector keeps the "+
 			"server's memory under 90% of it (unless GOMEMLIMIT is set), so that the garbage of reading member clusters' largest answers is "+
@@ -218,6 +232,9 @@ func (o *Options) Validate() error {
 	if o.MaxMemberNodes < 1 || o.MaxMemberPeers < 1 || o.MaxMemberCacheMiB < 1 {
 		errs = append(errs, fmt.Errorf("--max-member-nodes, --max-member-peers and --max-member-cache-mib must be positive"))
 	}
+	if o.MaxMemberCacheTotalMiB < 0 || o.MaxNamespaceMemberCacheMiB < 0 {
+		errs = append(errs, fmt.Errorf("--max-member-cache-total-mib and --max-namespace-member-cache-mib must not be negative"))
+	}
 	if o.selfManagedCert {
 		errs = append(errs, o.ServingCert.Validate()...)
 	}
@@ -255,6 +272,17 @@ func (o *Options) Config() (*Config, error) {
 	if err := o.RecommendedOptions.ApplyTo(c); err != nil {
 		return nil, fmt.Errorf("applying options: %w", err)
 	}
+	// Admission's Secret reads get a client of their own, so that tenants'
+	// writes wait behind no other request of the server (nor it behind them).
+	if c.ClientConfig != nil {
+		secretCfg := rest.CopyConfig(c.ClientConfig)
+		secretCfg.QPS, secretCfg.Burst = meshadmission.SecretClientQPS, meshadmission.SecretClientBurst
+		secretClient, err := kubernetes.NewForConfig(secretCfg)
+		if err != nil {
+			return nil, fmt.Errorf("building admission's client of Secrets: %w", err)
+		}
+		o.admission.SetExternalKubeClientSet(secretClient)
+	}
 	if o.selfManagedCert {
 		certs, err := servingcert.NewForConfig(*o.ServingCert, c.ClientConfig)
 		if err != nil {
@@ -264,6 +292,10 @@ func (o *Options) Config() (*Config, error) {
 		// whatever it holds.
 		c.SecureServing.Cert = certs
 		o.certs = certs
+	}
+	memberTotal, memberNamespace, err := memberCacheBudget(o.MemoryLimit, o.MaxMemberCacheTotalMiB, o.MaxNamespaceMemberCacheMiB)
+	if err != nil {
+		return nil, err
 	}
 	return &Config{GenericConfig: c, ExtraConfig: ExtraConfig{
 		Admission:                  o.admission,
@@ -275,6 +307,8 @@ func (o *Options) Config() (*Config, error) {
 		MaxMemberNodes:             o.MaxMemberNodes,
 		MaxMemberPeers:             o.MaxMemberPeers,
 		MaxMemberCacheBytes:        int64(o.MaxMemberCacheMiB) << 20,
+		MaxNamespaceCacheBytes:     memberNamespace,
+		MaxMemberCacheTotalBytes:   memberTotal,
 		Reconciler:                 o.Reconciler,
 		HostAccessGracePeriod:      o.HostAccessGracePeriod,
 	}}, nil

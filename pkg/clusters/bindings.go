@@ -190,6 +190,7 @@ func (m *Manager) acquireClusterLocked(mesh types.NamespacedName, id clusterID, 
 			maxNodes:      m.cfg.MaxNodes,
 			maxPeers:      m.cfg.MaxPeers,
 			maxCacheBytes: m.cfg.MaxCacheBytes,
+			shared:        m.shared,
 			onChange:      m.clusterChanged,
 			localUID:      m.localSystemUID,
 		}, id != localID, allowed)
@@ -197,12 +198,16 @@ func (m *Manager) acquireClusterLocked(mesh types.NamespacedName, id clusterID, 
 			return nil, newError(ErrKubeconfigInvalid, "", fmt.Sprintf("cannot build a client: %v", err))
 		}
 		m.clusters[id] = c
-		if m.ctx != nil && !m.stopped {
-			c.start(m.ctx, &m.wg)
-		}
 	}
 	c.refs++
 	c.meshes[mesh]++
+	// Charged before its first list, which the namespace's share bounds.
+	if c.budget != nil {
+		c.budget.shared.use(c.budget, mesh.Namespace)
+	}
+	if c.refs == 1 && m.ctx != nil && !m.stopped {
+		c.start(m.ctx, &m.wg)
+	}
 	return c, nil
 }
 
@@ -210,6 +215,9 @@ func (m *Manager) releaseClusterLocked(mesh types.NamespacedName, c *cluster) {
 	c.refs--
 	if c.meshes[mesh]--; c.meshes[mesh] <= 0 {
 		delete(c.meshes, mesh)
+	}
+	if c.budget != nil {
+		c.budget.shared.release(c.budget, mesh.Namespace)
 	}
 	if c.refs == 0 {
 		delete(m.clusters, c.id)

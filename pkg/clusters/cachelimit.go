@@ -47,38 +47,6 @@ const (
 	overLimitRetry = 5 * time.Minute
 )
 
-// budget is what the caches of one cluster may weigh, Nodes and Peers
-// together.
-type budget struct {
-	max int64
-
-	mu   sync.Mutex
-	used map[string]int64 // by resource
-}
-
-func newBudget(maxBytes int64) *budget {
-	return &budget{max: maxBytes, used: map[string]int64{}}
-}
-
-// others is what the resources besides resource weigh now.
-func (b *budget) others(resource string) int64 {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	var n int64
-	for r, w := range b.used {
-		if r != resource {
-			n += w
-		}
-	}
-	return n
-}
-
-func (b *budget) set(resource string, w int64) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	b.used[resource] = w
-}
-
 // objectLimit lists and watches one resource of one cluster for its
 // informer, keeping of each object only what the cache keeps (keep), and
 // counting and weighing what the cache holds. A cluster over a limit fails
@@ -110,16 +78,16 @@ type objectLimit struct {
 	overErr  *Error
 }
 
-// check says which limit count objects of total weight break, if any.
-func (l *objectLimit) check(count int, total int64) *Error {
+// admit says which limit count objects of total weight break, if any, and
+// charges the weight to the budget when none: a list charges what it has
+// read so far, so that the lists of a namespace's clusters running at once
+// see each other's.
+func (l *objectLimit) admit(count int, total int64) *Error {
 	if l.maxCount > 0 && count > l.maxCount {
 		return l.tooMany(count)
 	}
 	if l.budget != nil {
-		if all := total + l.budget.others(l.resource); all > l.budget.max {
-			return newError(ErrCacheBudgetExceeded, "", fmt.Sprintf("the cluster's Nodes and Peers weigh more than the %d MiB this server keeps of one member cluster "+
-				"(--max-member-cache-mib, seen %d MiB when reading its %s); none of them is used", l.budget.max>>20, all>>20, l.resource))
-		}
+		return l.budget.charge(l.resource, total)
 	}
 	return nil
 }
@@ -146,6 +114,10 @@ func (l *objectLimit) List(ctx context.Context, o metav1.ListOptions) (runtime.O
 	for {
 		pageMeta, page, err := l.page(ctx, o)
 		if err != nil {
+			l.mu.Lock()
+			kept := l.total
+			l.mu.Unlock()
+			l.setBudget(kept)
 			return nil, err
 		}
 		if len(page) > pageSize {
@@ -160,10 +132,12 @@ func (l *objectLimit) List(ctx context.Context, o metav1.ListOptions) (runtime.O
 			total += w - weights[name]
 			weights[name] = w
 			items = append(items, kept)
-			if e := l.check(len(weights), total); e != nil {
+			if e := l.admit(len(weights), total); e != nil {
 				l.mu.Lock()
 				l.overSeen, l.overErr = l.clock.Now(), e
+				kept := l.total
 				l.mu.Unlock()
+				l.setBudget(kept)
 				return nil, e
 			}
 		}
@@ -176,10 +150,16 @@ func (l *objectLimit) List(ctx context.Context, o metav1.ListOptions) (runtime.O
 	l.mu.Lock()
 	l.weights, l.total, l.overSeen, l.overErr = weights, total, time.Time{}, nil
 	l.mu.Unlock()
+	l.setBudget(total)
+	return l.newList(listMeta, items), nil
+}
+
+// setBudget charges what the cache holds after a list, or after a list
+// failed (what the cache held before it).
+func (l *objectLimit) setBudget(total int64) {
 	if l.budget != nil {
 		l.budget.set(l.resource, total)
 	}
-	return l.newList(listMeta, items), nil
 }
 
 func (l *objectLimit) page(ctx context.Context, o metav1.ListOptions) (metav1.ListMeta, []runtime.Object, error) {
@@ -226,11 +206,10 @@ func (l *objectLimit) counted(e watch.Event) (watch.Event, bool) {
 	}
 	count, total := len(l.weights), l.total
 	l.mu.Unlock()
-	if l.budget != nil {
-		l.budget.set(l.resource, total)
-	}
-	if e.Type != watch.Deleted {
-		if over := l.check(count, total); over != nil {
+	if e.Type == watch.Deleted {
+		l.setBudget(total)
+	} else {
+		if over := l.admit(count, total); over != nil {
 			return watch.Event{Type: watch.Error, Object: &metav1.Status{Status: metav1.StatusFailure, Code: 410,
 				Reason: metav1.StatusReasonExpired, Message: over.Message + "; relisting to count them"}}, true
 		}

@@ -185,7 +185,7 @@ func TestPeerLimitCount(t *testing.T) {
 	if s, ok := e.Object.(*metav1.Status); !ok || !strings.Contains(s.Message, "--max-member-peers") {
 		t.Errorf("a third Peer over a limit of two: %+v", e)
 	}
-	if b.others(resourceNodes) == 0 {
+	if b.used[resourcePeers] == 0 {
 		t.Error("the Peers' weight is not in the budget")
 	}
 }

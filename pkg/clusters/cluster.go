@@ -46,6 +46,8 @@ type clusterOptions struct {
 	maxNodes      int
 	maxPeers      int
 	maxCacheBytes int64
+	// shared is the budget of all tenants' member clusters.
+	shared *sharedBudget
 	// onChange is told of every change the meshes using the cluster may
 	// care about; it must not block.
 	onChange func(*cluster)
@@ -81,6 +83,9 @@ type cluster struct {
 	// bounded as the cluster's limits say.
 	nodeLimit *objectLimit
 	peerLimit *objectLimit
+	// budget bounds what the caches of a tenant's cluster weigh; nil for
+	// the local cluster.
+	budget *budget
 
 	// refs and meshes are guarded by Manager.mu.
 	refs   int
@@ -159,13 +164,13 @@ func newCluster(id clusterID, cfg *rest.Config, opts clusterOptions, remote bool
 	// its Peers are written by this server for every mesh with a grant, so
 	// a count or weight limit there would let one tenant's meshes stop all
 	// the others'. Its Nodes are counted all the same.
-	var b *budget
 	maxPeers := 0
 	if remote {
-		b, maxPeers = newBudget(opts.maxCacheBytes), opts.maxPeers
+		c.budget, maxPeers = newBudget(opts.maxCacheBytes), opts.maxPeers
+		c.budget.shared = opts.shared
 	}
-	c.nodeLimit = nodeLimit(kube.CoreV1().Nodes(), opts.maxNodes, b, opts.clock)
-	c.peerLimit = peerLimit(c.peerRead, maxPeers, b, opts.clock)
+	c.nodeLimit = nodeLimit(kube.CoreV1().Nodes(), opts.maxNodes, c.budget, opts.clock)
+	c.peerLimit = peerLimit(c.peerRead, maxPeers, c.budget, opts.clock)
 	c.nodes, err = c.newInformer(resourceNodes, &corev1.Node{}, c.nodeLimit)
 	if err != nil {
 		return nil, err
@@ -361,7 +366,7 @@ func (c *cluster) state() ClusterState {
 	if h.problem != nil {
 		st.Reason, st.LastError = h.problem.Reason, h.problem.Error()
 	}
-	if overLimit(st.Reason) || st.Reason == ErrIsLocalCluster {
+	if OverLimit(st.Reason) || st.Reason == ErrIsLocalCluster {
 		// Whatever the cache holds of such a cluster is a part of it.
 		st.Synced = false
 		return st

@@ -117,15 +117,21 @@ const (
 	// cluster, Nodes and Peers together, weighs more than
 	// Config.MaxCacheBytes; none of it is used.
 	ErrCacheBudgetExceeded Reason = "CacheBudgetExceeded"
+	// ErrNamespaceBudgetExceeded: what the caches would keep of the member
+	// clusters of the mesh's namespace, this one with the others, is more
+	// than the namespace's share (Config.MaxNamespaceCacheBytes, or its fair
+	// share of Config.MaxTotalCacheBytes once that is taken); this cluster
+	// is not used.
+	ErrNamespaceBudgetExceeded Reason = "NamespaceMemberBudgetExceeded"
 	// ErrAnswerTooLarge: an answer of the API server (a list page, one
 	// watch event) is larger than this server reads.
 	ErrAnswerTooLarge Reason = "AnswerTooLarge"
 )
 
-// overLimit reports whether a reason is one of the limits on what the
+// OverLimit reports whether a reason is one of the limits on what the
 // caches hold: such a cluster's caches are a part of it, never used.
-func overLimit(r Reason) bool {
-	return r == ErrTooManyNodes || r == ErrTooManyPeers || r == ErrCacheBudgetExceeded
+func OverLimit(r Reason) bool {
+	return r == ErrTooManyNodes || r == ErrTooManyPeers || r == ErrCacheBudgetExceeded || r == ErrNamespaceBudgetExceeded
 }
 
 // Error is an error of this package with its Reason. Its text never holds

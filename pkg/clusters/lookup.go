@@ -75,6 +75,28 @@ func (m *Manager) LocalIdentity() string {
 	return c.health.view().identity
 }
 
+// CachedKubeconfig is the data under key of a kubeconfig Secret as the
+// Secret watches of stored meshes hold it, for admission to read without a
+// request: known is false when no stored mesh references the Secret or it
+// is not read yet; data is nil when the Secret or its key does not exist.
+func (m *Manager) CachedKubeconfig(secret types.NamespacedName, key string) (data []byte, known bool) {
+	m.mu.RLock()
+	sw := m.secrets[secret]
+	m.mu.RUnlock()
+	if sw == nil {
+		return nil, false
+	}
+	data, err := sw.kubeconfig(key)
+	switch {
+	case err == nil:
+		return data, true
+	case err.Reason == ErrSecretNotFound || err.Reason == ErrSecretKeyNotFound:
+		return nil, true
+	default:
+		return nil, false
+	}
+}
+
 // Connection is one connection to a member cluster that the Manager holds
 // for some meshes, with what its caches hold.
 type Connection struct {

@@ -73,6 +73,12 @@ type Config struct {
 	// member cluster, Nodes and Peers together (default
 	// DefaultMaxCacheBytes); a cluster weighing more is not used.
 	MaxCacheBytes int64
+	// MaxNamespaceCacheBytes bounds the weight of what is cached of the
+	// member clusters of one namespace's meshes together, and
+	// MaxTotalCacheBytes of every tenant's (see sharedBudget); 0: no limit.
+	// A cluster over either is not used.
+	MaxNamespaceCacheBytes int64
+	MaxTotalCacheBytes     int64
 }
 
 // Manager keeps the member clusters of the meshes it is told about with
@@ -82,6 +88,7 @@ type Manager struct {
 	hasher       identityHasher
 	local        *rest.Config
 	secretClient kubernetes.Interface
+	shared       *sharedBudget
 	queue        workqueue.TypedInterface[types.NamespacedName]
 
 	mu       sync.RWMutex
@@ -157,6 +164,7 @@ func NewManager(cfg Config) (*Manager, error) {
 		hasher:       hasher,
 		local:        local,
 		secretClient: secretClient,
+		shared:       newSharedBudget(cfg.MaxTotalCacheBytes, cfg.MaxNamespaceCacheBytes),
 		queue:        workqueue.NewTypedWithConfig(workqueue.TypedQueueConfig[types.NamespacedName]{}),
 		log:          klog.Background().WithName("clusters"),
 		meshes:       map[types.NamespacedName]*meshState{},

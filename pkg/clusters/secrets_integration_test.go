@@ -11,6 +11,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 
 	meshv1alpha1 "github.com/kilo-mesh/kilo-mesh-apiserver/pkg/apis/mesh/v1alpha1"
@@ -29,6 +30,13 @@ func (h *harness) testSecretRotation(t *testing.T) {
 		t.Fatalf("member shows the wrong cluster before rotation")
 	}
 	hostNodes := len(m.Snapshot(mesh)["host"].Nodes)
+	// Admission reads the Secrets of stored meshes from these watches.
+	if data, known := m.CachedKubeconfig(types.NamespacedName{Namespace: ns, Name: "member"}, meshv1alpha1.DefaultKubeconfigKey); !known || len(data) == 0 {
+		t.Errorf("the watched Secret: %d bytes, known %v", len(data), known)
+	}
+	if _, known := m.CachedKubeconfig(types.NamespacedName{Namespace: ns, Name: "unreferenced"}, meshv1alpha1.DefaultKubeconfigKey); known {
+		t.Error("a Secret no mesh references is known")
+	}
 
 	// Watch the other cluster's state all along the rotations: no gap.
 	var gaps []string

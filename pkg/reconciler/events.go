@@ -2,6 +2,7 @@ package reconciler
 
 import (
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 	"sync"
@@ -11,6 +12,7 @@ import (
 	"k8s.io/client-go/tools/record"
 
 	meshv1alpha1 "github.com/kilo-mesh/kilo-mesh-apiserver/pkg/apis/mesh/v1alpha1"
+	"github.com/kilo-mesh/kilo-mesh-apiserver/pkg/clusters"
 	"github.com/kilo-mesh/kilo-mesh-apiserver/pkg/planner"
 )
 
@@ -108,6 +110,21 @@ func planEvents(plan *planner.Plan) []meshEvent {
 	expiring, expired := credentialWarnings(plan)
 	for _, w := range append(expired, expiring...) {
 		out = append(out, meshEvent{Type: corev1.EventTypeWarning, Reason: w.Reason, Message: issueText(w)})
+	}
+	return out
+}
+
+// limitEvents are the member clusters over a limit on what is cached of
+// them (their own, or their namespace's share of the server's memory): they
+// are not used until they shrink or the namespace's others do. The reason
+// is the cluster's (such as NamespaceMemberBudgetExceeded).
+func limitEvents(states map[string]clusters.ClusterState) []meshEvent {
+	var out []meshEvent
+	for _, name := range slices.Sorted(maps.Keys(states)) {
+		if st := states[name]; clusters.OverLimit(st.Reason) {
+			out = append(out, meshEvent{Type: corev1.EventTypeWarning, Reason: string(st.Reason),
+				Message: fmt.Sprintf("cluster %s is not used: %s", name, st.LastError)})
+		}
 	}
 	return out
 }

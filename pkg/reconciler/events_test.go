@@ -2,12 +2,15 @@ package reconciler
 
 import (
 	"fmt"
+	"reflect"
 	"slices"
 	"testing"
 
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 
 	meshv1alpha1 "github.com/kilo-mesh/kilo-mesh-apiserver/pkg/apis/mesh/v1alpha1"
+	"github.com/kilo-mesh/kilo-mesh-apiserver/pkg/clusters"
 	"github.com/kilo-mesh/kilo-mesh-apiserver/pkg/planner"
 )
 
@@ -75,5 +78,22 @@ func TestEventFilterAnnouncesChangesOnly(t *testing.T) {
 	f.forget(key)
 	if got := f.fresh(key, []meshEvent{a}); !slices.Equal(got, []meshEvent{a}) {
 		t.Errorf("after forget = %v, want a", got)
+	}
+}
+
+func TestLimitEvents(t *testing.T) {
+	states := map[string]clusters.ClusterState{
+		"b":    {Name: "b", Reason: clusters.ErrNamespaceBudgetExceeded, LastError: "over the share (NamespaceMemberBudgetExceeded)"},
+		"a":    {Name: "a", Reason: clusters.ErrTooManyNodes, LastError: "too many (TooManyNodes)"},
+		"down": {Name: "down", Reason: clusters.ErrUnreachable, LastError: "no answer"},
+		"ok":   {Name: "ok", Synced: true},
+	}
+	got := limitEvents(states)
+	want := []meshEvent{
+		{Type: corev1.EventTypeWarning, Reason: "TooManyNodes", Message: "cluster a is not used: too many (TooManyNodes)"},
+		{Type: corev1.EventTypeWarning, Reason: "NamespaceMemberBudgetExceeded", Message: "cluster b is not used: over the share (NamespaceMemberBudgetExceeded)"},
+	}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("got %+v\nwant %+v", got, want)
 	}
 }

@@ -101,6 +101,7 @@ func (r *Reconciler) sync(ctx context.Context, key types.NamespacedName) (syncRe
 	if plan != nil {
 		facts = append(facts, planEvents(plan)...)
 		facts = append(facts, grantedEvents(plan)...)
+		facts = append(facts, limitEvents(states)...)
 	}
 	r.report(mesh, plan, outcomes)
 	reportCredentials(mesh, states)

@@ -28,6 +28,10 @@ const (
 	tsMaxNodes    = 5000
 	tsMaxPeers    = 2000
 	tsMaxCacheMiB = 64
+	// tsNamespaceCacheMiB is above tsMaxCacheMiB, so that a member over the
+	// latter is refused for it, not for its namespace's share; the total
+	// is left at its default from --memory-limit.
+	tsNamespaceCacheMiB = 96
 )
 
 // tsServer runs the TestTenantSafety server with those limits, with the
@@ -45,7 +49,8 @@ func tsServer(t *testing.T) func(*framework.MeshServerOptions) {
 			fmt.Sprintf("--memory-limit=%d", memoryLimit),
 			fmt.Sprintf("--max-member-nodes=%d", tsMaxNodes),
 			fmt.Sprintf("--max-member-peers=%d", tsMaxPeers),
-			fmt.Sprintf("--max-member-cache-mib=%d", tsMaxCacheMiB))
+			fmt.Sprintf("--max-member-cache-mib=%d", tsMaxCacheMiB),
+			fmt.Sprintf("--max-namespace-member-cache-mib=%d", tsNamespaceCacheMiB))
 	}
 }
 
