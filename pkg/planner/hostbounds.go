@@ -88,11 +88,15 @@ func (pl *planner) checkHostEndpoints() {
 	}
 }
 
-// refusedEndpoint says why export e may not be a Peer on target t for its
-// endpoint, or "".
-func (pl *planner) refusedEndpoint(t *source, e *export) string {
-	if !t.entry.Local {
-		return ""
+// refusedEndpoint reports whether export e may not be a Peer on target t
+// for its endpoint, and records why.
+func (pl *planner) refusedEndpoint(t *source, e *export) bool {
+	why := ""
+	if t.entry.Local {
+		why = pl.refusedEndpoints[e]
 	}
-	return pl.refusedEndpoints[e]
+	if why != "" {
+		pl.issues.conflict(ConflictEndpointNotAllowed, pl.sources[e.src].name, t.name, endpointLead, why)
+	}
+	return why != ""
 }

@@ -20,6 +20,8 @@ const (
 	MaxLocationBytes = 128
 	// maxQuotedBytes is how much of a member's value a plan message quotes.
 	maxQuotedBytes = 64
+	// maxNodeNotes is how many notes the plan lists for one node.
+	maxNodeNotes = 16
 )
 
 // invalidNodesLead summarises the nodes left out for their name.

@@ -55,12 +55,13 @@ func TestMemberStringsBounded(t *testing.T) {
 	long := strings.Repeat("L", 30000)
 	annotate(node(t, in, "us", "us-1"), kilov1alpha1.AnnotationLocation, "fra\x1b]0;owned\x07")
 	annotate(node(t, in, "us", "us-2"), kilov1alpha1.AnnotationLocation, long)
-	annotate(node(t, in, "us", "us-3"), kilov1alpha1.AnnotationPersistentKeepalive, long+"\x1b", kilov1alpha1.AnnotationForceEndpoint, "\x1b[1m"+long)
+	annotate(node(t, in, "us", "us-3"), kilov1alpha1.AnnotationPersistentKeepalive, long+"\x1b", kilov1alpha1.AnnotationForceEndpoint, "\x1b[1m"+long,
+		kilov1alpha1.AnnotationAllowedLocationIPs, strings.Repeat("x,", 5000))
 	evil := readyNode("evil\x1b[2J", nil)
 	in.Clusters["us"] = ClusterSnapshot{Reachable: true, Nodes: append(in.Clusters["us"].Nodes, evil)}
 	p := mustCompute(t, in)
-	if len(decision(t, p, "us", "us-3").Notes) == 0 {
-		t.Fatal("us-3's malformed annotations made no note: the test checks nothing of notes")
+	if notes := len(decision(t, p, "us", "us-3").Notes); notes == 0 || notes > maxNodeNotes+1 {
+		t.Fatalf("us-3's malformed annotations made %d notes, want 1 to %d", notes, maxNodeNotes+1)
 	}
 
 	for node, reason := range map[string]string{"us-1": ReasonInvalidLocation, "us-2": ReasonInvalidLocation, memberText("evil\x1b[2J"): ReasonInvalidNodeName} {

@@ -42,8 +42,16 @@ type nodeInfo struct {
 	notes     []meshv1alpha1.PlanNote
 }
 
+// note records what is left out or ignored of the node. A member decides
+// how many there are (an annotation of thousands of malformed entries), so
+// past maxNodeNotes one last note says the rest were not listed.
 func (n *nodeInfo) note(reason, format string, args ...any) {
-	n.notes = append(n.notes, meshv1alpha1.PlanNote{Reason: reason, Message: fmt.Sprintf(format, args...)})
+	switch {
+	case len(n.notes) < maxNodeNotes:
+		n.notes = append(n.notes, meshv1alpha1.PlanNote{Reason: reason, Message: fmt.Sprintf(format, args...)})
+	case len(n.notes) == maxNodeNotes:
+		n.notes = append(n.notes, meshv1alpha1.PlanNote{Reason: reason, Message: "more notes of the node are not listed"})
+	}
 }
 
 func (n *nodeInfo) skip(reason, format string, args ...any) {

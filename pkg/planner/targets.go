@@ -7,8 +7,6 @@ import (
 	"slices"
 	"strings"
 
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-
 	kilov1alpha1 "github.com/kilo-mesh/kilo-mesh-apiserver/pkg/apis/kilo/v1alpha1"
 	meshv1alpha1 "github.com/kilo-mesh/kilo-mesh-apiserver/pkg/apis/mesh/v1alpha1"
 	"github.com/kilo-mesh/kilo-mesh-apiserver/pkg/apis/mesh/validation"
@@ -147,10 +145,8 @@ func (pl *planner) checked(t *source, x *existingPeers, kept []keptPeer, tp *mes
 			pl.issues.conflict(reason, pl.sources[e.src].name, t.name, lead, e.name)
 			continue
 		}
-		if why := pl.refusedEndpoint(t, e); why != "" {
-			// A policy decision, like host access: the Peer goes.
-			pl.issues.conflict(ConflictEndpointNotAllowed, pl.sources[e.src].name, t.name, endpointLead, why)
-			continue
+		if pl.refusedEndpoint(t, e) {
+			continue // a policy decision, like host access: the Peer goes
 		}
 		if reason, lead, item := pl.withheld(t, e, x); reason != "" {
 			pl.issues.conflict(reason, pl.sources[e.src].name, t.name, lead, item)
@@ -378,36 +374,4 @@ func (pl *planner) forTarget(t *source, e *export, template *kilov1alpha1.Peer, 
 	p := *template // shares the template's labels and annotations, read-only
 	p.Spec.AllowedIPs = keep
 	return &p, true
-}
-
-// keptCopy is an existing Peer reduced to what the planner manages, so that
-// applying it changes nothing and takes no ownership of others' fields.
-func keptCopy(p *kilov1alpha1.Peer) kilov1alpha1.Peer {
-	return kilov1alpha1.Peer{
-		TypeMeta: peerTypeMeta,
-		ObjectMeta: metav1.ObjectMeta{
-			Name:        p.Name,
-			Labels:      pick(p.Labels, managedLabelKeys),
-			Annotations: pick(p.Annotations, managedAnnotationKeys),
-		},
-		Spec: *p.Spec.DeepCopy(),
-	}
-}
-
-var (
-	managedLabelKeys      = []string{LabelManagedBy, LabelMeshNamespace, LabelMeshName, LabelMeshUID, LabelSourceCluster, LabelInstallation}
-	managedAnnotationKeys = []string{AnnotationSourceGroup, AnnotationSourceLeader}
-)
-
-func pick(m map[string]string, keys []string) map[string]string {
-	var out map[string]string
-	for _, k := range keys {
-		if v, ok := m[k]; ok {
-			if out == nil {
-				out = make(map[string]string, len(keys))
-			}
-			out[k] = v
-		}
-	}
-	return out
 }
