@@ -61,7 +61,7 @@ func (c *rcTest) testNamespaceDeletion(secretsFirst bool) func(t *testing.T) {
 		}
 
 		start := time.Now()
-		kubectl(t, admin, "delete", "namespace", ns, "--timeout="+(2*rcDeletionTimeout).String())
+		c.rc.env.KubectlT(t, framework.HostCluster, admin, "delete", "namespace", ns, "--timeout="+(2*rcDeletionTimeout).String())
 		if _, err := host.CoreV1().Namespaces().Get(ctx, ns, metav1.GetOptions{}); !apierrors.IsNotFound(err) {
 			t.Fatalf("the namespace is still there after kubectl delete: %v", err)
 		}
