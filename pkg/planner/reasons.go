@@ -32,6 +32,24 @@ const (
 	ReasonNoAdvertisedMember     = "NoAdvertisedMember"
 )
 
+// IsNetworkGroupReason reports whether a group is left out for the mesh's
+// networks (a wireguardCIDR that is malformed, too small or not kg's
+// --subnet; members whose addresses all fail containment) rather than for
+// its leader's endpoint, which is the nodes' state.
+func IsNetworkGroupReason(reason string) bool { return groupReasonIsNetwork[reason] }
+
+// groupReasonIsNetwork classes every reason a group is not exported for.
+var groupReasonIsNetwork = map[string]bool{
+	ReasonInvalidWireGuardCIDR:   true,
+	ReasonWireGuardCIDRExhausted: true,
+	ReasonWireGuardIPOutsideCIDR: true,
+	// Kilo counts the members, so they failed containment: their pod
+	// CIDRs lie outside the declared ones or are claimed twice.
+	ReasonNoAdvertisedMember:    true,
+	ReasonMalformedEndpoint:     false,
+	ReasonNoEndpointNoKeepalive: false,
+}
+
 // Node note reasons: something left out or ignored without skipping the node.
 const (
 	NoteInternalIPNotAdvertised = "InternalIPNotAdvertised"

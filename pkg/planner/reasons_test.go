@@ -100,3 +100,29 @@ func TestIsNetworkConflict(t *testing.T) {
 		t.Error("a reason that is not a conflict counts as a network conflict")
 	}
 }
+
+func TestIsNetworkGroupReason(t *testing.T) {
+	tests := map[string]struct {
+		reason string
+		want   bool
+	}{
+		"InvalidWireGuardCIDR":   {ReasonInvalidWireGuardCIDR, true},
+		"WireGuardCIDRExhausted": {ReasonWireGuardCIDRExhausted, true},
+		"WireGuardIPOutsideCIDR": {ReasonWireGuardIPOutsideCIDR, true},
+		"NoAdvertisedMember":     {ReasonNoAdvertisedMember, true},
+		"MalformedEndpoint":      {ReasonMalformedEndpoint, false},
+		"NoEndpointNoKeepalive":  {ReasonNoEndpointNoKeepalive, false},
+		"unknown":                {"SomethingNew", false},
+	}
+	for name, tt := range tests {
+		t.Run(name, func(t *testing.T) {
+			if got := IsNetworkGroupReason(tt.reason); got != tt.want {
+				t.Errorf("IsNetworkGroupReason(%q) = %v, want %v", tt.reason, got, tt.want)
+			}
+		})
+	}
+	// Every classed reason is in the table above.
+	if len(groupReasonIsNetwork) != len(tests)-1 {
+		t.Errorf("groupReasonIsNetwork classes %d reasons, the table %d", len(groupReasonIsNetwork), len(tests)-1)
+	}
+}
