@@ -14,9 +14,9 @@ const (
 	GranularityAuto Granularity = "Auto"
 	// GranularityLocation groups nodes by location; only each location's leader runs WireGuard.
 	GranularityLocation Granularity = "Location"
-	// GranularityFull makes every node its own group.
+	// GranularityFull (upstream Kilo) makes every node its own group, tunnelling to every other node, in its location or not; other clusters get one Peer per node.
 	GranularityFull Granularity = "Full"
-	// GranularityCross makes every node its own group (a widely deployed Kilo patch).
+	// GranularityCross (a widely deployed Kilo patch) tunnels only between locations: nodes of one location reach each other directly, while each node is its own group towards other locations; other clusters get one Peer per node, as with Full.
 	GranularityCross Granularity = "Cross"
 )
 
