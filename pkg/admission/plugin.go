@@ -108,6 +108,13 @@ func (p *Plugin) Validate(ctx context.Context, a admission.Attributes, _ admissi
 	if errs := p.checkSecrets(ctx, a, mesh); len(errs) > 0 {
 		return admission.NewForbidden(a, errs.ToAggregate())
 	}
+	missing, err := p.kubeconfigs.missingSecrets(ctx, mesh, old)
+	if err != nil {
+		return apierrors.NewInternalError(err)
+	}
+	if len(missing) > 0 {
+		return apierrors.NewInvalid(meshv1alpha1.SchemeGroupVersion.WithKind("ClusterMesh").GroupKind(), mesh.Name, missing)
+	}
 	p.mu.RLock()
 	meshes, members, policy := p.meshes, p.members, p.policy
 	p.mu.RUnlock()
