@@ -132,7 +132,9 @@ func (p *Plugin) Validate(ctx context.Context, a admission.Attributes, _ admissi
 		return apierrors.NewInternalError(err)
 	}
 	errs = append(errs, outside...)
-	errs = append(errs, checkOtherMeshes(mesh, refs(mesh, servers, members), meshes, members)...)
+	ours := refs(mesh, servers, members)
+	errs = append(errs, checkDuplicates(mesh, ours)...)
+	errs = append(errs, checkOtherMeshes(mesh, ours, meshes, members)...)
 	if len(errs) > 0 {
 		return apierrors.NewInvalid(meshv1alpha1.SchemeGroupVersion.WithKind("ClusterMesh").GroupKind(), mesh.Name, errs)
 	}

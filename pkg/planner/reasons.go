@@ -83,6 +83,8 @@ const (
 	ConflictOutsideHostAccess = "OutsideHostAccess"
 	// Another mesh, created earlier, claims them on a cluster both use.
 	ConflictCIDRClaimedByOtherMesh = "CIDRClaimedByOtherMesh"
+	// Two entries of the mesh reach one cluster (one verified identity).
+	ConflictSameCluster = "SameCluster"
 )
 
 // IsNetworkConflict reports whether a conflict is about the mesh's
@@ -134,6 +136,8 @@ var conflictIsNetwork = map[string]bool{
 	// the networks.
 	ConflictHostAccessDenied:  false,
 	ConflictOutsideHostAccess: false,
+	// One cluster listed twice: the spec's entries, not their networks.
+	ConflictSameCluster: false,
 }
 
 // Warning reasons: the plan stands, but traffic may not flow.

@@ -61,6 +61,7 @@ func TestIsNetworkConflict(t *testing.T) {
 		"ConflictCIDRClaimedByOtherMesh": {ConflictCIDRClaimedByOtherMesh, true},
 		"ConflictCIDRClaimedByKept":      {ConflictCIDRClaimedByKept, false},
 		"ConflictPublicKeyInUse":         {ConflictPublicKeyInUse, false},
+		"ConflictSameCluster":            {ConflictSameCluster, false},
 		"ConflictDuplicatePublicKey":     {ConflictDuplicatePublicKey, false},
 		"ConflictPublicKeyOfTargetNode":  {ConflictPublicKeyOfTargetNode, false},
 		"ConflictNameTaken":              {ConflictNameTaken, false},
