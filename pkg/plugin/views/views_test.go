@@ -2,6 +2,7 @@ package views
 
 import (
 	"bytes"
+	"reflect"
 	"strings"
 	"testing"
 
@@ -187,5 +188,60 @@ func TestRenderStatus(t *testing.T) {
 func TestWithoutElapsed(t *testing.T) {
 	if got := withoutElapsed("waiting for ns/demo to be Ready (12s): Ready=False"); got != "waiting for ns/demo to be Ready : Ready=False" {
 		t.Errorf("got %q", got)
+	}
+}
+
+func TestWhyData(t *testing.T) {
+	tests := []struct {
+		name, node, cluster string
+		want                whyData
+		err                 string
+	}{
+		{name: "ambiguous", node: "dup", err: "ambiguous"},
+		{name: "skipped", node: "nokey", want: whyData{Cluster: "west", Decision: testPlan().Clusters[1].Nodes[1]}},
+		{
+			name: "member of an exported group", node: "dup", cluster: "west",
+			want: whyData{Cluster: "west", Decision: testPlan().Clusters[1].Nodes[0], Group: &testPlan().Clusters[1].Groups[0],
+				Peers: []peerFateData{
+					{Cluster: "east", Fate: "not planned: PublicKeyInUse: groups whose leader's key is in use: group location:eu (leader key K)"},
+					{Cluster: "north", Fate: "unknown: the cluster is unreachable"},
+				}},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, err := WhyData(testPlan(), tt.node, tt.cluster)
+			if tt.err != "" {
+				if err == nil || !strings.Contains(err.Error(), tt.err) {
+					t.Fatalf("want an error with %q, got %v", tt.err, err)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !reflect.DeepEqual(got, tt.want) {
+				t.Errorf("WhyData:\n got %+v\nwant %+v", got, tt.want)
+			}
+		})
+	}
+}
+
+func TestNodeNames(t *testing.T) {
+	tests := []struct {
+		cluster, prefix string
+		want            []string
+	}{
+		{"", "", []string{"dup", "nokey", "w1"}},
+		{"", "n", []string{"nokey"}},
+		{"east", "", []string{"dup"}},
+		{"north", "", nil},
+	}
+	for _, tt := range tests {
+		t.Run(tt.cluster+"/"+tt.prefix, func(t *testing.T) {
+			if got := nodeNames(testPlan(), tt.cluster, tt.prefix); !reflect.DeepEqual(got, tt.want) {
+				t.Errorf("nodeNames = %v, want %v", got, tt.want)
+			}
+		})
 	}
 }
