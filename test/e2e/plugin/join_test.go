@@ -341,6 +341,8 @@ func TestJoin(t *testing.T) {
 		}
 	})
 
+	t.Run("one output contract", func(t *testing.T) { testOutputContract(t, env, ns) })
+
 	t.Run("a tenant without Peer rights on the host is told which grant is missing", func(t *testing.T) {
 		// Another mesh, in a namespace tenant-a edits, on networks of its
 		// own (meshes sharing clusters may not overlap).
