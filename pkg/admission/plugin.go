@@ -108,13 +108,6 @@ func (p *Plugin) Validate(ctx context.Context, a admission.Attributes, _ admissi
 	if errs := p.checkSecrets(ctx, a, mesh); len(errs) > 0 {
 		return admission.NewForbidden(a, errs.ToAggregate())
 	}
-	missing, err := p.kubeconfigs.missingSecrets(ctx, mesh, old)
-	if err != nil {
-		return apierrors.NewInternalError(err)
-	}
-	if len(missing) > 0 {
-		return apierrors.NewInvalid(meshv1alpha1.SchemeGroupVersion.WithKind("ClusterMesh").GroupKind(), mesh.Name, missing)
-	}
 	p.mu.RLock()
 	meshes, members, policy := p.meshes, p.members, p.policy
 	p.mu.RUnlock()
@@ -134,7 +127,13 @@ func (p *Plugin) Validate(ctx context.Context, a admission.Attributes, _ admissi
 	errs = append(errs, outside...)
 	ours := refs(mesh, servers, members)
 	errs = append(errs, checkDuplicates(mesh, ours)...)
-	errs = append(errs, checkOtherMeshes(mesh, ours, meshes, members)...)
+	if overlaps := checkOtherMeshes(mesh, ours, meshes, members); len(overlaps) > 0 {
+		missing, err := p.kubeconfigs.missingSecrets(ctx, mesh)
+		if err != nil {
+			return apierrors.NewInternalError(err)
+		}
+		errs = append(errs, explainMissing(overlaps, missing)...)
+	}
 	if len(errs) > 0 {
 		return apierrors.NewInvalid(meshv1alpha1.SchemeGroupVersion.WithKind("ClusterMesh").GroupKind(), mesh.Name, errs)
 	}

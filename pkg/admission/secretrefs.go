@@ -3,6 +3,7 @@ package admission
 import (
 	"context"
 	"fmt"
+	"strings"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -11,25 +12,22 @@ import (
 	meshv1alpha1 "github.com/kilo-mesh/kilo-mesh-apiserver/pkg/apis/mesh/v1alpha1"
 )
 
-// missingSecrets refuses entries that the write points at a Secret, or a
-// key, that does not exist: a typo in the name must be answered at its
-// field, not by the overlap checks that could not tell the cluster apart.
-// Only references the write adds or changes count; a Secret deleted after
-// its mesh was stored is the member caches' to report. It runs after the
-// requester's right to read the Secrets was checked, so it tells nothing
-// they could not learn themselves.
-func (k *kubeconfigs) missingSecrets(ctx context.Context, mesh, old *meshv1alpha1.ClusterMesh) (field.ErrorList, error) {
-	var errs field.ErrorList
+// missingSecrets finds the entries whose Secret, or key, does not exist,
+// by entry index. A mesh may be stored before its Secrets (the member
+// caches report them then); it is read after the requester's right to
+// read the Secrets was checked, so it tells nothing they could not learn.
+func (k *kubeconfigs) missingSecrets(ctx context.Context, mesh *meshv1alpha1.ClusterMesh) (map[int]*field.Error, error) {
+	out := map[int]*field.Error{}
 	for i, c := range mesh.Spec.Clusters {
 		ref := c.KubeconfigSecretRef
-		if c.Local || ref == nil || sameRef(old, c.Name, ref) {
+		if c.Local || ref == nil {
 			continue
 		}
 		path := field.NewPath("spec", "clusters").Index(i).Child("kubeconfigSecretRef")
 		secret, err := k.client.CoreV1().Secrets(mesh.Namespace).Get(ctx, ref.Name, metav1.GetOptions{})
 		if apierrors.IsNotFound(err) {
-			errs = append(errs, field.Invalid(path.Child("name"), ref.Name,
-				fmt.Sprintf("no Secret %q in namespace %q: create it first (kubectl mesh join does), or fix the name", ref.Name, mesh.Namespace)))
+			out[i] = field.Invalid(path.Child("name"), ref.Name,
+				fmt.Sprintf("no Secret %q in namespace %q, so the cluster cannot be told apart from the others: create it first (kubectl mesh join does), or fix the name", ref.Name, mesh.Namespace))
 			continue
 		}
 		if err != nil {
@@ -40,22 +38,45 @@ func (k *kubeconfigs) missingSecrets(ctx context.Context, mesh, old *meshv1alpha
 			key = meshv1alpha1.DefaultKubeconfigKey
 		}
 		if _, ok := secret.Data[key]; !ok {
-			errs = append(errs, field.Invalid(path.Child("key"), key, fmt.Sprintf("Secret %q has no key %q", ref.Name, key)))
+			out[i] = field.Invalid(path.Child("key"), key, fmt.Sprintf("Secret %q has no key %q, so the cluster cannot be told apart from the others", ref.Name, key))
 		}
 	}
-	return errs, nil
+	return out, nil
 }
 
-// sameRef reports whether the stored mesh already has entry name pointing
-// at the same Secret and key.
-func sameRef(old *meshv1alpha1.ClusterMesh, name string, ref *meshv1alpha1.SecretKeyReference) bool {
-	if old == nil {
-		return false
+// explainMissing answers an entry whose Secret or key is missing with that,
+// at its field, instead of the overlaps found for it: without the Secret
+// the cluster is unknown, and the overlap is a guess (a typo in the name
+// must not read as a network conflict).
+func explainMissing(errs field.ErrorList, missing map[int]*field.Error) field.ErrorList {
+	if len(missing) == 0 {
+		return errs
 	}
-	for _, c := range old.Spec.Clusters {
-		if c.Name == name {
-			return c.KubeconfigSecretRef != nil && *c.KubeconfigSecretRef == *ref
+	var out field.ErrorList
+	reported := map[int]bool{}
+	for _, e := range errs {
+		i, ok := entryIndex(e.Field)
+		if !ok || missing[i] == nil {
+			out = append(out, e)
+			continue
+		}
+		if !reported[i] {
+			reported[i] = true
+			out = append(out, missing[i])
 		}
 	}
-	return false
+	return out
+}
+
+// entryIndex is i of a field path under spec.clusters[i].
+func entryIndex(path string) (int, bool) {
+	rest, ok := strings.CutPrefix(path, "spec.clusters[")
+	if !ok {
+		return 0, false
+	}
+	var i int
+	if _, err := fmt.Sscanf(rest, "%d]", &i); err != nil {
+		return 0, false
+	}
+	return i, true
 }

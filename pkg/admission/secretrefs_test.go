@@ -3,34 +3,42 @@ package admission
 import (
 	"testing"
 
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-
-	meshv1alpha1 "github.com/kilo-mesh/kilo-mesh-apiserver/pkg/apis/mesh/v1alpha1"
+	"k8s.io/apimachinery/pkg/util/validation/field"
 )
 
-func TestSameRef(t *testing.T) {
-	stored := &meshv1alpha1.ClusterMesh{ObjectMeta: metav1.ObjectMeta{Name: "m"}, Spec: meshv1alpha1.ClusterMeshSpec{Clusters: []meshv1alpha1.ClusterEntry{
-		{Name: "west", KubeconfigSecretRef: &meshv1alpha1.SecretKeyReference{Name: "west-kubeconfig", Key: "kubeconfig"}},
-		{Name: "east", Local: true},
-	}}}
+func TestExplainMissing(t *testing.T) {
+	entries := field.NewPath("spec", "clusters")
+	overlap := func(i int) *field.Error {
+		return field.Invalid(entries.Index(i).Child("podCIDRs").Index(0), "10.52.0.0/16", "overlaps a network claimed by another ClusterMesh")
+	}
+	missing := map[int]*field.Error{1: field.Invalid(entries.Index(1).Child("kubeconfigSecretRef", "name"), "west-kubecnfig", "no Secret")}
 	tests := []struct {
-		name  string
-		old   *meshv1alpha1.ClusterMesh
-		entry string
-		ref   meshv1alpha1.SecretKeyReference
-		want  bool
+		name    string
+		errs    field.ErrorList
+		missing map[int]*field.Error
+		want    []string
 	}{
-		{"a new mesh", nil, "west", meshv1alpha1.SecretKeyReference{Name: "west-kubeconfig", Key: "kubeconfig"}, false},
-		{"unchanged", stored, "west", meshv1alpha1.SecretKeyReference{Name: "west-kubeconfig", Key: "kubeconfig"}, true},
-		{"renamed Secret", stored, "west", meshv1alpha1.SecretKeyReference{Name: "west-kubecnfig", Key: "kubeconfig"}, false},
-		{"other key", stored, "west", meshv1alpha1.SecretKeyReference{Name: "west-kubeconfig", Key: "config"}, false},
-		{"a new entry", stored, "north", meshv1alpha1.SecretKeyReference{Name: "west-kubeconfig", Key: "kubeconfig"}, false},
-		{"a local entry made remote", stored, "east", meshv1alpha1.SecretKeyReference{Name: "east", Key: "kubeconfig"}, false},
+		{"nothing missing", field.ErrorList{overlap(1)}, nil, []string{"spec.clusters[1].podCIDRs[0]"}},
+		{"a missing Secret without overlaps is no error", nil, missing, nil},
+		{"the overlaps of the entry become the missing Secret, once",
+			field.ErrorList{overlap(1), field.Invalid(entries.Index(1).Child("serviceCIDR"), "x", "overlaps"), overlap(2)}, missing,
+			[]string{"spec.clusters[1].kubeconfigSecretRef.name", "spec.clusters[2].podCIDRs[0]"}},
+		{"entry 11 is not entry 1", field.ErrorList{overlap(11)}, missing, []string{"spec.clusters[11].podCIDRs[0]"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			if got := sameRef(tt.old, tt.entry, &tt.ref); got != tt.want {
-				t.Errorf("sameRef = %v, want %v", got, tt.want)
+			got := explainMissing(tt.errs, tt.missing)
+			var fields []string
+			for _, e := range got {
+				fields = append(fields, e.Field)
+			}
+			if len(fields) != len(tt.want) {
+				t.Fatalf("fields %v, want %v", fields, tt.want)
+			}
+			for i := range fields {
+				if fields[i] != tt.want[i] {
+					t.Errorf("fields %v, want %v", fields, tt.want)
+				}
 			}
 		})
 	}
