@@ -139,7 +139,7 @@ func TestJoin(t *testing.T) {
 	t.Run("join adds the cluster with the member identity's token", func(t *testing.T) {
 		r := mustMesh(t, env, framework.UserAdmin, append(joinArgs, "--pod-cidrs", "10.62.0.0/16")...)
 		// nodeCIDRs covers the Nodes' InternalIPs, as podCIDRs their pod CIDRs.
-		for _, want := range []string{"podCIDRs       10.62.0.0/16", "serviceCIDR    10.63.0.0/16", "nodeCIDRs      192.168.2.0/29  --node-cidrs  covering prefix of the InternalIPs of 4 node(s)",
+		for _, want := range []string{"podCIDRs       10.62.0.0/16", "serviceCIDR    10.63.0.0/16", "nodeCIDRs      192.168.2.0/29  --node-cidrs      covering prefix of the InternalIPs of 4 node(s)",
 			"ClusterRole/kilo-mesh-member: created", "entry north added"} {
 			if !strings.Contains(r.stdout, want) {
 				t.Errorf("join output lacks %q:\n%s", want, r)
