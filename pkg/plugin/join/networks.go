@@ -22,6 +22,9 @@ const defaultServiceCIDR = "kubernetes"
 type Proposal struct {
 	Values []string
 	Source string
+	// proposed marks an optional value join made up itself, which it may
+	// leave out when the server refuses it.
+	proposed bool
 }
 
 // String shows the values, or that there are none.
@@ -128,7 +131,7 @@ func ProposeNodeCIDRs(nodes []corev1.Node) Proposal {
 	if len(tooWide) > 0 {
 		source += fmt.Sprintf(" (%s left out: too wide to be a host network)", strings.Join(tooWide, ", "))
 	}
-	return Proposal{Values: values, Source: source}
+	return Proposal{Values: values, Source: source, proposed: len(values) > 0}
 }
 
 // WithoutOverlaps drops a proposal whose networks overlap those of the

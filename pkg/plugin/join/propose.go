@@ -15,6 +15,7 @@ import (
 
 	meshv1alpha1 "github.com/kilo-mesh/kilo-mesh-apiserver/pkg/apis/mesh/v1alpha1"
 	"github.com/kilo-mesh/kilo-mesh-apiserver/pkg/apis/mesh/validation"
+	"github.com/kilo-mesh/kilo-mesh-apiserver/pkg/plugin/cli"
 )
 
 func printNetworks(w io.Writer, n Networks) {
@@ -141,4 +142,28 @@ func (o *Options) proposeNetworks(ctx context.Context, kube kubernetes.Interface
 		}
 	}
 	return n, nil
+}
+
+// admittedEntry builds the entry's apply patch and, unless the
+// entry is up to date, asks the server with a dry run whether it takes it.
+// A host network join proposed itself is optional: another mesh over the
+// same cluster, or a grant, may hold it, so when the server refuses the
+// entry with it, join asks again without it and says so.
+func (o *Options) admittedEntry(ctx context.Context, api *cli.MeshAPI, mesh *meshv1alpha1.ClusterMesh, entry *meshv1alpha1.ClusterEntry,
+	secretName, key string, nets *Networks, w io.Writer) (patch []byte, upToDate bool, err error) {
+	for {
+		entryMap := o.entry(entry, secretName, key, *nets)
+		if patch, err = entryPatch(mesh, entryMap); err != nil {
+			return nil, false, err
+		}
+		if upToDate, err = entryUpToDate(entry, entryMap); err != nil || upToDate {
+			return patch, upToDate, err
+		}
+		err = preflightEntry(ctx, api, mesh, o.Name, patch)
+		if err == nil || !nets.NodeCIDRs.proposed {
+			return patch, false, err
+		}
+		fmt.Fprintf(w, "  nodeCIDRs %s left out: the server would not take them with the entry; pass --node-cidrs to insist\n", nets.NodeCIDRs)
+		nets.NodeCIDRs = Proposal{Source: "left out"}
+	}
 }

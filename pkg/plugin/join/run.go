@@ -73,19 +73,9 @@ func (o *Options) Run(ctx context.Context) error {
 		return err
 	}
 	printNetworks(w, nets)
-	entryMap := o.entry(entry, secretName, key, nets)
-	patch, err := entryPatch(mesh, entryMap)
+	patch, upToDate, err := o.admittedEntry(ctx, api, mesh, entry, secretName, key, &nets, w)
 	if err != nil {
 		return err
-	}
-	upToDate, err := entryUpToDate(entry, entryMap)
-	if err != nil {
-		return err
-	}
-	if !upToDate {
-		if err := preflightEntry(ctx, api, mesh, o.Name, patch); err != nil {
-			return err
-		}
 	}
 
 	objs, err := identityObjects()
