@@ -8,6 +8,7 @@ import (
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/validation/field"
 	"k8s.io/client-go/kubernetes"
 
 	meshv1alpha1 "github.com/kilo-mesh/kilo-mesh-apiserver/pkg/apis/mesh/v1alpha1"
@@ -61,8 +62,11 @@ type Cached interface {
 	CachedKubeconfig(secret types.NamespacedName, key string) (data []byte, known bool)
 }
 
-func (k *kubeconfigs) servers(ctx context.Context, mesh *meshv1alpha1.ClusterMesh, cached Cached) ([]string, error) {
+// servers also returns, by entry index, the entries whose Secret or key
+// does not exist, found by the same reads.
+func (k *kubeconfigs) servers(ctx context.Context, mesh *meshv1alpha1.ClusterMesh, cached Cached) ([]string, map[int]*field.Error, error) {
 	out := make([]string, len(mesh.Spec.Clusters))
+	missing := map[int]*field.Error{}
 	data := make([][]byte, len(mesh.Spec.Clusters))
 	keys := make([]string, len(mesh.Spec.Clusters))
 	uncached := map[string][]int{} // Secret name -> entries
@@ -76,29 +80,36 @@ func (k *kubeconfigs) servers(ctx context.Context, mesh *meshv1alpha1.ClusterMes
 			keys[i] = meshv1alpha1.DefaultKubeconfigKey
 		}
 		if d, known := cached.CachedKubeconfig(types.NamespacedName{Namespace: mesh.Namespace, Name: ref.Name}, keys[i]); known {
-			data[i] = d
+			if data[i] = d; d == nil {
+				missing[i] = missingKey(mesh, i, keys[i])
+			}
 			continue
 		}
 		uncached[ref.Name] = append(uncached[ref.Name], i)
 	}
 	if len(uncached) > 0 {
 		if err := k.reads.admit(mesh.Namespace, len(uncached)); err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 	}
 	for _, name := range slices.Sorted(maps.Keys(uncached)) {
 		secret, err := k.reads.get(ctx, k.client, mesh.Namespace, name)
 		if apierrors.IsNotFound(err) {
+			for _, i := range uncached[name] {
+				missing[i] = missingSecret(mesh, i)
+			}
 			continue
 		}
 		if apierrors.IsTooManyRequests(err) {
-			return nil, err
+			return nil, nil, err
 		}
 		if err != nil {
-			return nil, apierrors.NewInternalError(fmt.Errorf("reading Secret %s/%s: %w", mesh.Namespace, name, err))
+			return nil, nil, apierrors.NewInternalError(fmt.Errorf("reading Secret %s/%s: %w", mesh.Namespace, name, err))
 		}
 		for _, i := range uncached[name] {
-			data[i] = secret.Data[keys[i]]
+			if data[i] = secret.Data[keys[i]]; data[i] == nil {
+				missing[i] = missingKey(mesh, i, keys[i])
+			}
 		}
 	}
 	for i, d := range data {
@@ -106,7 +117,7 @@ func (k *kubeconfigs) servers(ctx context.Context, mesh *meshv1alpha1.ClusterMes
 			out[i] = server
 		}
 	}
-	return out, nil
+	return out, missing, nil
 }
 
 // refs pairs each entry of the mesh being written with its candidates.

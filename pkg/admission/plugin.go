@@ -114,7 +114,7 @@ func (p *Plugin) Validate(ctx context.Context, a admission.Attributes, _ admissi
 	if meshes == nil || members == nil || policy == nil || !clusters.PolicySynced(policy) {
 		return apierrors.NewInternalError(fmt.Errorf("the mesh cache or the member server policy is not ready yet"))
 	}
-	servers, err := p.kubeconfigs.servers(ctx, mesh, members)
+	servers, missing, err := p.kubeconfigs.servers(ctx, mesh, members)
 	if err != nil {
 		return err
 	}
@@ -125,7 +125,9 @@ func (p *Plugin) Validate(ctx context.Context, a admission.Attributes, _ admissi
 		return apierrors.NewInternalError(err)
 	}
 	errs = append(errs, outside...)
-	errs = append(errs, checkOtherMeshes(mesh, old, refs(mesh, servers, members), meshes, members)...)
+	ours := refs(mesh, servers, members)
+	errs = append(errs, checkDuplicates(mesh, ours)...)
+	errs = append(errs, explainMissing(checkOtherMeshes(mesh, old, ours, meshes, members), missing)...)
 	if len(errs) > 0 {
 		return apierrors.NewInvalid(meshv1alpha1.SchemeGroupVersion.WithKind("ClusterMesh").GroupKind(), mesh.Name, errs)
 	}

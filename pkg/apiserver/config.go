@@ -94,6 +94,10 @@ func (c *Config) Complete() CompletedConfig {
 // New builds the server: mesh storage and views, the caches of member
 // clusters every replica keeps for the views, and the reconciler.
 func (c CompletedConfig) New() (*Server, error) {
+	chain := c.GenericConfig.BuildHandlerChainFunc
+	c.GenericConfig.BuildHandlerChainFunc = func(h http.Handler, gc *genericapiserver.Config) http.Handler {
+		return withStatusPeers(chain(h, gc))
+	}
 	generic, err := c.GenericConfig.New("kilo-mesh-apiserver", genericapiserver.NewEmptyDelegate())
 	if err != nil {
 		return nil, fmt.Errorf("building generic API server: %w", err)

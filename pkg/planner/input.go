@@ -69,4 +69,7 @@ type ClusterSnapshot struct {
 	// Known whether or not the cluster is reachable: an expired credential
 	// is one reason a cluster stops answering.
 	CredentialExpiry time.Time
+	// Identity is the cluster's verified identity, "" while unknown: two
+	// entries with one identity are one cluster listed twice.
+	Identity string
 }

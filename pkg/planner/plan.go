@@ -57,6 +57,7 @@ func Compute(in Input) (*Plan, error) {
 	}
 	pl := &planner{in: &in, issues: newIssues(), byName: map[string]int{}}
 	pl.loadSources()
+	pl.checkSameClusters()
 	pl.checkDeclaredOverlaps()
 	pl.sweepClaims()
 	for _, s := range pl.sources {

@@ -36,6 +36,24 @@ const (
 	ReasonNoAdvertisedMember     = "NoAdvertisedMember"
 )
 
+// IsNetworkGroupReason reports whether a group is left out for the mesh's
+// networks (a wireguardCIDR that is malformed, too small or not kg's
+// --subnet; members whose addresses all fail containment) rather than for
+// its leader's endpoint, which is the nodes' state.
+func IsNetworkGroupReason(reason string) bool { return groupReasonIsNetwork[reason] }
+
+// groupReasonIsNetwork classes every reason a group is not exported for.
+var groupReasonIsNetwork = map[string]bool{
+	ReasonInvalidWireGuardCIDR:   true,
+	ReasonWireGuardCIDRExhausted: true,
+	ReasonWireGuardIPOutsideCIDR: true,
+	// Kilo counts the members, so they failed containment: their pod
+	// CIDRs lie outside the declared ones or are claimed twice.
+	ReasonNoAdvertisedMember:    true,
+	ReasonMalformedEndpoint:     false,
+	ReasonNoEndpointNoKeepalive: false,
+}
+
 // Node note reasons: something left out or ignored without skipping the node.
 const (
 	NoteInternalIPNotAdvertised = "InternalIPNotAdvertised"
@@ -73,6 +91,8 @@ const (
 	ConflictTooManyHostPeers = "TooManyHostPeers"
 	// An endpoint the server's address policy refuses on the local cluster.
 	ConflictEndpointNotAllowed = "EndpointNotAllowed"
+	// Two entries of the mesh reach one cluster (one verified identity).
+	ConflictSameCluster = "SameCluster"
 )
 
 // IsNetworkConflict reports whether a conflict is about the mesh's
@@ -129,6 +149,8 @@ var conflictIsNetwork = map[string]bool{
 	ConflictTooManyHostPeers: false,
 	// A node's endpoint, not a network, is refused.
 	ConflictEndpointNotAllowed: false,
+	// One cluster listed twice: the spec's entries, not their networks.
+	ConflictSameCluster: false,
 }
 
 // Warning reasons: the plan stands, but traffic may not flow.

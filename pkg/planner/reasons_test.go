@@ -61,6 +61,7 @@ func TestIsNetworkConflict(t *testing.T) {
 		"ConflictCIDRClaimedByOtherMesh": {ConflictCIDRClaimedByOtherMesh, true},
 		"ConflictCIDRClaimedByKept":      {ConflictCIDRClaimedByKept, false},
 		"ConflictPublicKeyInUse":         {ConflictPublicKeyInUse, false},
+		"ConflictSameCluster":            {ConflictSameCluster, false},
 		"ConflictDuplicatePublicKey":     {ConflictDuplicatePublicKey, false},
 		"ConflictPublicKeyOfTargetNode":  {ConflictPublicKeyOfTargetNode, false},
 		"ConflictNameTaken":              {ConflictNameTaken, false},
@@ -100,5 +101,31 @@ func TestIsNetworkConflict(t *testing.T) {
 	}
 	if IsNetworkConflict("NoSuchReason") || IsNetworkConflict(WarningClusterUnreachable) {
 		t.Error("a reason that is not a conflict counts as a network conflict")
+	}
+}
+
+func TestIsNetworkGroupReason(t *testing.T) {
+	tests := map[string]struct {
+		reason string
+		want   bool
+	}{
+		"InvalidWireGuardCIDR":   {ReasonInvalidWireGuardCIDR, true},
+		"WireGuardCIDRExhausted": {ReasonWireGuardCIDRExhausted, true},
+		"WireGuardIPOutsideCIDR": {ReasonWireGuardIPOutsideCIDR, true},
+		"NoAdvertisedMember":     {ReasonNoAdvertisedMember, true},
+		"MalformedEndpoint":      {ReasonMalformedEndpoint, false},
+		"NoEndpointNoKeepalive":  {ReasonNoEndpointNoKeepalive, false},
+		"unknown":                {"SomethingNew", false},
+	}
+	for name, tt := range tests {
+		t.Run(name, func(t *testing.T) {
+			if got := IsNetworkGroupReason(tt.reason); got != tt.want {
+				t.Errorf("IsNetworkGroupReason(%q) = %v, want %v", tt.reason, got, tt.want)
+			}
+		})
+	}
+	// Every classed reason is in the table above.
+	if len(groupReasonIsNetwork) != len(tests)-1 {
+		t.Errorf("groupReasonIsNetwork classes %d reasons, the table %d", len(groupReasonIsNetwork), len(tests)-1)
 	}
 }

@@ -29,6 +29,9 @@ const (
 	ReasonRemovalFailed      = "PeerRemovalFailed"
 	ReasonCredentialsExpire  = "CredentialsExpiring"
 	ReasonCredentialsExpired = "CredentialsExpired"
+	ReasonAllCarried         = "AllCarried"
+	ReasonConflictsBlock     = "ConflictsKeepPeersOut"
+	ReasonNothingCarried     = "NothingCarried"
 )
 
 // targetOutcome is what one pass did on one target cluster.
@@ -71,6 +74,7 @@ func buildStatus(in statusInput) meshv1alpha1.ClusterMeshStatus {
 		gen := in.mesh.Generation
 		setCondition(&st, gen, in.now, meshv1alpha1.ConditionReady, metav1.ConditionFalse, ReasonPlanFailed, msg)
 		setCondition(&st, gen, in.now, meshv1alpha1.ConditionPeersApplied, metav1.ConditionUnknown, ReasonPlanFailed, msg)
+		setCondition(&st, gen, in.now, meshv1alpha1.ConditionPeersCarried, metav1.ConditionUnknown, ReasonPlanFailed, msg)
 		setCondition(&st, gen, in.now, meshv1alpha1.ConditionNetworksValid, metav1.ConditionUnknown, ReasonPlanFailed, msg)
 		setCondition(&st, gen, in.now, meshv1alpha1.ConditionClustersReachable, metav1.ConditionUnknown, ReasonPlanFailed, msg)
 		setCondition(&st, gen, in.now, meshv1alpha1.ConditionCredentialsValid, metav1.ConditionUnknown, ReasonPlanFailed, msg)
@@ -208,18 +212,74 @@ func setConditions(st *meshv1alpha1.ClusterMeshStatus, in statusInput) {
 			summarize(netIssues, 5)+"; see the plan view for details")
 	}
 
-	if reachable && appliedOK {
+	setCarried(st, gen, now, in.plan)
+	uncarried := in.plan.Uncarried(localName(in.mesh))
+	if reachable && appliedOK && len(uncarried) == 0 {
 		setCondition(st, gen, now, meshv1alpha1.ConditionReady, metav1.ConditionTrue, ReasonReady,
-			"every member cluster is reachable and holds the Peers the plan shows")
-	} else {
-		var why []string
-		for _, t := range []string{meshv1alpha1.ConditionClustersReachable, meshv1alpha1.ConditionPeersApplied} {
-			if c := meta.FindStatusCondition(st.Conditions, t); c != nil && c.Status != metav1.ConditionTrue {
-				why = append(why, fmt.Sprintf("%s is %s (%s)", t, c.Status, c.Reason))
-			}
-		}
-		setCondition(st, gen, now, meshv1alpha1.ConditionReady, metav1.ConditionFalse, ReasonNotReady, strings.Join(why, "; "))
+			"every member cluster is reachable, holds the Peers the plan shows, and carries something of every other")
+		return
 	}
+	var why []string
+	for _, t := range []string{meshv1alpha1.ConditionClustersReachable, meshv1alpha1.ConditionPeersApplied} {
+		if c := meta.FindStatusCondition(st.Conditions, t); c != nil && c.Status != metav1.ConditionTrue {
+			why = append(why, fmt.Sprintf("%s is %s (%s)", t, c.Status, c.Reason))
+		}
+	}
+	reason := ReasonNotReady
+	if len(uncarried) > 0 {
+		if len(why) == 0 {
+			reason = ReasonNothingCarried
+		}
+		var dirs []string
+		for _, u := range uncarried {
+			dirs = append(dirs, u.Source+" -> "+u.Target)
+		}
+		why = append(why, fmt.Sprintf("nothing is carried %s because of conflicts or invalid networks (see %s and %s)",
+			summarize(dirs, 5), meshv1alpha1.ConditionPeersCarried, meshv1alpha1.ConditionNetworksValid))
+	}
+	setCondition(st, gen, now, meshv1alpha1.ConditionReady, metav1.ConditionFalse, reason, strings.Join(why, "; "))
+}
+
+// setCarried says whether conflicts keep groups or Peers out of the mesh:
+// which, how many of each reason, and why. The conflicts of host access
+// are the Granted condition's to tell.
+func setCarried(st *meshv1alpha1.ClusterMeshStatus, gen int64, now metav1.Time, plan *planner.Plan) {
+	var texts []string
+	counts := map[string]int{}
+	var reasons []string
+	for _, c := range plan.View.Conflicts {
+		if c.Reason == planner.ConflictHostAccessDenied || c.Reason == planner.ConflictOutsideHostAccess {
+			continue
+		}
+		if counts[c.Reason] == 0 {
+			reasons = append(reasons, c.Reason)
+		}
+		counts[c.Reason]++
+		texts = append(texts, issueText(c))
+	}
+	if len(texts) == 0 {
+		setCondition(st, gen, now, meshv1alpha1.ConditionPeersCarried, metav1.ConditionTrue, ReasonAllCarried,
+			"no conflict keeps a group or Peer out of the mesh")
+		return
+	}
+	slices.Sort(reasons)
+	var byReason []string
+	for _, r := range reasons {
+		byReason = append(byReason, fmt.Sprintf("%s %d", r, counts[r]))
+	}
+	setCondition(st, gen, now, meshv1alpha1.ConditionPeersCarried, metav1.ConditionFalse, ReasonConflictsBlock,
+		fmt.Sprintf("%d conflicts keep groups or Peers out of the mesh (%s): %s; see the plan view for details",
+			len(texts), strings.Join(byReason, ", "), summarize(texts, 5)))
+}
+
+// localName is the name of the mesh's local cluster, "" when it has none.
+func localName(mesh *meshv1alpha1.ClusterMesh) string {
+	for _, c := range mesh.Spec.Clusters {
+		if c.Local {
+			return c.Name
+		}
+	}
+	return ""
 }
 
 // deletionStatus is the status of a deleted mesh whose Peers are being

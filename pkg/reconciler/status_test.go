@@ -2,6 +2,7 @@ package reconciler
 
 import (
 	"errors"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -9,6 +10,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	kilov1alpha1 "github.com/kilo-mesh/kilo-mesh-apiserver/pkg/apis/kilo/v1alpha1"
 	meshv1alpha1 "github.com/kilo-mesh/kilo-mesh-apiserver/pkg/apis/mesh/v1alpha1"
 	"github.com/kilo-mesh/kilo-mesh-apiserver/pkg/planner"
 )
@@ -27,10 +29,16 @@ func testMesh() *meshv1alpha1.ClusterMesh {
 	}
 }
 
-// testPlan is a plan over eu and us; unreachable clusters have no figures.
+// testPlan is a plan over eu and us, each carrying the other's two groups;
+// unreachable clusters have no figures.
 func testPlan(unreachable ...string) *planner.Plan {
-	p := &planner.Plan{}
+	p := &planner.Plan{DesiredPeers: map[string][]*kilov1alpha1.Peer{}}
 	for _, name := range []string{"eu", "us"} {
+		other := map[string]string{"eu": "us", "us": "eu"}[name]
+		for _, g := range []string{"a", "b"} {
+			p.DesiredPeers[name] = append(p.DesiredPeers[name], &kilov1alpha1.Peer{ObjectMeta: metav1.ObjectMeta{
+				Name: other + "-" + g, Labels: map[string]string{planner.LabelSourceCluster: other}}})
+		}
 		cp := meshv1alpha1.ClusterPlan{Name: name, Reachable: true, Granularity: meshv1alpha1.GranularityLocation,
 			Summary: meshv1alpha1.ClusterPlanSummary{Nodes: 5, KiloReadyNodes: 4, AdvertisedNodes: 3, Groups: 2, ReadyGroups: 2,
 				SkippedByReason: []meshv1alpha1.ReasonCount{{Reason: planner.ReasonNoPodCIDR, Count: 1}, {Reason: planner.ReasonNotReady, Count: 1}}}}
@@ -163,7 +171,8 @@ func TestBuildStatusNetworkConflicts(t *testing.T) {
 	if !strings.Contains(c.Message, "CIDRClaimedTwice (eu): 10.0.0.0/24 twice") || strings.Contains(c.Message, "a name") || strings.Contains(c.Message, "kept") {
 		t.Errorf("NetworksValid message = %q, want the network conflict only", c.Message)
 	}
-	// Ready follows reachability and applied Peers, as the API documents.
+	// Ready follows reachability and applied Peers, as the API documents:
+	// here every cluster still carries something of the other.
 	wantCondition(t, st, meshv1alpha1.ConditionReady, metav1.ConditionTrue, ReasonReady)
 
 	// Conflicts of keys, names, or addresses waiting for kept Peers leave
@@ -171,6 +180,77 @@ func TestBuildStatusNetworkConflicts(t *testing.T) {
 	plan.View.Conflicts = plan.View.Conflicts[:2]
 	st = buildStatus(statusInput{mesh: testMesh(), plan: plan, outcomes: allApplied(), now: t0})
 	wantCondition(t, st, meshv1alpha1.ConditionNetworksValid, metav1.ConditionTrue, ReasonValid)
+}
+
+func TestBuildStatusConflictsKeepPeersOut(t *testing.T) {
+	tests := []struct {
+		name string
+		// block removes every Peer of these sources from the other cluster.
+		block     []string
+		conflicts []meshv1alpha1.PlanIssue
+		carried   metav1.ConditionStatus
+		ready     metav1.ConditionStatus
+		reason    string
+		messages  []string
+	}{
+		{name: "nothing in the way", carried: metav1.ConditionTrue, ready: metav1.ConditionTrue, reason: ReasonReady},
+		{
+			name: "a conflict that leaves both ways carried",
+			conflicts: []meshv1alpha1.PlanIssue{
+				{Reason: planner.ConflictPublicKeyInUse, Cluster: "us", Target: "eu", Message: "group b"},
+			},
+			carried: metav1.ConditionFalse, ready: metav1.ConditionTrue, reason: ReasonReady,
+			messages: []string{"1 conflicts keep groups or Peers out of the mesh (PublicKeyInUse 1)", "PublicKeyInUse (us -> eu): group b"},
+		},
+		{
+			name:  "every group of us kept out of eu",
+			block: []string{"us"},
+			conflicts: []meshv1alpha1.PlanIssue{
+				{Reason: planner.ConflictPublicKeyInUse, Cluster: "us", Target: "eu", Message: "groups a, b"},
+				{Reason: planner.ConflictNameTaken, Cluster: "us", Target: "eu", Message: "us-a"},
+				{Reason: planner.ConflictHostAccessDenied, Cluster: "us", Target: "eu", Message: "Granted's to tell"},
+			},
+			carried: metav1.ConditionFalse, ready: metav1.ConditionFalse, reason: ReasonNothingCarried,
+			messages: []string{"2 conflicts keep groups or Peers out of the mesh (PeerNameTaken 1, PublicKeyInUse 1)", "nothing is carried us -> eu"},
+		},
+		{
+			name:  "both ways",
+			block: []string{"us", "eu"},
+			conflicts: []meshv1alpha1.PlanIssue{
+				{Reason: planner.ConflictPublicKeyInUse, Cluster: "us", Target: "eu", Message: "groups a, b"},
+				{Reason: planner.ConflictPublicKeyInUse, Cluster: "eu", Target: "us", Message: "groups a, b"},
+			},
+			carried: metav1.ConditionFalse, ready: metav1.ConditionFalse, reason: ReasonNothingCarried,
+			messages: []string{"(PublicKeyInUse 2)", "nothing is carried eu -> us; us -> eu"},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			plan := testPlan()
+			plan.View.Conflicts = tt.conflicts
+			outcomes := allApplied()
+			for _, src := range tt.block {
+				target := map[string]string{"eu": "us", "us": "eu"}[src]
+				plan.DesiredPeers[target] = nil
+				plan.View.Targets[slices.IndexFunc(plan.View.Targets, func(tp meshv1alpha1.TargetPlan) bool { return tp.Cluster == target })].DesiredPeers = 0
+				outcomes[target] = targetOutcome{reconciled: true}
+			}
+			st := buildStatus(statusInput{mesh: testMesh(), plan: plan, outcomes: outcomes, now: t0})
+			carried := condition(t, st, meshv1alpha1.ConditionPeersCarried)
+			ready := wantCondition(t, st, meshv1alpha1.ConditionReady, tt.ready, tt.reason)
+			if carried.Status != tt.carried {
+				t.Errorf("PeersCarried = %s (%s), want %s", carried.Status, carried.Message, tt.carried)
+			}
+			for _, m := range tt.messages {
+				if !strings.Contains(carried.Message+" | "+ready.Message, m) {
+					t.Errorf("%q missing from PeersCarried %q and Ready %q", m, carried.Message, ready.Message)
+				}
+			}
+			if strings.Contains(carried.Message, "Granted's to tell") {
+				t.Errorf("PeersCarried tells a host access conflict: %q", carried.Message)
+			}
+		})
+	}
 }
 
 func TestBuildStatusPlanFailed(t *testing.T) {

@@ -40,6 +40,15 @@ func testAdmission(t *testing.T, v *viewsEnv) {
 		v.kubectlIn(t, framework.UserTenantA, borrowed, "create", "--dry-run=server", "-f", "-")
 	})
 
+	t.Run("a Secret typo is answered at its field", func(t *testing.T) { testSecretTypos(t, v) })
+	t.Run("one cluster listed twice is refused", func(t *testing.T) {
+		twice := strings.Replace(borrowed, "{name: north-kubeconfig}", "{name: west-kubeconfig}", 1)
+		_, stderr, err := v.env.KubectlWithInput(ctx, strings.NewReader(twice), framework.HostCluster, framework.UserTenantA, "-n", v.ns, "create", "--dry-run=server", "-f", "-")
+		if err == nil || !strings.Contains(stderr, "spec.clusters[2]") || !strings.Contains(stderr, "reaches the same cluster as spec.clusters[1] (west)") {
+			t.Fatalf("want the second entry of one cluster refused, got %v: %s", err, stderr)
+		}
+	})
+
 	t.Run("allowed CIDRs", func(t *testing.T) {
 		outside := strings.Replace(borrowed, `podCIDRs: ["10.162.0.0/16"]`, `podCIDRs: ["172.20.0.0/16"]`, 1)
 		_, stderr, err := v.env.KubectlWithInput(ctx, strings.NewReader(outside), framework.HostCluster, framework.UserTenantA, "-n", v.ns, "create", "-f", "-")

@@ -59,7 +59,7 @@ type viewsEnv struct {
 
 func startViewsEnv(t *testing.T) *viewsEnv {
 	t.Helper()
-	env := framework.StartT(t, framework.Options{Clusters: 3, Users: []framework.User{{Name: "mesh-editor", Groups: []string{"kilo-mesh:editors"}}}})
+	env := framework.StartT(t, framework.Options{Clusters: 3, Users: []framework.User{{Name: "mesh-editor", Groups: []string{"kilo-mesh:editors"}}, {Name: "status-reader"}}})
 	server := env.StartMeshServerT(t, framework.MeshServerOptions{ExtraArgs: []string{"--allowed-cidrs=10.0.0.0/8,192.168.0.0/16,fd00::/8"}})
 	ctx := context.Background()
 	v := &viewsEnv{env: env, ns: framework.NamespaceTenantA, server: server}

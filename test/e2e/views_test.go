@@ -138,6 +138,19 @@ func TestViews(t *testing.T) {
 		}
 	})
 
+	t.Run("status/peers is the peers view", func(t *testing.T) { testStatusPeers(t, v) })
+	t.Run("kubectl explain tells Cross from Full", func(t *testing.T) {
+		out, err := v.kubectl(t, framework.UserViewerA, "explain", "clustermeshes.spec.clusters.granularity")
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, want := range []string{"tunnels only between locations", "tunnelling to every other node"} {
+			if !strings.Contains(strings.Join(strings.Fields(out), " "), want) {
+				t.Errorf("kubectl explain lacks %q:\n%s", want, out)
+			}
+		}
+	})
+
 	t.Run("a node change shows in the next GET", func(t *testing.T) {
 		_, key, err := framework.NewWireGuardKey()
 		if err != nil {
@@ -186,6 +199,9 @@ func TestViews(t *testing.T) {
 			}
 			return nil
 		})
+		// west and north are one cluster now: the plan and the mesh's
+		// PeersCarried condition name it.
+		testSameCluster(t, v)
 		secret.Data["kubeconfig"] = v.env.KubeconfigBytes(1, framework.UserAdmin)
 		if _, err := v.env.Client(framework.HostCluster, framework.UserAdmin).CoreV1().Secrets(v.ns).Update(context.Background(), secret, metav1.UpdateOptions{}); err != nil {
 			t.Fatal(err)

@@ -459,7 +459,7 @@ func schema_pkg_apis_mesh_v1alpha1_ClusterEntry(ref common.ReferenceCallback) co
 					},
 					"granularity": {
 						SchemaProps: spec.SchemaProps{
-							Description: "granularity is the cluster's Kilo mesh granularity; Auto detects it from the nodes.\n\nPossible enum values:\n - `\"Auto\"` detects the granularity from the nodes' kilo.squat.ai/granularity annotation.\n - `\"Cross\"` makes every node its own group (a widely deployed Kilo patch).\n - `\"Full\"` makes every node its own group.\n - `\"Location\"` groups nodes by location; only each location's leader runs WireGuard.",
+							Description: "granularity is the cluster's Kilo mesh granularity; Auto detects it from the nodes.\n\nPossible enum values:\n - `\"Auto\"` detects the granularity from the nodes' kilo.squat.ai/granularity annotation.\n - `\"Cross\"` (a widely deployed Kilo patch) tunnels only between locations: nodes of one location reach each other directly, while each node is its own group towards other locations; other clusters get one Peer per node, as with Full.\n - `\"Full\"` (upstream Kilo) makes every node its own group, tunnelling to every other node, in its location or not; other clusters get one Peer per node.\n - `\"Location\"` groups nodes by location; only each location's leader runs WireGuard.",
 							Default:     "Auto",
 							Type:        []string{"string"},
 							Format:      "",
@@ -1081,7 +1081,7 @@ func schema_pkg_apis_mesh_v1alpha1_ClusterMeshStatus(ref common.ReferenceCallbac
 							},
 						},
 						SchemaProps: spec.SchemaProps{
-							Description: "conditions: Ready, ClustersReachable, PeersApplied, NetworksValid, CredentialsValid, Granted.",
+							Description: "conditions: Ready, ClustersReachable, PeersApplied, PeersCarried, NetworksValid, CredentialsValid, Granted.",
 							Type:        []string{"array"},
 							Items: &spec.SchemaOrArray{
 								Schema: &spec.Schema{
@@ -1155,7 +1155,7 @@ func schema_pkg_apis_mesh_v1alpha1_ClusterPlan(ref common.ReferenceCallback) com
 					},
 					"granularity": {
 						SchemaProps: spec.SchemaProps{
-							Description: "granularity is the granularity in effect: the spec's, or the one detected from the nodes. Empty when the cluster is unreachable.\n\nPossible enum values:\n - `\"Auto\"` detects the granularity from the nodes' kilo.squat.ai/granularity annotation.\n - `\"Cross\"` makes every node its own group (a widely deployed Kilo patch).\n - `\"Full\"` makes every node its own group.\n - `\"Location\"` groups nodes by location; only each location's leader runs WireGuard.",
+							Description: "granularity is the granularity in effect: the spec's, or the one detected from the nodes. Empty when the cluster is unreachable.\n\nPossible enum values:\n - `\"Auto\"` detects the granularity from the nodes' kilo.squat.ai/granularity annotation.\n - `\"Cross\"` (a widely deployed Kilo patch) tunnels only between locations: nodes of one location reach each other directly, while each node is its own group towards other locations; other clusters get one Peer per node, as with Full.\n - `\"Full\"` (upstream Kilo) makes every node its own group, tunnelling to every other node, in its location or not; other clusters get one Peer per node.\n - `\"Location\"` groups nodes by location; only each location's leader runs WireGuard.",
 							Type:        []string{"string"},
 							Format:      "",
 							Enum:        []interface{}{"Auto", "Cross", "Full", "Location"},
@@ -1346,7 +1346,7 @@ func schema_pkg_apis_mesh_v1alpha1_ClusterStatus(ref common.ReferenceCallback) c
 					},
 					"granularity": {
 						SchemaProps: spec.SchemaProps{
-							Description: "granularity is the granularity in effect: the spec's, or the one detected from the nodes.\n\nPossible enum values:\n - `\"Auto\"` detects the granularity from the nodes' kilo.squat.ai/granularity annotation.\n - `\"Cross\"` makes every node its own group (a widely deployed Kilo patch).\n - `\"Full\"` makes every node its own group.\n - `\"Location\"` groups nodes by location; only each location's leader runs WireGuard.",
+							Description: "granularity is the granularity in effect: the spec's, or the one detected from the nodes.\n\nPossible enum values:\n - `\"Auto\"` detects the granularity from the nodes' kilo.squat.ai/granularity annotation.\n - `\"Cross\"` (a widely deployed Kilo patch) tunnels only between locations: nodes of one location reach each other directly, while each node is its own group towards other locations; other clusters get one Peer per node, as with Full.\n - `\"Full\"` (upstream Kilo) makes every node its own group, tunnelling to every other node, in its location or not; other clusters get one Peer per node.\n - `\"Location\"` groups nodes by location; only each location's leader runs WireGuard.",
 							Type:        []string{"string"},
 							Format:      "",
 							Enum:        []interface{}{"Auto", "Cross", "Full", "Location"},

@@ -8,9 +8,9 @@ import (
 	"github.com/spf13/cobra"
 )
 
-// completionTimeout bounds the API calls of shell completion: a slow
+// CompletionTimeout bounds the API calls of shell completion: a slow
 // cluster must not hang the user's shell.
-const completionTimeout = 5 * time.Second
+const CompletionTimeout = 5 * time.Second
 
 // CompleteMeshes completes the first argument with the names of the
 // meshes in the namespace.
@@ -26,7 +26,7 @@ func (o *Options) CompleteMeshes(_ *cobra.Command, args []string, prefix string)
 	if err != nil {
 		return nil, cobra.ShellCompDirectiveError
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), completionTimeout)
+	ctx, cancel := context.WithTimeout(context.Background(), CompletionTimeout)
 	defer cancel()
 	list, err := api.List(ctx, ns)
 	if err != nil {
@@ -55,7 +55,7 @@ func (o *Options) CompleteClusters(cmd *cobra.Command, args []string, prefix str
 	if err != nil {
 		return nil, cobra.ShellCompDirectiveError
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), completionTimeout)
+	ctx, cancel := context.WithTimeout(context.Background(), CompletionTimeout)
 	defer cancel()
 	m, err := api.Get(ctx, ns, args[0])
 	if err != nil {

@@ -93,7 +93,13 @@ func (m *MeshAPI) PeersRaw(ctx context.Context, ns, name, cluster, format, accep
 	if accept != "" {
 		req = req.SetHeader("Accept", accept)
 	}
-	return req.DoRaw(ctx)
+	// Do, not DoRaw: only Do decodes the server's Status, so that its own
+	// text ("cluster "x" is not a member") reaches the user.
+	res := req.Do(ctx)
+	if err := res.Error(); err != nil {
+		return nil, err
+	}
+	return res.Raw()
 }
 
 // ApplyOptions control Apply.

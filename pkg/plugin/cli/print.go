@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"io"
 
+	"github.com/spf13/cobra"
+
 	"k8s.io/apimachinery/pkg/runtime"
 	"sigs.k8s.io/yaml"
 )
@@ -14,6 +16,12 @@ const (
 	OutputYAML = "yaml"
 	OutputJSON = "json"
 )
+
+// AddOutputFlag gives a command -o yaml|json; what says what it prints.
+func AddOutputFlag(cmd *cobra.Command, output *string, what string) {
+	cmd.Flags().StringVarP(output, "output", "o", "", "yaml or json: "+what)
+	_ = cmd.RegisterFlagCompletionFunc("output", FixedCompletion(OutputYAML, OutputJSON))
+}
 
 // PrintObject writes obj as YAML or JSON, with its apiVersion and kind: the
 // client's decoder drops them, and a printed object without them cannot be

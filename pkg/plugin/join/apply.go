@@ -178,8 +178,8 @@ func (o *Options) entry(have *meshv1alpha1.ClusterEntry, secretName, key string,
 		have = &meshv1alpha1.ClusterEntry{}
 	}
 	switch {
-	case o.NodeCIDRs != nil:
-		e["nodeCIDRs"] = o.NodeCIDRs
+	case n.NodeCIDRs.Values != nil:
+		e["nodeCIDRs"] = n.NodeCIDRs.Values
 	case len(have.NodeCIDRs) > 0:
 		e["nodeCIDRs"] = have.NodeCIDRs
 	}

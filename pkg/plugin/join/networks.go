@@ -10,6 +10,7 @@ import (
 	networkingv1 "k8s.io/api/networking/v1"
 
 	kilov1alpha1 "github.com/kilo-mesh/kilo-mesh-apiserver/pkg/apis/kilo/v1alpha1"
+	"github.com/kilo-mesh/kilo-mesh-apiserver/pkg/apis/mesh/validation"
 )
 
 // defaultServiceCIDR is the name of the ServiceCIDR kube-apiserver creates
@@ -21,6 +22,9 @@ const defaultServiceCIDR = "kubernetes"
 type Proposal struct {
 	Values []string
 	Source string
+	// proposed marks an optional value join made up itself, which it may
+	// leave out when the server refuses it.
+	proposed bool
 }
 
 // String shows the values, or that there are none.
@@ -37,6 +41,7 @@ type Networks struct {
 	ServiceCIDR     Proposal
 	AdditionalCIDRs Proposal
 	WireguardCIDR   Proposal
+	NodeCIDRs       Proposal
 }
 
 // ProposePodCIDRs proposes, per address family, the smallest prefix that
@@ -79,6 +84,72 @@ func ProposePodCIDRs(nodes []corev1.Node) (Proposal, error) {
 		Values: values,
 		Source: fmt.Sprintf("covering prefix of the spec.podCIDRs of %d node(s); pass --pod-cidrs if the cluster's --cluster-cidr is wider", counted),
 	}, nil
+}
+
+// ProposeNodeCIDRs proposes, per address family, the smallest prefix that
+// covers every node's InternalIP: without nodeCIDRs no internal IP is
+// advertised. Like the pod CIDRs' cover it may be narrower than the host
+// network (nodes added later): the source says so, and --node-cidrs
+// overrides. No node with an InternalIP proposes nothing.
+func ProposeNodeCIDRs(nodes []corev1.Node) Proposal {
+	var v4, v6 []netip.Prefix
+	counted := 0
+	for i := range nodes {
+		found := false
+		for _, a := range nodes[i].Status.Addresses {
+			ip, err := netip.ParseAddr(a.Address)
+			if a.Type != corev1.NodeInternalIP || err != nil {
+				continue
+			}
+			found = true
+			if ip.Unmap().Is4() {
+				v4 = append(v4, netip.PrefixFrom(ip.Unmap(), 32))
+			} else {
+				v6 = append(v6, netip.PrefixFrom(ip, 128))
+			}
+		}
+		if found {
+			counted++
+		}
+	}
+	if counted == 0 {
+		return Proposal{Source: "no node has an InternalIP; internal IPs are not advertised (pass --node-cidrs to advertise them)"}
+	}
+	var values, tooWide []string
+	for _, family := range [][]netip.Prefix{v4, v6} {
+		c, ok := CoveringPrefix(family)
+		switch {
+		case !ok:
+		case c.Bits() < c.Addr().BitLen()/4:
+			// Nodes in unrelated networks: their cover is no host network.
+			tooWide = append(tooWide, c.String())
+		default:
+			values = append(values, c.String())
+		}
+	}
+	source := fmt.Sprintf("covering prefix of the InternalIPs of %d node(s); pass --node-cidrs if the host network is wider", counted)
+	if len(tooWide) > 0 {
+		source += fmt.Sprintf(" (%s left out: too wide to be a host network)", strings.Join(tooWide, ", "))
+	}
+	return Proposal{Values: values, Source: source, proposed: len(values) > 0}
+}
+
+// WithoutOverlaps drops a proposal whose networks overlap those of the
+// mesh's other entries: the mesh would refuse it, and a host network
+// shared with another cluster (two VPCs alike) cannot be advertised anyway.
+func WithoutOverlaps(p Proposal, others []netip.Prefix) Proposal {
+	var ours []netip.Prefix
+	for _, v := range p.Values {
+		if q, err := netip.ParsePrefix(v); err == nil {
+			ours = append(ours, q)
+		}
+	}
+	for i, hit := range validation.OverlapsWith(ours, others) {
+		if hit >= 0 {
+			return Proposal{Source: fmt.Sprintf("the nodes' InternalIPs (%s) overlap a network of another member; internal IPs are not advertised", ours[i])}
+		}
+	}
+	return p
 }
 
 // CoveringPrefix is the longest prefix that contains every prefix given,

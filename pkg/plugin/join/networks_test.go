@@ -138,3 +138,59 @@ func TestEntryKeepsFieldsNotGiven(t *testing.T) {
 		t.Errorf("an entry without its Secret reference is up to date: %v %v", up, err)
 	}
 }
+
+func TestProposeNodeCIDRs(t *testing.T) {
+	withIPs := func(name string, ips ...string) corev1.Node {
+		n := corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name}}
+		for _, ip := range ips {
+			n.Status.Addresses = append(n.Status.Addresses, corev1.NodeAddress{Type: corev1.NodeInternalIP, Address: ip})
+		}
+		n.Status.Addresses = append(n.Status.Addresses, corev1.NodeAddress{Type: corev1.NodeExternalIP, Address: "203.0.113.1"})
+		return n
+	}
+	tests := []struct {
+		name   string
+		nodes  []corev1.Node
+		want   []string
+		source string
+	}{
+		{"none", []corev1.Node{withIPs("a")}, nil, "no node has an InternalIP"},
+		{"one node", []corev1.Node{withIPs("a", "192.168.2.1")}, []string{"192.168.2.1/32"}, "InternalIPs of 1 node(s)"},
+		{"a subnet", []corev1.Node{withIPs("a", "192.168.2.1"), withIPs("b", "192.168.2.4"), withIPs("c")}, []string{"192.168.2.0/29"}, "InternalIPs of 2 node(s)"},
+		{"dual stack", []corev1.Node{withIPs("a", "10.0.0.1", "fd00::1"), withIPs("b", "10.0.0.2", "fd00::2")}, []string{"10.0.0.0/30", "fd00::/126"}, "of 2 node(s)"},
+		{"unrelated networks", []corev1.Node{withIPs("a", "10.0.0.1"), withIPs("b", "192.168.0.1")}, nil, "0.0.0.0/0 left out: too wide"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got := ProposeNodeCIDRs(tt.nodes)
+			if !slices.Equal(got.Values, tt.want) || !strings.Contains(got.Source, tt.source) {
+				t.Errorf("ProposeNodeCIDRs = %v (%s), want %v (%s)", got.Values, got.Source, tt.want, tt.source)
+			}
+		})
+	}
+}
+
+func TestWithoutOverlaps(t *testing.T) {
+	p := Proposal{Values: []string{"192.168.2.0/29"}, Source: "covering"}
+	tests := []struct {
+		name   string
+		others []string
+		want   []string
+	}{
+		{"no other network", nil, []string{"192.168.2.0/29"}},
+		{"disjoint", []string{"10.42.0.0/16", "192.168.1.0/24"}, []string{"192.168.2.0/29"}},
+		{"a host network shared with another member", []string{"10.42.0.0/16", "192.168.2.0/24"}, nil},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var others []netip.Prefix
+			for _, o := range tt.others {
+				others = append(others, netip.MustParsePrefix(o))
+			}
+			got := WithoutOverlaps(p, others)
+			if !slices.Equal(got.Values, tt.want) || (tt.want == nil && !strings.Contains(got.Source, "overlap")) {
+				t.Errorf("WithoutOverlaps = %v (%s), want %v", got.Values, got.Source, tt.want)
+			}
+		})
+	}
+}

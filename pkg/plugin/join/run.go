@@ -4,9 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"strings"
-	"text/tabwriter"
 	"time"
 
 	authenticationv1 "k8s.io/api/authentication/v1"
@@ -70,24 +68,14 @@ func (o *Options) Run(ctx context.Context) error {
 	}
 	fmt.Fprintf(w, "Joining %s (%s) into clustermesh %s/%s as %q.\n\n", describeMember(o.MemberKubeconfig, o.MemberContext), target.Server, ns, o.Mesh, o.Name)
 
-	nets, err := o.proposeNetworks(ctx, memberClients.Kube, entry)
+	nets, err := o.proposeNetworks(ctx, memberClients.Kube, entry, otherNetworks(mesh, o.Name))
 	if err != nil {
 		return err
 	}
 	printNetworks(w, nets)
-	entryMap := o.entry(entry, secretName, key, nets)
-	patch, err := entryPatch(mesh, entryMap)
+	patch, upToDate, err := o.admittedEntry(ctx, api, mesh, entry, secretName, key, &nets, w)
 	if err != nil {
 		return err
-	}
-	upToDate, err := entryUpToDate(entry, entryMap)
-	if err != nil {
-		return err
-	}
-	if !upToDate {
-		if err := preflightEntry(ctx, api, mesh, o.Name, patch); err != nil {
-			return err
-		}
 	}
 
 	objs, err := identityObjects()
@@ -288,101 +276,6 @@ func (o *Options) credential(ctx context.Context, secret *corev1.Secret, key str
 		msg += fmt.Sprintf("; the member cluster granted %s of the %s asked (its --service-account-max-token-expiration)", days(granted.Round(time.Hour)), days(o.TokenExpiry))
 	}
 	return tr.Status.Token, msg, nil
-}
-
-func printNetworks(w io.Writer, n Networks) {
-	fmt.Fprintln(w, "Networks of the member (override with the flag shown):")
-	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-	for _, row := range []struct {
-		field, flag string
-		p           Proposal
-	}{
-		{"podCIDRs", "--pod-cidrs", n.PodCIDRs},
-		{"serviceCIDR", "--service-cidr", n.ServiceCIDR},
-		{"additionalCIDRs", "--additional-cidrs", n.AdditionalCIDRs},
-		{"wireguardCIDR", "--wireguard-cidr", n.WireguardCIDR},
-	} {
-		if row.field == "additionalCIDRs" && len(row.p.Values) == 0 {
-			continue
-		}
-		fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\n", row.field, row.p, row.flag, row.p.Source)
-	}
-	tw.Flush()
-}
-
-// keptSource is the source of a value kept from the mesh's entry.
-const keptSource = "kept from the mesh's entry"
-
-// proposeNetworks picks each network: the flag, else the existing entry's
-// value, else what the member's objects suggest.
-func (o *Options) proposeNetworks(ctx context.Context, kube kubernetes.Interface, entry *meshv1alpha1.ClusterEntry) (Networks, error) {
-	var n Networks
-	var nodes []corev1.Node
-	listNodes := func() ([]corev1.Node, error) {
-		if nodes != nil {
-			return nodes, nil
-		}
-		list, err := kube.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
-		if err != nil {
-			return nil, fmt.Errorf("listing the member's Nodes: %w", err)
-		}
-		nodes = list.Items
-		return nodes, nil
-	}
-	var err error
-	switch {
-	case o.PodCIDRs != nil:
-		n.PodCIDRs = Proposal{Values: o.PodCIDRs, Source: "given"}
-	case entry != nil && len(entry.PodCIDRs) > 0:
-		n.PodCIDRs = Proposal{Values: entry.PodCIDRs, Source: keptSource}
-	default:
-		var all []corev1.Node
-		if all, err = listNodes(); err != nil {
-			return n, err
-		}
-		if n.PodCIDRs, err = ProposePodCIDRs(all); err != nil {
-			return n, err
-		}
-	}
-	switch {
-	case o.WireguardCIDR != nil:
-		n.WireguardCIDR = Proposal{Values: []string{*o.WireguardCIDR}, Source: "given"}
-	case entry != nil && entry.WireguardCIDR != "":
-		n.WireguardCIDR = Proposal{Values: []string{entry.WireguardCIDR}, Source: keptSource}
-	default:
-		var all []corev1.Node
-		if all, err = listNodes(); err != nil {
-			return n, err
-		}
-		if n.WireguardCIDR, err = ProposeWireguardCIDR(all); err != nil {
-			return n, err
-		}
-	}
-	switch {
-	case o.ServiceCIDR != nil || o.AdditionalCIDRs != nil:
-		if o.ServiceCIDR != nil && *o.ServiceCIDR != "" {
-			n.ServiceCIDR = Proposal{Values: []string{*o.ServiceCIDR}, Source: "given"}
-		}
-		n.AdditionalCIDRs = Proposal{Values: o.AdditionalCIDRs, Source: "given"}
-	case entry != nil:
-		if entry.ServiceCIDR != "" {
-			n.ServiceCIDR = Proposal{Values: []string{entry.ServiceCIDR}, Source: keptSource}
-		}
-		n.AdditionalCIDRs = Proposal{Values: entry.AdditionalCIDRs, Source: keptSource}
-	default:
-		list, err := kube.NetworkingV1().ServiceCIDRs().List(ctx, metav1.ListOptions{})
-		switch {
-		case err == nil:
-			n.ServiceCIDR, n.AdditionalCIDRs = ProposeServiceCIDRs(list.Items, true)
-		case apierrors.IsNotFound(err):
-			n.ServiceCIDR, n.AdditionalCIDRs = ProposeServiceCIDRs(nil, false)
-		case apierrors.IsForbidden(err):
-			n.ServiceCIDR = Proposal{Source: "you may not list the member's ServiceCIDRs; pass --service-cidr"}
-		default:
-			return n, fmt.Errorf("listing the member's ServiceCIDRs: %w", err)
-		}
-	}
-	return n, nil
 }
 
 // days writes whole days as such: 365d reads better than 8760h0m0s.

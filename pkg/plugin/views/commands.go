@@ -44,8 +44,7 @@ whole typed plan.`,
 			return nil
 		},
 	}
-	cmd.Flags().StringVarP(&output, "output", "o", "", "yaml or json: the whole typed plan")
-	_ = cmd.RegisterFlagCompletionFunc("output", cli.FixedCompletion(cli.OutputYAML, cli.OutputJSON))
+	cli.AddOutputFlag(cmd, &output, "the whole typed plan")
 	return cmd
 }
 
@@ -75,13 +74,13 @@ const (
 func NewPeersCommand(o *cli.Options) *cobra.Command {
 	var cluster, format string
 	cmd := &cobra.Command{
-		Use:   "peers MESH [--cluster NAME] [--format yaml|json|wireguard|dot]",
+		Use:   "peers MESH [--cluster NAME] [-o yaml|json|wireguard|dot]",
 		Short: "Print the Kilo Peers the mesh wants, like kgctl showconf",
 		Long: `Print the Kilo Peers the mesh wants on its member clusters. With --cluster,
 the Peers of that cluster as a list kubectl apply takes (yaml, json) or as the
 [Peer] sections of its WireGuard configuration (wireguard); dot draws the mesh.`,
 		Example: `  kubectl mesh peers demo --cluster west
-  kubectl mesh peers demo --cluster west --format wireguard
+  kubectl mesh peers demo --cluster west -o wireguard
   kubectl mesh peers demo --cluster west | kubectl apply --dry-run=client -f -`,
 		Args:              cli.MeshArgs,
 		ValidArgsFunction: o.CompleteMeshes,
@@ -90,9 +89,15 @@ the Peers of that cluster as a list kubectl apply takes (yaml, json) or as the
 		},
 	}
 	cmd.Flags().StringVar(&cluster, "cluster", "", "only the Peers of this member cluster")
-	cmd.Flags().StringVar(&format, "format", formatYAML, "yaml, json, wireguard (needs --cluster) or dot")
-	_ = cmd.RegisterFlagCompletionFunc("cluster", o.CompleteClusters)
-	_ = cmd.RegisterFlagCompletionFunc("format", cli.FixedCompletion(formatYAML, formatJSON, meshv1alpha1.PeersFormatWireGuard, meshv1alpha1.PeersFormatDOT))
+	// -o like every command; --format, its first name, stays as an alias.
+	for _, name := range []string{"output", "format"} {
+		short := ""
+		if name == "output" {
+			short = "o"
+		}
+		cmd.Flags().StringVarP(&format, name, short, formatYAML, "yaml, json, wireguard (needs --cluster) or dot")
+		_ = cmd.RegisterFlagCompletionFunc(name, cli.FixedCompletion(formatYAML, formatJSON, meshv1alpha1.PeersFormatWireGuard, meshv1alpha1.PeersFormatDOT))
+	}
 	return cmd
 }
 
@@ -115,19 +120,18 @@ func runPeers(ctx context.Context, o *cli.Options, name, cluster, format string)
 			}
 			return cli.PrintObject(o.Out, peers, format)
 		}
-		accept := "application/yaml"
-		if format == formatJSON {
-			accept = "application/json"
-		}
-		body, err := api.PeersRaw(ctx, ns, name, cluster, "", accept)
+		// Asked as JSON whatever is printed: the client decodes the
+		// server's errors from JSON only, and would otherwise hide their
+		// text behind "an unknown reason".
+		body, err := api.PeersRaw(ctx, ns, name, cluster, "", "application/json")
 		if err != nil {
 			return cli.Explain(err, what)
 		}
-		if format == formatJSON {
-			// JSON is YAML too: whichever the server sent, this prints JSON.
-			if body, err = yaml.YAMLToJSONStrict(body); err != nil {
+		if format == formatYAML {
+			if body, err = yaml.JSONToYAML(body); err != nil {
 				return fmt.Errorf("reading the Peers of %s: %w", cluster, err)
 			}
+		} else {
 			var indented bytes.Buffer
 			if err := jsonIndent(&indented, body); err != nil {
 				return err
@@ -138,7 +142,7 @@ func runPeers(ctx context.Context, o *cli.Options, name, cluster, format string)
 		return err
 	case meshv1alpha1.PeersFormatWireGuard:
 		if cluster == "" {
-			return fmt.Errorf("--format wireguard needs --cluster: a WireGuard configuration belongs to one cluster")
+			return fmt.Errorf("-o wireguard needs --cluster: a WireGuard configuration belongs to one cluster")
 		}
 		fallthrough
 	case meshv1alpha1.PeersFormatDOT:
@@ -149,7 +153,7 @@ func runPeers(ctx context.Context, o *cli.Options, name, cluster, format string)
 		_, err = o.Out.Write(body)
 		return err
 	default:
-		return fmt.Errorf("unknown --format %q: use yaml, json, wireguard or dot", format)
+		return fmt.Errorf("unknown -o %q: use yaml, json, wireguard or dot", format)
 	}
 }
 
@@ -221,7 +225,7 @@ installed (Debian: apt-get install graphviz).`,
 
 // NewWhyCommand is `kubectl mesh why MESH NODE [--cluster C]`.
 func NewWhyCommand(o *cli.Options) *cobra.Command {
-	var cluster string
+	var cluster, output string
 	cmd := &cobra.Command{
 		Use:   "why MESH NODE [--cluster NAME]",
 		Short: "Explain the decision about one node: advertised or skipped, and why",
@@ -236,17 +240,36 @@ with --cluster.`,
 			}
 			return nil
 		},
-		ValidArgsFunction: o.CompleteMeshes,
+		ValidArgsFunction: func(cmd *cobra.Command, args []string, prefix string) ([]string, cobra.ShellCompDirective) {
+			if len(args) != 1 {
+				return o.CompleteMeshes(cmd, args, prefix)
+			}
+			ctx, cancel := context.WithTimeout(context.Background(), cli.CompletionTimeout)
+			defer cancel()
+			plan, err := readPlan(ctx, o, args[0])
+			if err != nil {
+				return nil, cobra.ShellCompDirectiveError
+			}
+			return nodeNames(plan, cluster, prefix), cobra.ShellCompDirectiveNoFileComp
+		},
 		RunE: func(cmd *cobra.Command, args []string) error {
 			plan, err := readPlan(cmd.Context(), o, args[0])
 			if err != nil {
 				return err
+			}
+			if output != "" {
+				data, err := WhyData(plan, args[1], cluster)
+				if err != nil {
+					return err
+				}
+				return cli.PrintData(o.Out, data, output)
 			}
 			return RenderWhy(cli.Terminal(o.Out), plan, args[1], cluster)
 		},
 	}
 	cmd.Flags().StringVar(&cluster, "cluster", "", "the member cluster of the node")
 	_ = cmd.RegisterFlagCompletionFunc("cluster", o.CompleteClusters)
+	cli.AddOutputFlag(cmd, &output, "the decision, the group and the fate of its Peer as data")
 	return cmd
 }
 

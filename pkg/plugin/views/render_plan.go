@@ -64,16 +64,20 @@ func RenderPlan(w io.Writer, p *meshv1alpha1.ClusterMeshPlan) {
 	renderIssues(w, "Conflicts (kept out of the mesh)", p.Conflicts)
 	renderIssues(w, "Warnings", p.Warnings)
 	fmt.Fprintln(w)
-	switch {
-	case creates+updates+deletes == 0 && unknown == 0:
+	// "No changes" only when nothing is kept out either: above a list of
+	// conflicts it would read as a mesh that carries all it declares.
+	if creates+updates+deletes == 0 && unknown == 0 && len(p.Conflicts) == 0 {
 		fmt.Fprintln(w, "No changes: every member cluster holds the Peers the plan wants.")
-	default:
-		fmt.Fprintf(w, "%d to create, %d to update, %d to delete", creates, updates, deletes)
-		if unknown > 0 {
-			fmt.Fprintf(w, "; %d cluster(s) unreachable, their Peers unknown", unknown)
-		}
-		fmt.Fprintln(w, ".")
+		return
 	}
+	fmt.Fprintf(w, "%d to create, %d to update, %d to delete", creates, updates, deletes)
+	if unknown > 0 {
+		fmt.Fprintf(w, "; %d cluster(s) unreachable, their Peers unknown", unknown)
+	}
+	if len(p.Conflicts) > 0 {
+		fmt.Fprintf(w, "; %d conflict(s) keep groups or Peers out of the mesh (listed above)", len(p.Conflicts))
+	}
+	fmt.Fprintln(w, ".")
 }
 
 func findTarget(p *meshv1alpha1.ClusterMeshPlan, cluster string) *meshv1alpha1.TargetPlan {

@@ -24,30 +24,33 @@ const waitInterval = time.Second
 func NewStatusCommand(o *cli.Options) *cobra.Command {
 	var wait bool
 	var timeout time.Duration
+	var output string
 	cmd := &cobra.Command{
-		Use:   "status MESH [--wait] [--timeout 5m]",
+		Use:   "status MESH [--wait] [--timeout 5m] [-o yaml|json]",
 		Short: "Show the mesh's conditions and the figures of every member cluster",
 		Long: `Show the conditions of a ClusterMesh and, per member cluster, its
 reachability, nodes, groups and Peers. The conditions:
   ` + strings.Join(meshv1alpha1.ConditionTypes, ", ") + `
 
 With --wait, show a live progress line until the mesh is Ready for its current
-generation, or until --timeout.
+generation, or until --timeout. -o yaml|json prints the whole ClusterMesh,
+status included, instead of the tables.
 
 Exit codes: 0 the mesh is Ready; 2 it is not (with --wait: not within the
 timeout); 1 any other error.`,
 		Args:              cli.MeshArgs,
 		ValidArgsFunction: o.CompleteMeshes,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return runStatus(cmd.Context(), o, args[0], wait, timeout)
+			return runStatus(cmd.Context(), o, args[0], wait, timeout, output)
 		},
 	}
 	cmd.Flags().BoolVar(&wait, "wait", false, "wait until the mesh is Ready, showing progress")
 	cmd.Flags().DurationVar(&timeout, "timeout", 5*time.Minute, "how long --wait waits")
+	cli.AddOutputFlag(cmd, &output, "the whole ClusterMesh; the exit code is the same")
 	return cmd
 }
 
-func runStatus(ctx context.Context, o *cli.Options, name string, wait bool, timeout time.Duration) error {
+func runStatus(ctx context.Context, o *cli.Options, name string, wait bool, timeout time.Duration, output string) error {
 	ns, err := o.Namespace()
 	if err != nil {
 		return err
@@ -69,7 +72,13 @@ func runStatus(ctx context.Context, o *cli.Options, name string, wait bool, time
 			return cli.Explain(err, what)
 		}
 	}
-	RenderStatus(cli.Terminal(o.Out), mesh)
+	if output != "" {
+		if err := cli.PrintObject(o.Out, mesh, output); err != nil {
+			return err
+		}
+	} else {
+		RenderStatus(cli.Terminal(o.Out), mesh)
+	}
 	if Ready(mesh) {
 		return nil
 	}

@@ -2,6 +2,7 @@ package views
 
 import (
 	"bytes"
+	"reflect"
 	"strings"
 	"testing"
 
@@ -97,6 +98,7 @@ func TestRenderPlan(t *testing.T) {
 		"PublicKeyInUse [west -> east]",
 		"= 1 unchanged",
 		"2 to create, 0 to update, 0 to delete; 1 cluster(s) unreachable",
+		"1 conflict(s) keep groups or Peers out of the mesh (listed above).",
 	} {
 		if !strings.Contains(out.String(), want) {
 			t.Errorf("plan lacks %q:\n%s", want, out.String())
@@ -106,6 +108,37 @@ func TestRenderPlan(t *testing.T) {
 		if strings.TrimRight(line, " ") != line {
 			t.Errorf("trailing blanks in %q", line)
 		}
+	}
+}
+
+// TestRenderPlanSummary: "No changes" only above a plan that keeps nothing out.
+func TestRenderPlanSummary(t *testing.T) {
+	settled := func(conflicts ...meshv1alpha1.PlanIssue) *meshv1alpha1.ClusterMeshPlan {
+		return &meshv1alpha1.ClusterMeshPlan{
+			Clusters:  []meshv1alpha1.ClusterPlan{{Name: "east", Reachable: true}, {Name: "west", Reachable: true}},
+			Targets:   []meshv1alpha1.TargetPlan{{Cluster: "east", DiffState: meshv1alpha1.DiffStateComputed}, {Cluster: "west", DiffState: meshv1alpha1.DiffStateComputed}},
+			Conflicts: conflicts,
+		}
+	}
+	blocked := meshv1alpha1.PlanIssue{Reason: "PublicKeyInUse", Cluster: "west", Target: "east", Message: "groups whose leader's key is in use"}
+	tests := []struct {
+		name    string
+		plan    *meshv1alpha1.ClusterMeshPlan
+		want    string
+		notWant string
+	}{
+		{name: "settled", plan: settled(), want: "No changes: every member cluster holds the Peers the plan wants."},
+		{name: "settled but blocked", plan: settled(blocked, blocked),
+			want: "0 to create, 0 to update, 0 to delete; 2 conflict(s) keep groups or Peers out of the mesh (listed above).", notWant: "No changes"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var out bytes.Buffer
+			RenderPlan(&out, tt.plan)
+			if !strings.Contains(out.String(), tt.want) || tt.notWant != "" && strings.Contains(out.String(), tt.notWant) {
+				t.Errorf("want %q and not %q in:\n%s", tt.want, tt.notWant, out.String())
+			}
+		})
 	}
 }
 
@@ -145,7 +178,7 @@ func TestRenderStatus(t *testing.T) {
 		f := strings.Fields(line)
 		rows = append(rows, strings.Join(f[:min(3, len(f))], " "))
 	}
-	want := []string{"Ready False NotReady", "ClustersReachable Unknown", "PeersApplied Unknown", "NetworksValid Unknown",
+	want := []string{"Ready False NotReady", "ClustersReachable Unknown", "PeersApplied Unknown", "PeersCarried Unknown", "NetworksValid Unknown",
 		"CredentialsValid Unknown", "Granted False NotGranted", "FromALaterServer True Later"}
 	if strings.Join(rows, "\n") != strings.Join(want, "\n") {
 		t.Errorf("condition rows:\n%s\nwant:\n%s\nin:\n%s", strings.Join(rows, "\n"), strings.Join(want, "\n"), out.String())
@@ -155,5 +188,60 @@ func TestRenderStatus(t *testing.T) {
 func TestWithoutElapsed(t *testing.T) {
 	if got := withoutElapsed("waiting for ns/demo to be Ready (12s): Ready=False"); got != "waiting for ns/demo to be Ready : Ready=False" {
 		t.Errorf("got %q", got)
+	}
+}
+
+func TestWhyData(t *testing.T) {
+	tests := []struct {
+		name, node, cluster string
+		want                whyData
+		err                 string
+	}{
+		{name: "ambiguous", node: "dup", err: "ambiguous"},
+		{name: "skipped", node: "nokey", want: whyData{Cluster: "west", Decision: testPlan().Clusters[1].Nodes[1]}},
+		{
+			name: "member of an exported group", node: "dup", cluster: "west",
+			want: whyData{Cluster: "west", Decision: testPlan().Clusters[1].Nodes[0], Group: &testPlan().Clusters[1].Groups[0],
+				Peers: []peerFateData{
+					{Cluster: "east", Fate: "not planned: PublicKeyInUse: groups whose leader's key is in use: group location:eu (leader key K)"},
+					{Cluster: "north", Fate: "unknown: the cluster is unreachable"},
+				}},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, err := WhyData(testPlan(), tt.node, tt.cluster)
+			if tt.err != "" {
+				if err == nil || !strings.Contains(err.Error(), tt.err) {
+					t.Fatalf("want an error with %q, got %v", tt.err, err)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !reflect.DeepEqual(got, tt.want) {
+				t.Errorf("WhyData:\n got %+v\nwant %+v", got, tt.want)
+			}
+		})
+	}
+}
+
+func TestNodeNames(t *testing.T) {
+	tests := []struct {
+		cluster, prefix string
+		want            []string
+	}{
+		{"", "", []string{"dup", "nokey", "w1"}},
+		{"", "n", []string{"nokey"}},
+		{"east", "", []string{"dup"}},
+		{"north", "", nil},
+	}
+	for _, tt := range tests {
+		t.Run(tt.cluster+"/"+tt.prefix, func(t *testing.T) {
+			if got := nodeNames(testPlan(), tt.cluster, tt.prefix); !reflect.DeepEqual(got, tt.want) {
+				t.Errorf("nodeNames = %v, want %v", got, tt.want)
+			}
+		})
 	}
 }

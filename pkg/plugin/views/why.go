@@ -112,6 +112,63 @@ func RenderWhy(w io.Writer, p *meshv1alpha1.ClusterMeshPlan, node, cluster strin
 	return nil
 }
 
+// whyData is what `why -o yaml|json` prints: the plan's decision on the
+// node, its group, and the fate of the group's Peer on every other cluster.
+type whyData struct {
+	Cluster  string                    `json:"cluster"`
+	Decision meshv1alpha1.NodeDecision `json:"decision"`
+	Group    *meshv1alpha1.GroupPlan   `json:"group,omitempty"`
+	// Peers says, per other cluster, what becomes of the group's Peer.
+	Peers []peerFateData `json:"peers,omitempty"`
+}
+
+type peerFateData struct {
+	Cluster string `json:"cluster"`
+	Fate    string `json:"fate"`
+}
+
+// WhyData is the decision about one node as data, for -o yaml|json.
+func WhyData(p *meshv1alpha1.ClusterMeshPlan, node, cluster string) (any, error) {
+	m, err := findNode(p, node, cluster)
+	if err != nil {
+		return nil, err
+	}
+	out := whyData{Cluster: m.cluster.Name, Decision: *m.decision}
+	gi := slices.IndexFunc(m.cluster.Groups, func(g meshv1alpha1.GroupPlan) bool { return g.Name == m.decision.Group })
+	if m.decision.Group == "" || gi < 0 {
+		return out, nil
+	}
+	g := &m.cluster.Groups[gi]
+	out.Group = g
+	if !g.Ready {
+		return out, nil
+	}
+	for _, t := range p.Targets {
+		if t.Cluster != m.cluster.Name {
+			out.Peers = append(out.Peers, peerFateData{Cluster: t.Cluster, Fate: peerFate(p, &t, m.cluster.Name, g)})
+		}
+	}
+	return out, nil
+}
+
+// nodeNames are the names of the plan's nodes (of cluster, if given)
+// starting with prefix, for completion.
+func nodeNames(p *meshv1alpha1.ClusterMeshPlan, cluster, prefix string) []string {
+	var out []string
+	for _, c := range p.Clusters {
+		if cluster != "" && c.Name != cluster {
+			continue
+		}
+		for _, n := range c.Nodes {
+			if strings.HasPrefix(n.Node, prefix) {
+				out = append(out, n.Node)
+			}
+		}
+	}
+	slices.Sort(out)
+	return slices.Compact(out)
+}
+
 // peerFate says what the plan does with a group's Peer on one target.
 func peerFate(p *meshv1alpha1.ClusterMeshPlan, t *meshv1alpha1.TargetPlan, source string, g *meshv1alpha1.GroupPlan) string {
 	name := g.PeerName

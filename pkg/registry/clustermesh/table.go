@@ -29,6 +29,7 @@ var columns = []metav1.TableColumnDefinition{
 	{Name: "Local", Type: "string", Priority: 1, Description: "The cluster this server runs in."},
 	{Name: "Reachable", Type: "string", Priority: 1, Description: "Reachable clusters out of all."},
 	{Name: "Nodes", Type: "string", Priority: 1, Description: "Ready nodes out of all, over all clusters."},
+	{Name: "Carried", Type: "string", Priority: 1, Description: "Status of the PeersCarried condition: False when conflicts keep groups or Peers out."},
 	{Name: "Message", Type: "string", Priority: 1, Description: "Message of the Ready condition."},
 }
 
@@ -52,6 +53,10 @@ func row(m *meshv1alpha1.ClusterMesh, name, age string) []interface{} {
 	if c := meta.FindStatusCondition(m.Status.Conditions, meshv1alpha1.ConditionReady); c != nil {
 		readyStatus, message = string(c.Status), c.Message
 	}
+	carried := string(metav1.ConditionUnknown)
+	if c := meta.FindStatusCondition(m.Status.Conditions, meshv1alpha1.ConditionPeersCarried); c != nil {
+		carried = string(c.Status)
+	}
 	local := "<none>"
 	for _, c := range m.Spec.Clusters {
 		if c.Local {
@@ -68,6 +73,7 @@ func row(m *meshv1alpha1.ClusterMesh, name, age string) []interface{} {
 		local,
 		fmt.Sprintf("%d/%d", reachable, len(m.Spec.Clusters)),
 		fmt.Sprintf("%d/%d", ready, nodes),
+		carried,
 		message,
 	}
 }

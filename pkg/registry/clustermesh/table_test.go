@@ -22,7 +22,7 @@ func TestConvertToTable(t *testing.T) {
 		{
 			name: "new mesh without status",
 			mesh: meshv1alpha1.ClusterMesh{ObjectMeta: metav1.ObjectMeta{Name: "fresh", CreationTimestamp: created}, Spec: spec},
-			want: []interface{}{"fresh", int64(2), "Unknown", "0/0", int64(0), "5h", "eu", "0/2", "0/0", ""},
+			want: []interface{}{"fresh", int64(2), "Unknown", "0/0", int64(0), "5h", "eu", "0/2", "0/0", "Unknown", ""},
 		},
 		{
 			name: "mesh with one cluster down",
@@ -30,14 +30,17 @@ func TestConvertToTable(t *testing.T) {
 				ObjectMeta: metav1.ObjectMeta{Name: "prod", CreationTimestamp: created},
 				Spec:       spec,
 				Status: meshv1alpha1.ClusterMeshStatus{
-					Conditions: []metav1.Condition{{Type: meshv1alpha1.ConditionReady, Status: metav1.ConditionFalse, Reason: "ClusterUnreachable", Message: "us is unreachable"}},
+					Conditions: []metav1.Condition{
+						{Type: meshv1alpha1.ConditionReady, Status: metav1.ConditionFalse, Reason: "ClusterUnreachable", Message: "us is unreachable"},
+						{Type: meshv1alpha1.ConditionPeersCarried, Status: metav1.ConditionFalse, Reason: "ConflictsKeepPeersOut", Message: "1 conflicts"},
+					},
 					Clusters: []meshv1alpha1.ClusterStatus{
 						{Name: "eu", Reachable: true, Nodes: 3, ReadyNodes: 2, PeersDesired: 4, PeersApplied: 4, SkippedNodes: 1},
 						{Name: "us", Nodes: 5, ReadyNodes: 5, PeersDesired: 2, PeersApplied: 1, SkippedNodes: 2},
 					},
 				},
 			},
-			want: []interface{}{"prod", int64(2), "False", "5/6", int64(3), "5h", "eu", "1/2", "7/8", "us is unreachable"},
+			want: []interface{}{"prod", int64(2), "False", "5/6", int64(3), "5h", "eu", "1/2", "7/8", "False", "us is unreachable"},
 		},
 	}
 	for _, tt := range tests {

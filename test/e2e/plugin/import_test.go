@@ -172,6 +172,8 @@ spec:
 		}
 	})
 
+	t.Run("a fully conflicted mesh is not Ready", func(t *testing.T) { testFullyConflicted(t, env) })
+
 	t.Run("--adopt refuses while the predecessor operator runs", func(t *testing.T) {
 		// What the operator does first on every event of its ClusterMesh:
 		// put its finalizer back.

@@ -113,7 +113,8 @@ func TestJoin(t *testing.T) {
 		before := meshGeneration()
 		r := mustMesh(t, env, framework.UserAdmin, append(joinArgs, "--dry-run")...)
 		for _, want := range []string{"kind: Namespace", "kind: ServiceAccount", "kind: ClusterRole", "kind: ClusterRoleBinding",
-			"kind: Secret", "kind: ClusterMesh", "token: REDACTED", "name: north", "podCIDRs:\n    - 10.62.0.0/21", "serviceCIDR: 10.63.0.0/16", "wireguardCIDR: 10.6.0.0/16"} {
+			"kind: Secret", "kind: ClusterMesh", "token: REDACTED", "name: north", "podCIDRs:\n    - 10.62.0.0/21", "serviceCIDR: 10.63.0.0/16", "wireguardCIDR: 10.6.0.0/16",
+			"nodeCIDRs:\n    - 192.168.2.0/29"} {
 			if !strings.Contains(r.stdout, want) {
 				t.Errorf("dry run output lacks %q:\n%s", want, r)
 			}
@@ -137,7 +138,9 @@ func TestJoin(t *testing.T) {
 
 	t.Run("join adds the cluster with the member identity's token", func(t *testing.T) {
 		r := mustMesh(t, env, framework.UserAdmin, append(joinArgs, "--pod-cidrs", "10.62.0.0/16")...)
-		for _, want := range []string{"podCIDRs       10.62.0.0/16", "serviceCIDR    10.63.0.0/16", "ClusterRole/kilo-mesh-member: created", "entry north added"} {
+		// nodeCIDRs covers the Nodes' InternalIPs, as podCIDRs their pod CIDRs.
+		for _, want := range []string{"podCIDRs       10.62.0.0/16", "serviceCIDR    10.63.0.0/16", "nodeCIDRs      192.168.2.0/29  --node-cidrs      covering prefix of the InternalIPs of 4 node(s)",
+			"ClusterRole/kilo-mesh-member: created", "entry north added"} {
 			if !strings.Contains(r.stdout, want) {
 				t.Errorf("join output lacks %q:\n%s", want, r)
 			}
@@ -340,6 +343,8 @@ func TestJoin(t *testing.T) {
 			}
 		}
 	})
+
+	t.Run("one output contract", func(t *testing.T) { testOutputContract(t, env, ns) })
 
 	t.Run("a tenant without Peer rights on the host is told which grant is missing", func(t *testing.T) {
 		// Another mesh, in a namespace tenant-a edits, on networks of its

@@ -14,9 +14,9 @@ const (
 	GranularityAuto Granularity = "Auto"
 	// GranularityLocation groups nodes by location; only each location's leader runs WireGuard.
 	GranularityLocation Granularity = "Location"
-	// GranularityFull makes every node its own group.
+	// GranularityFull (upstream Kilo) makes every node its own group, tunnelling to every other node, in its location or not; other clusters get one Peer per node.
 	GranularityFull Granularity = "Full"
-	// GranularityCross makes every node its own group (a widely deployed Kilo patch).
+	// GranularityCross (a widely deployed Kilo patch) tunnels only between locations: nodes of one location reach each other directly, while each node is its own group towards other locations; other clusters get one Peer per node, as with Full.
 	GranularityCross Granularity = "Cross"
 )
 
@@ -120,12 +120,17 @@ type SecretKeyReference struct {
 
 // Condition types of a ClusterMesh.
 const (
-	// ConditionReady is True when every member is reachable and every desired Peer is applied.
+	// ConditionReady is True when every member is reachable, every desired
+	// Peer is applied, and no conflict or invalid network keeps the mesh
+	// from carrying anything between two of its clusters.
 	ConditionReady = "Ready"
 	// ConditionClustersReachable is True when every member cluster answers.
 	ConditionClustersReachable = "ClustersReachable"
 	// ConditionPeersApplied is True when every desired Peer exists as planned.
 	ConditionPeersApplied = "PeersApplied"
+	// ConditionPeersCarried is False when conflicts keep groups or Peers
+	// out of the mesh; the message says which, how many and why.
+	ConditionPeersCarried = "PeersCarried"
 	// ConditionNetworksValid is False when networks conflict with each other or with other meshes.
 	ConditionNetworksValid = "NetworksValid"
 	// ConditionCredentialsValid is False when the credential of a member
@@ -140,7 +145,7 @@ const (
 // ClusterMesh, in the order clients show them.
 var ConditionTypes = []string{
 	ConditionReady, ConditionClustersReachable, ConditionPeersApplied,
-	ConditionNetworksValid, ConditionCredentialsValid, ConditionGranted,
+	ConditionPeersCarried, ConditionNetworksValid, ConditionCredentialsValid, ConditionGranted,
 }
 
 // ClusterMeshStatus is what the server last observed and applied.
@@ -148,7 +153,7 @@ type ClusterMeshStatus struct {
 	// observedGeneration is the generation of the spec this status describes.
 	// +optional
 	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
-	// conditions: Ready, ClustersReachable, PeersApplied, NetworksValid, CredentialsValid, Granted.
+	// conditions: Ready, ClustersReachable, PeersApplied, PeersCarried, NetworksValid, CredentialsValid, Granted.
 	// +optional
 	// +listType=map
 	// +listMapKey=type
