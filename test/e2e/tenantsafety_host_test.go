@@ -83,7 +83,7 @@ func hasIssue(issues []meshv1alpha1.PlanIssue, reason string) bool {
 func (ts *tsEnv) testHostPeerLimits(t *testing.T) {
 	fm := ts.servingMember(t, framework.FakeContent{Nodes: 60, PodCIDRPerNode: true})
 	ns := ts.grantedTenant(t, "bounded", fm, func(g *meshv1alpha1.ClusterMeshGrantSpec) { g.MaxHostPeers = ptr.To[int32](20) })
-	mesh := ts.createAsTenant(t, ns, "bounded", ts.meshYAML("bounded", "10.171", "10.172", entryYAML("far", "fake", "10.200.0.0/13", "10.173.0.0/16")))
+	mesh := ts.createAsTenant(t, ns, "bounded", ts.meshYAML("bounded", "10.230", "10.231", entryYAML("far", "fake", "10.200.0.0/13", "10.232.0.0/16")))
 	onHost := func() map[string]*kilov1alpha1.Peer {
 		peers, err := ts.peers(t, framework.HostCluster, mesh.UID)
 		if err != nil {
@@ -141,7 +141,7 @@ func (ts *tsEnv) testMemberStrings(t *testing.T) {
 	}
 	fm := ts.servingMember(t, framework.FakeContent{Nodes: 6, PodCIDRPerNode: true, NodeAnnotations: func(i int64) map[string]string { return hostile[i] }})
 	ns := ts.grantedTenant(t, "hostile", fm, func(*meshv1alpha1.ClusterMeshGrantSpec) {})
-	mesh := ts.createAsTenant(t, ns, "hostile", ts.meshYAML("hostile", "10.174", "10.175", entryYAML("far", "fake", "10.200.0.0/13", "10.176.0.0/16")))
+	mesh := ts.createAsTenant(t, ns, "hostile", ts.meshYAML("hostile", "10.233", "10.234", entryYAML("far", "fake", "10.200.0.0/13", "10.235.0.0/16")))
 	name := func(i int) string { return planner.PeerName(ns, "hostile", "far", fmt.Sprintf("node:fake-%06d", i)) }
 	want := []string{name(3), name(4)}
 	slices.Sort(want)
@@ -234,7 +234,7 @@ func (ts *tsEnv) testBorrowedIdentity(first *meshv1alpha1.ClusterMesh) func(t *t
 		ts.putSecret(t, ns, "plain", ts.serverAt(t, host))
 		borrower := func(name, secret string) string {
 			return fmt.Sprintf("apiVersion: mesh.kilo.squat.ai/v1alpha1\nkind: ClusterMesh\nmetadata:\n  name: %s\nspec:\n  clusters:\n", name) +
-				entryYAML("borrowed", secret, "10.11.0.0/16", "10.185.0.0/16") + entryYAML("far", "fake", "10.200.0.0/13", "10.186.0.0/16")
+				entryYAML("borrowed", secret, "10.11.0.0/16", "10.236.0.0/16") + entryYAML("far", "fake", "10.200.0.0/13", "10.237.0.0/16")
 		}
 		ts.create(t, ns, borrower("proxied", "proxied"))
 		ts.create(t, ns, borrower("plain", "plain"))
