@@ -180,8 +180,7 @@ func createRealisticNode(ctx context.Context, client kubernetes.Interface, i int
 	if err != nil {
 		return fmt.Errorf("creating node %s: %w", name, err)
 	}
-	created.Status = status
-	if _, err := client.CoreV1().Nodes().UpdateStatus(ctx, created, metav1.UpdateOptions{FieldManager: "kubelet"}); err != nil {
+	if _, err := framework.SetNodeStatus(ctx, client.CoreV1().Nodes(), created, status, metav1.UpdateOptions{FieldManager: "kubelet"}); err != nil {
 		return fmt.Errorf("setting the status of node %s: %w", name, err)
 	}
 	return nil

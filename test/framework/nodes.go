@@ -207,7 +207,7 @@ func (e *Env) CreateKiloNode(ctx context.Context, cluster int, k KiloNode) (*cor
 	if err != nil {
 		return nil, fmt.Errorf("creating node %s on cluster %d: %w", k.Name, cluster, err)
 	}
-	updated, err := setNodeStatus(ctx, nodes, created, status)
+	updated, err := SetNodeStatus(ctx, nodes, created, status, metav1.UpdateOptions{})
 	if err != nil {
 		return nil, fmt.Errorf("setting status of node %s on cluster %d: %w", k.Name, cluster, err)
 	}
@@ -242,16 +242,16 @@ func (e *Env) CreateKiloNode(ctx context.Context, cluster int, k KiloNode) (*cor
 	return updated, nil
 }
 
-// setNodeStatus sets the status of a Node just created, reading it again
+// SetNodeStatus sets the status of a Node just created, reading it again
 // when kube-controller-manager changed it in between (its TTL and node
 // lifecycle controllers write every new Node).
-func setNodeStatus(ctx context.Context, nodes corev1client.NodeInterface, created *corev1.Node, status corev1.NodeStatus) (*corev1.Node, error) {
+func SetNodeStatus(ctx context.Context, nodes corev1client.NodeInterface, created *corev1.Node, status corev1.NodeStatus, opts metav1.UpdateOptions) (*corev1.Node, error) {
 	node := created
 	var updated *corev1.Node
 	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
 		node.Status = status
 		var err error
-		if updated, err = nodes.UpdateStatus(ctx, node, metav1.UpdateOptions{}); err != nil {
+		if updated, err = nodes.UpdateStatus(ctx, node, opts); err != nil {
 			if fresh, getErr := nodes.Get(ctx, created.Name, metav1.GetOptions{}); getErr == nil {
 				node = fresh
 			}
@@ -361,7 +361,7 @@ func (e *Env) CreateKiloNodes(ctx context.Context, cluster, n int, build func(j 
 		if err != nil {
 			return fmt.Errorf("creating node %s on cluster %d: %w", k.Name, cluster, err)
 		}
-		if _, err := setNodeStatus(ctx, nodes, created, status); err != nil {
+		if _, err := SetNodeStatus(ctx, nodes, created, status, metav1.UpdateOptions{}); err != nil {
 			return fmt.Errorf("setting status of node %s on cluster %d: %w", k.Name, cluster, err)
 		}
 		return nil
