@@ -16,6 +16,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/client-go/dynamic"
 	"sigs.k8s.io/yaml"
 
 	kilov1alpha1 "github.com/kilo-mesh/kilo-mesh-apiserver/pkg/apis/kilo/v1alpha1"
@@ -188,7 +189,11 @@ type peerWatch struct {
 // on cluster i.
 func watchPeers(t *testing.T, ctx context.Context, i int, uid string) *peerWatch {
 	t.Helper()
-	peers := env.Dynamic(i, admin).Resource(kilov1alpha1.PeerResource)
+	// The environment's clients end every request after 30 s, a watch
+	// included; this one must last the whole takeover, however slow.
+	cfg := env.RESTConfig(i, admin)
+	cfg.Timeout = 0
+	peers := dynamic.NewForConfigOrDie(cfg).Resource(kilov1alpha1.PeerResource)
 	sel := planner.LabelMeshUID + "=" + uid
 	list, err := peers.List(ctx, metav1.ListOptions{LabelSelector: sel})
 	if err != nil {
