@@ -348,18 +348,6 @@ func (m *Manager) PeerClient(mesh *meshv1alpha1.ClusterMesh, cluster string) (Pe
 	return &peerClient{c: conn}, nil
 }
 
-// AddChangeHandler registers f to be called with the key of every mesh
-// affected when a Node or Peer of one of its clusters changes (beyond
-// fields the caches drop), a cluster's caches sync, its reachability, Peer
-// CRD or error changes, or its Secret changes what the mesh connects to.
-// Calls come one at a time from one goroutine, never from informers; keys
-// are de-duplicated while waiting, so f should be quick (enqueue and return).
-func (m *Manager) AddChangeHandler(f func(types.NamespacedName)) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	m.handlers = append(m.handlers, f)
-}
-
 // Settled reports whether every cluster of mesh, as ensured, has synced
 // its caches or is known to be unusable (unreachable, refused kubeconfig,
 // missing Secret, forbidden, over a cache limit): waiting for those would
@@ -384,25 +372,4 @@ func (m *Manager) Settled(mesh *meshv1alpha1.ClusterMesh) bool {
 		}
 	}
 	return true
-}
-
-// dispatch calls the change handlers for queued meshes until shutdown.
-func (m *Manager) dispatch() {
-	for {
-		key, shutdown := m.queue.Get()
-		if shutdown {
-			return
-		}
-		m.mu.RLock()
-		handlers := m.handlers
-		_, known := m.meshes[key]
-		known = known || m.heldMeshLocked(key)
-		m.mu.RUnlock()
-		if known {
-			for _, h := range handlers {
-				h(key)
-			}
-		}
-		m.queue.Done(key)
-	}
 }
