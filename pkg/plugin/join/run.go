@@ -66,6 +66,22 @@ func (o *Options) Run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	have, err := host.Kube.CoreV1().Secrets(ns).Get(ctx, secretName, metav1.GetOptions{})
+	if apierrors.IsNotFound(err) {
+		have, err = nil, nil
+	}
+	if err != nil {
+		return fmt.Errorf("reading Secret %s/%s: %w", ns, secretName, err)
+	}
+	if entry != nil && have != nil {
+		change, err := detectChange(ctx, have.Data[key], memberCfg, target)
+		if err != nil {
+			return err
+		}
+		if change != nil {
+			return change.refusal(ns, o.Mesh, o.Name)
+		}
+	}
 	fmt.Fprintf(w, "Joining %s (%s) into clustermesh %s/%s as %q.\n\n", describeMember(o.MemberKubeconfig, o.MemberContext), target.Server, ns, o.Mesh, o.Name)
 
 	nets, err := o.proposeNetworks(ctx, memberClients.Kube, entry, otherNetworks(mesh, o.Name))
@@ -91,13 +107,6 @@ func (o *Options) Run(ctx context.Context) error {
 		fmt.Fprintf(w, "  %s\n", line)
 	}
 
-	have, err := host.Kube.CoreV1().Secrets(ns).Get(ctx, secretName, metav1.GetOptions{})
-	if apierrors.IsNotFound(err) {
-		have, err = nil, nil
-	}
-	if err != nil {
-		return fmt.Errorf("reading Secret %s/%s: %w", ns, secretName, err)
-	}
 	token, credMsg, err := o.credential(ctx, have, key, memberCfg, memberClients.Kube, target)
 	if err != nil {
 		return err
