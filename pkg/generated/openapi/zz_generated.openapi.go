@@ -54,6 +54,7 @@ func GetOpenAPIDefinitions(ref common.ReferenceCallback) map[string]common.OpenA
 		meshv1alpha1.ClusterPlan{}.OpenAPIModelName():             schema_pkg_apis_mesh_v1alpha1_ClusterPlan(ref),
 		meshv1alpha1.ClusterPlanSummary{}.OpenAPIModelName():      schema_pkg_apis_mesh_v1alpha1_ClusterPlanSummary(ref),
 		meshv1alpha1.ClusterStatus{}.OpenAPIModelName():           schema_pkg_apis_mesh_v1alpha1_ClusterStatus(ref),
+		meshv1alpha1.DepartedCluster{}.OpenAPIModelName():         schema_pkg_apis_mesh_v1alpha1_DepartedCluster(ref),
 		meshv1alpha1.GroupPlan{}.OpenAPIModelName():               schema_pkg_apis_mesh_v1alpha1_GroupPlan(ref),
 		meshv1alpha1.HostAccessPlan{}.OpenAPIModelName():          schema_pkg_apis_mesh_v1alpha1_HostAccessPlan(ref),
 		meshv1alpha1.KeptPeer{}.OpenAPIModelName():                schema_pkg_apis_mesh_v1alpha1_KeptPeer(ref),
@@ -1081,7 +1082,7 @@ func schema_pkg_apis_mesh_v1alpha1_ClusterMeshStatus(ref common.ReferenceCallbac
 							},
 						},
 						SchemaProps: spec.SchemaProps{
-							Description: "conditions: Ready, ClustersReachable, PeersApplied, PeersCarried, NetworksValid, CredentialsValid, Granted.",
+							Description: "conditions: Ready, ClustersReachable, PeersApplied, PeersCarried, NetworksValid, CredentialsValid, Granted, DeparturesComplete.",
 							Type:        []string{"array"},
 							Items: &spec.SchemaOrArray{
 								Schema: &spec.Schema{
@@ -1115,11 +1116,33 @@ func schema_pkg_apis_mesh_v1alpha1_ClusterMeshStatus(ref common.ReferenceCallbac
 							},
 						},
 					},
+					"departedClusters": {
+						VendorExtensible: spec.VendorExtensible{
+							Extensions: spec.Extensions{
+								"x-kubernetes-list-map-keys": []interface{}{
+									"name",
+								},
+								"x-kubernetes-list-type": "map",
+							},
+						},
+						SchemaProps: spec.SchemaProps{
+							Description: "departedClusters are the clusters that left the mesh (their entry was removed, or its Secret now reaches another cluster) while the Peers the mesh wrote on them, or the Peers of them on the others, remain. An item goes once both are gone.",
+							Type:        []string{"array"},
+							Items: &spec.SchemaOrArray{
+								Schema: &spec.Schema{
+									SchemaProps: spec.SchemaProps{
+										Default: map[string]interface{}{},
+										Ref:     ref(meshv1alpha1.DepartedCluster{}.OpenAPIModelName()),
+									},
+								},
+							},
+						},
+					},
 				},
 			},
 		},
 		Dependencies: []string{
-			meshv1alpha1.ClusterStatus{}.OpenAPIModelName(), v1.Condition{}.OpenAPIModelName()},
+			meshv1alpha1.ClusterStatus{}.OpenAPIModelName(), meshv1alpha1.DepartedCluster{}.OpenAPIModelName(), v1.Condition{}.OpenAPIModelName()},
 	}
 }
 
@@ -1428,6 +1451,58 @@ func schema_pkg_apis_mesh_v1alpha1_ClusterStatus(ref common.ReferenceCallback) c
 		},
 		Dependencies: []string{
 			meshv1alpha1.ReasonCount{}.OpenAPIModelName()},
+	}
+}
+
+func schema_pkg_apis_mesh_v1alpha1_DepartedCluster(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "DepartedCluster is a cluster that left the mesh and still holds, or is still held in, some of its Peers.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"name": {
+						SchemaProps: spec.SchemaProps{
+							Description: "name is the spec.clusters[].name the cluster had.",
+							Default:     "",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"server": {
+						SchemaProps: spec.SchemaProps{
+							Description: "server is the API server URL the entry pointed at.",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"reason": {
+						SchemaProps: spec.SchemaProps{
+							Description: "reason is Removing while the server works, else why it gave up: CredentialGone, Refused or Unreachable.",
+							Default:     "",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"message": {
+						SchemaProps: spec.SchemaProps{
+							Description: "message says what is left and, when the server gave up, how to remove it by hand.",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"lastTransitionTime": {
+						SchemaProps: spec.SchemaProps{
+							Description: "lastTransitionTime is when the reason last changed.",
+							Ref:         ref(v1.Time{}.OpenAPIModelName()),
+						},
+					},
+				},
+				Required: []string{"name", "reason", "lastTransitionTime"},
+			},
+		},
+		Dependencies: []string{
+			v1.Time{}.OpenAPIModelName()},
 	}
 }
 

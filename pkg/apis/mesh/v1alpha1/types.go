@@ -139,6 +139,26 @@ const (
 	// ConditionGranted says whether, and on what basis, the mesh may reach
 	// into the local cluster; False says what is withheld and why.
 	ConditionGranted = "Granted"
+	// ConditionDeparturesComplete is False while a cluster that left the
+	// mesh still holds its Peers, or others hold the departed cluster's;
+	// the reason says whether the work is under way or stuck.
+	ConditionDeparturesComplete = "DeparturesComplete"
+)
+
+// Reasons of a status.departedClusters item, and of a False
+// DeparturesComplete condition. Every reason but DepartureRemoving means the
+// server gave up and the message names the manual step.
+const (
+	// DepartureRemoving: the server is removing what the mesh wrote.
+	DepartureRemoving = "Removing"
+	// DepartureCredentialGone: the server holds no connection to the
+	// departed cluster (its credential was removed, or the server restarted).
+	DepartureCredentialGone = "CredentialGone"
+	// DepartureRefused: the departed cluster refused the deletes.
+	DepartureRefused = "Refused"
+	// DepartureUnreachable: the departed cluster did not answer within the
+	// server's timeout.
+	DepartureUnreachable = "Unreachable"
 )
 
 // ConditionTypes are the conditions the server reports on every
@@ -146,6 +166,7 @@ const (
 var ConditionTypes = []string{
 	ConditionReady, ConditionClustersReachable, ConditionPeersApplied,
 	ConditionPeersCarried, ConditionNetworksValid, ConditionCredentialsValid, ConditionGranted,
+	ConditionDeparturesComplete,
 }
 
 // ClusterMeshStatus is what the server last observed and applied.
@@ -153,7 +174,7 @@ type ClusterMeshStatus struct {
 	// observedGeneration is the generation of the spec this status describes.
 	// +optional
 	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
-	// conditions: Ready, ClustersReachable, PeersApplied, PeersCarried, NetworksValid, CredentialsValid, Granted.
+	// conditions: Ready, ClustersReachable, PeersApplied, PeersCarried, NetworksValid, CredentialsValid, Granted, DeparturesComplete.
 	// +optional
 	// +listType=map
 	// +listMapKey=type
@@ -163,6 +184,32 @@ type ClusterMeshStatus struct {
 	// +listType=map
 	// +listMapKey=name
 	Clusters []ClusterStatus `json:"clusters,omitempty"`
+	// departedClusters are the clusters that left the mesh (their entry was
+	// removed, or its Secret now reaches another cluster) while the Peers
+	// the mesh wrote on them, or the Peers of them on the others, remain.
+	// An item goes once both are gone.
+	// +optional
+	// +listType=map
+	// +listMapKey=name
+	DepartedClusters []DepartedCluster `json:"departedClusters,omitempty"`
+}
+
+// DepartedCluster is a cluster that left the mesh and still holds, or is
+// still held in, some of its Peers.
+type DepartedCluster struct {
+	// name is the spec.clusters[].name the cluster had.
+	Name string `json:"name"`
+	// server is the API server URL the entry pointed at.
+	// +optional
+	Server string `json:"server,omitempty"`
+	// reason is Removing while the server works, else why it gave up:
+	// CredentialGone, Refused or Unreachable.
+	Reason string `json:"reason"`
+	// message says what is left and, when the server gave up, how to remove it by hand.
+	// +optional
+	Message string `json:"message,omitempty"`
+	// lastTransitionTime is when the reason last changed.
+	LastTransitionTime metav1.Time `json:"lastTransitionTime"`
 }
 
 // ClusterStatus holds the observed figures of one member cluster.

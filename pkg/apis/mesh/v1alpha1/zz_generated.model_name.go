@@ -92,6 +92,11 @@ func (in ClusterStatus) OpenAPIModelName() string {
 }
 
 // OpenAPIModelName returns the OpenAPI model name for this type.
+func (in DepartedCluster) OpenAPIModelName() string {
+	return "ai.squat.kilo.mesh.v1alpha1.DepartedCluster"
+}
+
+// OpenAPIModelName returns the OpenAPI model name for this type.
 func (in GroupPlan) OpenAPIModelName() string {
 	return "ai.squat.kilo.mesh.v1alpha1.GroupPlan"
 }
