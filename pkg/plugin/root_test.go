@@ -22,7 +22,7 @@ func TestCommands(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, want := range []string{"kubectl mesh [command]", "join", "plan", "peers", "graph", "why", "status", "import", "version", "completion", "--kubeconfig", "--context", "--namespace"} {
+	for _, want := range []string{"kubectl mesh [command]", "join", "leave", "plan", "peers", "graph", "why", "status", "import", "version", "completion", "--kubeconfig", "--context", "--namespace"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("help lacks %q:\n%s", want, out)
 		}
