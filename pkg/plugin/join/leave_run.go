@@ -134,7 +134,7 @@ func (o *LeaveOptions) prepare(ctx context.Context, api *cli.MeshAPI, host *cli.
 	case o.KeepIdentity:
 		d.keepWhy = "--keep-identity"
 	case o.MemberKubeconfig == "":
-		d.keepWhy = "no --member-kubeconfig to reach the cluster with"
+		d.keepWhy = "no credentials for that cluster were given (--member-kubeconfig)"
 	case len(oldKubeconfig) == 0 || d.server == "":
 		d.keepWhy = "the entry's Secret holds no kubeconfig that says which cluster it reached"
 	default:
