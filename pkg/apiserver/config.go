@@ -129,6 +129,7 @@ func (c CompletedConfig) New() (*Server, error) {
 		MaxCacheBytes:              c.ExtraConfig.MaxMemberCacheBytes,
 		MaxNamespaceCacheBytes:     c.ExtraConfig.MaxNamespaceCacheBytes,
 		MaxTotalCacheBytes:         c.ExtraConfig.MaxMemberCacheTotalBytes,
+		HoldDeparted:               reconciler.DepartureHold(*c.ExtraConfig.Reconciler),
 	})
 	if err != nil {
 		return nil, fmt.Errorf("building the member-cluster caches: %w", err)
@@ -144,6 +145,9 @@ func (c CompletedConfig) New() (*Server, error) {
 		return nil, err
 	}
 	informer := newMeshInformer(meshes)
+	if err := members.FollowMeshes(informer); err != nil {
+		return nil, err
+	}
 	if err := plans.FollowMeshes(informer); err != nil {
 		return nil, err
 	}

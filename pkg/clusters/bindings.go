@@ -12,7 +12,7 @@ import (
 	meshv1alpha1 "github.com/kilo-mesh/kilo-mesh-apiserver/pkg/apis/mesh/v1alpha1"
 )
 
-// Bindings are how the Manager keeps track of what each mesh uses. Ensure
+// Bindings are how the Manager keeps track of what each mesh uses. Follow
 // and Forget bind and unbind; a Secret watch re-resolves the bindings naming
 // its Secret when the Secret changes. Clusters and Secret watches are shared
 // between bindings by reference counts and stopped with their last binding.
@@ -59,6 +59,8 @@ type binding struct {
 	// can still remove its Peers there: deleting a namespace deletes the
 	// Secrets and the mesh together, in no set order.
 	retained *cluster
+	// held: the binding is a hold's, not a followed mesh's.
+	held bool
 }
 
 // forCleanup is the connection through which the Peers of mesh may be
@@ -136,7 +138,9 @@ func (m *Manager) resolveLocked(mesh types.NamespacedName, b *binding) bool {
 	b.cluster, b.err, b.since = c, nil, m.cfg.Clock.Now()
 	m.releaseRetainedLocked(mesh, b)
 	if old != nil {
-		m.releaseClusterLocked(mesh, old)
+		if !m.holdDepartedLocked(mesh, &binding{name: b.name, spec: b.spec, cluster: old, held: b.held}) {
+			m.releaseClusterLocked(mesh, old)
+		}
 		log.Info("Member cluster connection replaced", "old", old.name(), "new", c.name())
 	} else {
 		log.V(2).Info("Member cluster connection set", "connection", c.name())
@@ -270,6 +274,11 @@ func (m *Manager) secretChanged(key types.NamespacedName) {
 			if b.secret == key && m.resolveLocked(meshKey, b) {
 				affected = append(affected, meshKey)
 			}
+		}
+	}
+	for hk, h := range m.holds {
+		if h.binding.secret == key && m.resolveLocked(hk.Mesh, h.binding) {
+			affected = append(affected, hk.Mesh)
 		}
 	}
 	m.mu.Unlock()

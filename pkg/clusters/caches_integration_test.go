@@ -20,7 +20,7 @@ func (h *harness) testNodesPeersAndChanges(t *testing.T) {
 	h.putSecret(t, ns, "member-2", h.kubeconfig(member2, framework.UserAdmin))
 	mesh := newMesh(ns, "m", localEntry("host"), remoteEntry("one", "member-1"), remoteEntry("two", "member-2"))
 	m, changes := h.startManager(t)
-	m.Ensure(mesh)
+	m.Follow(mesh)
 	took := framework.EventuallyT(t, 30*time.Second, "all clusters usable", allUsable(m, mesh))
 	t.Logf("three clusters synced %s after Ensure", took.Round(time.Millisecond))
 	framework.EventuallyT(t, 5*time.Second, "change reported after sync", changes.seen(meshKey(mesh)))
@@ -130,9 +130,9 @@ func (h *harness) testSharedCaches(t *testing.T) {
 	meshA := newMesh(nsA, "a", localEntry("host"), remoteEntry("member", "a-member"))
 	meshB := newMesh(nsB, "b", localEntry("host"), remoteEntry("member", "b-member"))
 	m, _ := h.startManager(t)
-	m.Ensure(meshA)
-	m.Ensure(meshB)
-	m.Ensure(meshA) // idempotent
+	m.Follow(meshA)
+	m.Follow(meshB)
+	m.Follow(meshA) // idempotent
 	framework.EventuallyT(t, 30*time.Second, "mesh a usable", allUsable(m, meshA))
 	framework.EventuallyT(t, 30*time.Second, "mesh b usable", allUsable(m, meshB))
 	wantStats := func(want Stats) func() error {
@@ -149,7 +149,7 @@ func (h *harness) testSharedCaches(t *testing.T) {
 	// Other credentials for the same cluster never share a cache.
 	h.putSecret(t, nsA, "c-member", h.kubeconfig(member1, userReader))
 	meshC := newMesh(nsA, "c", localEntry("host"), remoteEntry("member", "c-member"))
-	m.Ensure(meshC)
+	m.Follow(meshC)
 	framework.EventuallyT(t, 30*time.Second, "mesh c usable", allUsable(m, meshC))
 	framework.EventuallyT(t, 5*time.Second, "separate cache for other credentials", wantStats(Stats{Clusters: 3, Informers: 6, SecretWatches: 3}))
 

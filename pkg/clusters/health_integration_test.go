@@ -21,7 +21,7 @@ func (h *harness) testNoPeerCRD(t *testing.T) {
 	h.putSecret(t, ns, "member", h.kubeconfig(member2, framework.UserAdmin))
 	mesh := newMesh(ns, "crd", localEntry("host"), remoteEntry("member", "member"))
 	m, changes := h.startManager(t)
-	m.Ensure(mesh)
+	m.Follow(mesh)
 	framework.EventuallyT(t, 30*time.Second, "usable", allUsable(m, mesh))
 	informers := m.stats().Informers
 
@@ -83,7 +83,7 @@ func (h *harness) testStoppedCluster(t *testing.T) {
 	h.putSecret(t, ns, "member-2", h.kubeconfig(member2, framework.UserAdmin))
 	mesh := newMesh(ns, "down", localEntry("host"), remoteEntry("one", "member-1"), remoteEntry("two", "member-2"))
 	m, changes := h.startManager(t)
-	m.Ensure(mesh)
+	m.Follow(mesh)
 	before := h.createNode(t, member2, "before-stop")
 	framework.EventuallyT(t, 30*time.Second, "usable", allUsable(m, mesh))
 	framework.EventuallyT(t, 10*time.Second, "node in the cache", func() error {
@@ -225,7 +225,7 @@ func (h *harness) testFrozenCluster(t *testing.T) {
 	h.putSecret(t, ns, "member-1", h.kubeconfig(member1, framework.UserAdmin))
 	mesh := newMesh(ns, "frozen", localEntry("host"), remoteEntry("one", "member-1"))
 	m, _ := h.startManager(t, func(c *Config) { c.ProbeInterval = DefaultProbeInterval })
-	m.Ensure(mesh)
+	m.Follow(mesh)
 	framework.EventuallyT(t, 30*time.Second, "usable", allUsable(m, mesh))
 
 	if err := syscall.Kill(pid, syscall.SIGSTOP); err != nil {

@@ -14,7 +14,6 @@ import (
 	"sync"
 	"time"
 
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
@@ -79,10 +78,15 @@ type Config struct {
 	// A cluster over either is not used.
 	MaxNamespaceCacheBytes int64
 	MaxTotalCacheBytes     int64
+	// HoldDeparted, when set, is how long Follow holds the connection of
+	// an entry that leaves its mesh (see OwnerDeparted); 0: it closes at once.
+	HoldDeparted time.Duration
 }
 
-// Manager keeps the member clusters of the meshes it is told about with
-// Ensure. Its methods are safe for concurrent use.
+// Manager keeps the member clusters of the meshes it follows (Follow,
+// Forget) and the connections it is told to hold (Hold, Release): these,
+// and nothing else, keep a connection open. Its methods are safe for
+// concurrent use.
 type Manager struct {
 	cfg          Config
 	hasher       identityHasher
@@ -99,6 +103,7 @@ type Manager struct {
 	meshes   map[types.NamespacedName]*meshState
 	clusters map[clusterID]*cluster
 	secrets  map[types.NamespacedName]*secretWatch
+	holds    map[HoldKey]*hold
 	handlers []func(types.NamespacedName)
 
 	// localUID caches the local cluster's kube-system UID (never recreated).
@@ -170,6 +175,7 @@ func NewManager(cfg Config) (*Manager, error) {
 		meshes:       map[types.NamespacedName]*meshState{},
 		clusters:     map[clusterID]*cluster{},
 		secrets:      map[types.NamespacedName]*secretWatch{},
+		holds:        map[HoldKey]*hold{},
 	}, nil
 }
 
@@ -209,13 +215,14 @@ func (m *Manager) Run(ctx context.Context) {
 	logger.Info("Member cluster manager stopped")
 }
 
-// Ensure declares the member clusters mesh needs now. Call it on every add
+// Follow declares the member clusters mesh needs now. Call it on every add
 // and update of a mesh: it is idempotent, and cheap when the clusters'
 // local flags and Secret references did not change (Secret content is
-// followed by watches, not by Ensure). A replaced cluster's new caches are
+// followed by watches, not by Follow). A replaced cluster's new caches are
 // set up before the old ones are released, so caches other meshes share
-// never stop.
-func (m *Manager) Ensure(mesh *meshv1alpha1.ClusterMesh) {
+// never stop; the connection of an entry that leaves is held (see
+// Config.HoldDeparted).
+func (m *Manager) Follow(mesh *meshv1alpha1.ClusterMesh) {
 	key := types.NamespacedName{Namespace: mesh.Namespace, Name: mesh.Name}
 	m.mu.Lock()
 	defer m.mu.Unlock()
@@ -235,18 +242,20 @@ func (m *Manager) Ensure(mesh *meshv1alpha1.ClusterMesh) {
 		}
 		ms.bindings[e.Name] = m.bindLocked(key, e.Name, spec)
 		if old != nil {
+			m.holdDepartedLocked(key, old)
 			m.unbindLocked(key, old)
 		}
 	}
 	for name, b := range ms.bindings {
 		if !seen[name] {
+			m.holdDepartedLocked(key, b)
 			m.unbindLocked(key, b)
 			delete(ms.bindings, name)
 		}
 	}
 }
 
-// Forget releases what a deleted mesh used.
+// Forget releases what a deleted mesh used; holds are left as they are.
 func (m *Manager) Forget(namespace, name string) {
 	key := types.NamespacedName{Namespace: namespace, Name: name}
 	m.mu.Lock()
@@ -360,7 +369,8 @@ func (m *Manager) Settled(mesh *meshv1alpha1.ClusterMesh) bool {
 	m.mu.RLock()
 	defer m.mu.RUnlock()
 	ms := m.meshes[types.NamespacedName{Namespace: mesh.Namespace, Name: mesh.Name}]
-	if ms == nil {
+	if ms == nil || len(ms.bindings) != len(mesh.Spec.Clusters) {
+		// Not followed as it is yet: an entry that left may not be held yet.
 		return false
 	}
 	for i := range mesh.Spec.Clusters {
@@ -386,6 +396,7 @@ func (m *Manager) dispatch() {
 		m.mu.RLock()
 		handlers := m.handlers
 		_, known := m.meshes[key]
+		known = known || m.heldMeshLocked(key)
 		m.mu.RUnlock()
 		if known {
 			for _, h := range handlers {
@@ -394,20 +405,4 @@ func (m *Manager) dispatch() {
 		}
 		m.queue.Done(key)
 	}
-}
-
-// localSystemUID is the UID of the local cluster's kube-system namespace,
-// read with the server's own client once it can be.
-func (m *Manager) localSystemUID(ctx context.Context) (string, error) {
-	m.localUIDMu.Lock()
-	defer m.localUIDMu.Unlock()
-	if m.localUID != "" {
-		return m.localUID, nil
-	}
-	ns, err := m.secretClient.CoreV1().Namespaces().Get(ctx, identityNamespace, metav1.GetOptions{})
-	if err != nil {
-		return "", fmt.Errorf("reading namespace %s of the local cluster: %w", identityNamespace, err)
-	}
-	m.localUID = string(ns.UID)
-	return m.localUID, nil
 }

@@ -177,3 +177,19 @@ func (h *health) setIdentity(id string, err *Error, definite bool) bool {
 	}
 	return news
 }
+
+// localSystemUID is the UID of the local cluster's kube-system namespace,
+// read with the server's own client once it can be.
+func (m *Manager) localSystemUID(ctx context.Context) (string, error) {
+	m.localUIDMu.Lock()
+	defer m.localUIDMu.Unlock()
+	if m.localUID != "" {
+		return m.localUID, nil
+	}
+	ns, err := m.secretClient.CoreV1().Namespaces().Get(ctx, identityNamespace, metav1.GetOptions{})
+	if err != nil {
+		return "", fmt.Errorf("reading namespace %s of the local cluster: %w", identityNamespace, err)
+	}
+	m.localUID = string(ns.UID)
+	return m.localUID, nil
+}

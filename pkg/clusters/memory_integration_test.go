@@ -35,7 +35,7 @@ func TestCacheMemory(t *testing.T) {
 	h.putSecret(t, ns, "member", h.kubeconfig(member1, framework.UserAdmin))
 	mesh := newMesh(ns, "mem", localEntry("host"), remoteEntry("member", "member"))
 	m, _ := h.startManager(t)
-	m.Ensure(mesh)
+	m.Follow(mesh)
 	framework.EventuallyT(t, 30*time.Second, "usable", allUsable(m, mesh))
 
 	writer := env.RESTConfig(member1, framework.UserAdmin)

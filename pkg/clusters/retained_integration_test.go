@@ -26,7 +26,7 @@ func (h *harness) testSecretGoneBeforeDeletion(t *testing.T) {
 	h.putSecret(t, ns, "member", h.kubeconfig(member1, framework.UserAdmin))
 	mesh := newMesh(ns, "gone", localEntry("host"), remoteEntry("member", "member"))
 	m, _ := h.startManager(t)
-	m.Ensure(mesh)
+	m.Follow(mesh)
 	framework.EventuallyT(t, 30*time.Second, "usable", allUsable(m, mesh))
 
 	secrets := h.env.Client(framework.HostCluster, framework.UserAdmin).CoreV1().Secrets(ns)
@@ -45,7 +45,7 @@ func (h *harness) testSecretGoneBeforeDeletion(t *testing.T) {
 
 	deleted := mesh.DeepCopy()
 	deleted.DeletionTimestamp = &metav1.Time{Time: time.Now()}
-	m.Ensure(deleted)
+	m.Follow(deleted)
 	if st := m.Snapshot(deleted)["member"]; usable(st) != nil || !hasNode(st, node) || hasPeer(st, "retained-peer") == nil {
 		t.Fatalf("the deleted mesh does not see the cluster its Secret named: reason %q err %q", st.Reason, st.LastError)
 	}

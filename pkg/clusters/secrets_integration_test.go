@@ -24,7 +24,7 @@ func (h *harness) testSecretRotation(t *testing.T) {
 	h.putSecret(t, ns, "member", h.kubeconfig(member1, framework.UserAdmin))
 	mesh := newMesh(ns, "rot", localEntry("host"), remoteEntry("member", "member"))
 	m, changes := h.startManager(t)
-	m.Ensure(mesh)
+	m.Follow(mesh)
 	framework.EventuallyT(t, 30*time.Second, "usable", allUsable(m, mesh))
 	if st := m.Snapshot(mesh)["member"]; !hasNode(st, on1) || hasNode(st, on2) {
 		t.Fatalf("member shows the wrong cluster before rotation")
@@ -136,7 +136,7 @@ func (h *harness) testRefusals(t *testing.T) {
 		remoteEntry("insecure", "insecure"), remoteEntry("garbage", "garbage"), remoteEntry("wrong-key", "wrong-key"),
 		remoteEntry("missing", "missing"), noRef)
 	m, changes := h.startManager(t)
-	m.Ensure(mesh)
+	m.Follow(mesh)
 	want := map[string]Reason{
 		"exec": ErrExecPlugin, "http": ErrNotHTTPS, "insecure": ErrInsecureSkipTLSVerify, "garbage": ErrKubeconfigInvalid,
 		"wrong-key": ErrSecretKeyNotFound, "missing": ErrSecretNotFound, "no-ref": ErrNoSecretRef,
@@ -188,6 +188,6 @@ func (h *harness) testRefusals(t *testing.T) {
 	// The administrator may allow insecure-skip-tls-verify.
 	lax, _ := h.startManager(t, func(c *Config) { c.AllowInsecureSkipTLSVerify = true })
 	laxMesh := newMesh(ns, "lax", localEntry("host"), remoteEntry("insecure", "insecure"))
-	lax.Ensure(laxMesh)
+	lax.Follow(laxMesh)
 	framework.EventuallyT(t, 30*time.Second, "insecure allowed", allUsable(lax, laxMesh))
 }

@@ -30,7 +30,7 @@ func (h *harness) testServerPolicy(t *testing.T) {
 	m, _ := h.startManager(t, func(c *Config) {
 		c.ServerPolicy = ServerPolicyFunc(func(string) []netip.Prefix { return allowed })
 	})
-	m.Ensure(mesh)
+	m.Follow(mesh)
 	framework.EventuallyT(t, 30*time.Second, "refused by the policy", func() error {
 		st := m.Snapshot(mesh)["one"]
 		if st.Reason != ErrServerNotAllowed || st.Reachable || !strings.Contains(st.LastError, "127.0.0.1") {
@@ -63,7 +63,7 @@ func (h *harness) testIdentity(t *testing.T) {
 	mesh := newMesh(ns, "m", localEntry("host"), remoteEntry("a1", "admin-1"), remoteEntry("r1", "reader-1"),
 		remoteEntry("a2", "admin-2"), remoteEntry("b1", "bogus-1"), remoteEntry("h0", "admin-0"))
 	m, _ := h.startManager(t)
-	m.Ensure(mesh)
+	m.Follow(mesh)
 	var ids map[string]string
 	framework.EventuallyT(t, 30*time.Second, "identities verified", func() error {
 		ids = m.Identities(mesh)
@@ -115,7 +115,7 @@ func (h *harness) testNodeLimit(t *testing.T) {
 		t.Fatal(err)
 	}
 	m, _ := h.startManager(t, func(c *Config) { c.MaxNodes = len(nodes.Items) - 1 })
-	m.Ensure(mesh)
+	m.Follow(mesh)
 	framework.EventuallyT(t, 30*time.Second, "too many nodes reported", func() error {
 		st := m.Snapshot(mesh)["two"]
 		if st.Reason != ErrTooManyNodes || st.Synced || len(st.Nodes) != 0 {
@@ -146,7 +146,7 @@ func (h *harness) testPeerLimit(t *testing.T) {
 		}
 	}
 	m, _ := h.startManager(t, func(c *Config) { c.MaxPeers = limit })
-	m.Ensure(mesh)
+	m.Follow(mesh)
 	framework.EventuallyT(t, 30*time.Second, "too many Peers reported", func() error {
 		st := m.Snapshot(mesh)["one"]
 		if st.Reason != ErrTooManyPeers || st.Synced || len(st.Peers) != 0 || !strings.Contains(st.LastError, "--max-member-peers") {

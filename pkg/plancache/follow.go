@@ -10,11 +10,11 @@ import (
 	meshv1alpha1 "github.com/kilo-mesh/kilo-mesh-apiserver/pkg/apis/mesh/v1alpha1"
 )
 
-// FollowMeshes keeps the member-cluster caches matched to the meshes the
-// informer stores (a cluster's caches start with the first mesh that names
-// it and stop with the last), drops the plans of deleted meshes, and lets
-// the other sources find the meshes of a namespace. The server and the
-// reconciler's tests both wire meshes to the cache with it.
+// FollowMeshes drops the plans of deleted meshes and lets the other
+// sources find the meshes of a namespace. The member connections follow
+// the same informer through clusters.Manager.FollowMeshes, not through
+// the cache. The server and the reconciler's tests both wire meshes to
+// the cache with it.
 func (c *Cache) FollowMeshes(meshes cache.SharedInformer) error {
 	c.mu.Lock()
 	c.meshes = meshes.GetStore()
@@ -32,7 +32,6 @@ func (c *Cache) FollowMeshes(meshes cache.SharedInformer) error {
 
 func (c *Cache) ensure(obj any) {
 	if mesh := asMesh(obj); mesh != nil {
-		c.members.Ensure(mesh)
 		c.others.meshChanged(mesh)
 	}
 }
@@ -42,7 +41,6 @@ func (c *Cache) release(obj any) {
 		obj = d.Obj
 	}
 	if mesh := asMesh(obj); mesh != nil {
-		c.members.Forget(mesh.Namespace, mesh.Name)
 		key := types.NamespacedName{Namespace: mesh.Namespace, Name: mesh.Name}
 		c.others.meshGone(key)
 		c.forget(key)

@@ -31,8 +31,6 @@ func (m *tableMembers) Identities(mesh *meshv1alpha1.ClusterMesh) map[string]str
 func (m *tableMembers) AddChangeHandler(f func(types.NamespacedName)) {
 	m.handlers = append(m.handlers, f)
 }
-func (m *tableMembers) Ensure(*meshv1alpha1.ClusterMesh) {}
-func (m *tableMembers) Forget(string, string)            {}
 
 func claimMesh(name string, created time.Time, entries ...meshv1alpha1.ClusterEntry) *meshv1alpha1.ClusterMesh {
 	return &meshv1alpha1.ClusterMesh{

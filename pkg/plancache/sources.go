@@ -24,14 +24,11 @@ type source interface {
 
 // Members is what the cache uses of the member-cluster caches
 // (clusters.Manager): their contents, the verified identities of their
-// clusters, their change notifications, and the declaration of which
-// clusters each stored mesh needs.
+// clusters and their change notifications.
 type Members interface {
 	Snapshot(mesh *meshv1alpha1.ClusterMesh) map[string]clusters.ClusterState
 	Identities(mesh *meshv1alpha1.ClusterMesh) map[string]string
 	AddChangeHandler(f func(types.NamespacedName))
-	Ensure(mesh *meshv1alpha1.ClusterMesh)
-	Forget(namespace, name string)
 }
 
 var _ Members = (*clusters.Manager)(nil)

@@ -1,21 +1,29 @@
 package reconciler
 
 import (
+	"time"
+
+	"k8s.io/apimachinery/pkg/types"
+
 	meshv1alpha1 "github.com/kilo-mesh/kilo-mesh-apiserver/pkg/apis/mesh/v1alpha1"
 	"github.com/kilo-mesh/kilo-mesh-apiserver/pkg/clusters"
 )
 
 // Clusters is what the reconciler uses of the member-cluster manager: its
 // caches (read) and its Peer clients (write); and, for the Peers of meshes
-// that are gone, holding a deleted mesh's clusters (Ensure, Forget) and
-// every connection it has. Their changes reach the reconciler through the
-// Planner, like every other input of a plan (a deleted mesh's too).
+// and entries that are gone, its holds on their connections (Hold, Held,
+// Release) and every connection it has. Their changes reach the
+// reconciler through the Planner, like every other input of a plan (a
+// deleted mesh's too).
 type Clusters interface {
 	Snapshot(mesh *meshv1alpha1.ClusterMesh) map[string]clusters.ClusterState
 	PeerClient(mesh *meshv1alpha1.ClusterMesh, cluster string) (clusters.PeerClient, error)
 	Settled(mesh *meshv1alpha1.ClusterMesh) bool
-	Ensure(mesh *meshv1alpha1.ClusterMesh)
-	Forget(namespace, name string)
+	Identities(mesh *meshv1alpha1.ClusterMesh) map[string]string
+	Hold(key clusters.HoldKey, mesh *meshv1alpha1.ClusterMesh, timeout time.Duration)
+	Held(mesh types.NamespacedName) []clusters.Held
+	HeldPeerClient(key clusters.HoldKey) (clusters.PeerClient, error)
+	Release(key clusters.HoldKey)
 	Connections() []clusters.Connection
 }
 

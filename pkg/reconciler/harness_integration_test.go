@@ -86,6 +86,7 @@ func newHarness(t *testing.T, n int) *harness {
 		Local:         env.RESTConfig(framework.HostCluster, framework.UserAdmin),
 		ProbeInterval: time.Second,
 		ServerPolicy:  clusters.StaticServerPolicy([]netip.Prefix{netip.MustParsePrefix(framework.LoopbackServers[0])}),
+		HoldDeparted:  DepartureHold(*NewOptions()),
 	}); err != nil {
 		t.Fatal(err)
 	}
@@ -100,7 +101,11 @@ func newHarness(t *testing.T, n int) *harness {
 			return h.meshREST.Get().Resource(meshResource).VersionedParams(&o, metav1.ParameterCodec).Watch(ctx)
 		},
 	}, &meshv1alpha1.ClusterMesh{}, 0, cache.Indexers{})
-	// The server's wiring: the plan cache follows the meshes.
+	// The server's wiring: the member connections and the plan cache
+	// follow the meshes.
+	if err := h.mgr.FollowMeshes(h.meshes); err != nil {
+		t.Fatal(err)
+	}
 	if h.plans, err = plancache.New(plancache.Config{Members: h.mgr}); err != nil {
 		t.Fatal(err)
 	}

@@ -3,8 +3,6 @@ package reconciler
 import (
 	"context"
 	"fmt"
-	"maps"
-	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -29,9 +27,9 @@ import (
 // too, from every cluster this server can still reach:
 //
 //   - a mesh deleted while this replica leads, without its finalizer having
-//     run here, is "departed": its clusters are held in the member caches
-//     under a key of its own (the plan cache releases the mesh's own key at
-//     once) until its Peers are removed, for at most MeshDeletionTimeout;
+//     run here, is "departed": the member caches hold its clusters (Hold,
+//     owner ownerDeleted) until its Peers are removed, for at most
+//     MeshDeletionTimeout;
 //   - when a term starts and every orphanSweepPeriod, the Peers of every
 //     connection the member caches hold are looked at: those this
 //     installation wrote (planner.LabelInstallation) for a mesh that
@@ -53,14 +51,25 @@ const orphanSweepPeriod = time.Minute
 // departedMesh is a deleted mesh whose Peers are being removed.
 type departedMesh struct {
 	// mesh is the last known object: its namespace, name and UID mark its Peers.
-	mesh *meshv1alpha1.ClusterMesh
-	// via holds the mesh's clusters in the member caches, under a key no
-	// mesh can have (a mesh name has no dots).
-	via      *meshv1alpha1.ClusterMesh
+	mesh     *meshv1alpha1.ClusterMesh
 	deadline time.Time
 }
 
-// departures tracks departed meshes by the key of via, and the UIDs whose
+// ownerDeleted owns the holds on a deleted mesh's clusters; the UID keeps
+// them apart from those of a new mesh of the same name.
+func ownerDeleted(uid types.UID) string { return "deleted/" + string(uid) }
+
+// holdKeys are the holds of a departed mesh, one per cluster entry.
+func (d *departedMesh) holdKeys() []clusters.HoldKey {
+	key := types.NamespacedName{Namespace: d.mesh.Namespace, Name: d.mesh.Name}
+	out := make([]clusters.HoldKey, 0, len(d.mesh.Spec.Clusters))
+	for _, e := range d.mesh.Spec.Clusters {
+		out = append(out, clusters.HoldKey{Mesh: key, Entry: e.Name, Owner: ownerDeleted(d.mesh.UID)})
+	}
+	return out
+}
+
+// departures tracks departed meshes by their key, and the UIDs whose
 // finalizer ran on this replica (their Peers are gone already).
 type departures struct {
 	mu        sync.Mutex
@@ -110,13 +119,17 @@ func (r *Reconciler) meshDeleted(obj any) {
 	if finalized {
 		return
 	}
-	via := mesh.DeepCopy()
-	via.Name = mesh.Name + "." + string(mesh.UID)
-	key := types.NamespacedName{Namespace: via.Namespace, Name: via.Name}
+	key := types.NamespacedName{Namespace: mesh.Namespace, Name: mesh.Name}
+	d := &departedMesh{mesh: mesh, deadline: time.Now().Add(r.opts.MeshDeletionTimeout)}
 	r.departures.mu.Lock()
-	r.departures.byKey[key] = &departedMesh{mesh: mesh, via: via, deadline: time.Now().Add(r.opts.MeshDeletionTimeout)}
+	if old := r.departures.byKey[key]; old != nil {
+		r.releaseHolds(old)
+	}
+	r.departures.byKey[key] = d
 	r.departures.mu.Unlock()
-	r.clusters.Ensure(via)
+	for _, k := range d.holdKeys() {
+		r.clusters.Hold(k, mesh, r.opts.MeshDeletionTimeout)
+	}
 	klog.InfoS("ClusterMesh deleted without its Peers removed; removing them", "mesh", klog.KObj(mesh), "uid", mesh.UID)
 	r.enqueue(key)
 }
@@ -133,19 +146,25 @@ func (r *Reconciler) removeDeparted(ctx context.Context, key types.NamespacedNam
 		r.releaseDeparted(key, d)
 		return syncResult{}, nil
 	}
-	if !r.clusters.Settled(d.via) && now.Before(d.deadline) {
+	owner := ownerDeleted(d.mesh.UID)
+	var held []clusters.Held
+	for _, h := range r.clusters.Held(key) {
+		if h.Key.Owner == owner {
+			held = append(held, h)
+		}
+	}
+	if !allSettled(held) && now.Before(d.deadline) {
 		return syncResult{requeueAfter: settleRecheck}, nil
 	}
-	states := r.clusters.Snapshot(d.via)
 	var pending, errs []string
 	removed := 0
-	for _, name := range slices.Sorted(maps.Keys(states)) {
-		st := states[name]
+	for _, h := range held {
+		name, st := h.Key.Entry, h.State
 		if !usable(st, true) {
 			pending = append(pending, name)
 			continue
 		}
-		client, err := r.clusters.PeerClient(d.via, name)
+		client, err := r.clusters.HeldPeerClient(h.Key)
 		if err != nil {
 			errs = append(errs, fmt.Sprintf("%s: %v", name, err))
 			continue
@@ -177,7 +196,24 @@ func (r *Reconciler) removeDeparted(ctx context.Context, key types.NamespacedNam
 
 func (r *Reconciler) releaseDeparted(key types.NamespacedName, d *departedMesh) {
 	r.departures.remove(key)
-	r.clusters.Forget(d.via.Namespace, d.via.Name)
+	r.releaseHolds(d)
+}
+
+func (r *Reconciler) releaseHolds(d *departedMesh) {
+	for _, k := range d.holdKeys() {
+		r.clusters.Release(k)
+	}
+}
+
+// allSettled reports whether every held connection has synced its caches
+// or is known to be unusable.
+func allSettled(held []clusters.Held) bool {
+	for _, h := range held {
+		if !h.Settled {
+			return false
+		}
+	}
+	return true
 }
 
 // meshGone asks storage, through the server's own API, whether a mesh of

@@ -53,6 +53,8 @@ type statusInput struct {
 	plan     *planner.Plan
 	planErr  error
 	outcomes map[string]targetOutcome
+	// departed are the departures not done (settleDepartures).
+	departed []meshv1alpha1.DepartedCluster
 	now      metav1.Time
 }
 
@@ -64,7 +66,9 @@ func buildStatus(in statusInput) meshv1alpha1.ClusterMeshStatus {
 	st := meshv1alpha1.ClusterMeshStatus{
 		ObservedGeneration: in.mesh.Generation,
 		Conditions:         slices.Clone(old.Conditions),
+		DepartedClusters:   in.departed,
 	}
+	setDeparturesCondition(&st, in.mesh.Generation, in.now)
 	if in.plan == nil {
 		msg := "the plan could not be computed"
 		if in.planErr != nil {

@@ -33,11 +33,23 @@ type syncResult struct {
 	requeueAfter time.Duration
 }
 
-// sync reconciles one mesh: it is the only place that writes.
+// sync reconciles one mesh, and removes the Peers of a deleted one of the
+// same key: it is the only place that writes.
 func (r *Reconciler) sync(ctx context.Context, key types.NamespacedName) (syncResult, error) {
+	var departed syncResult
 	if d := r.departures.get(key); d != nil {
-		return r.removeDeparted(ctx, key, d)
+		var err error
+		if departed, err = r.removeDeparted(ctx, key, d); err != nil {
+			return departed, err
+		}
 	}
+	res, err := r.syncMesh(ctx, key)
+	res.requeueAfter = sooner(res.requeueAfter, departed.requeueAfter)
+	return res, err
+}
+
+// syncMesh reconciles the stored mesh of key.
+func (r *Reconciler) syncMesh(ctx context.Context, key types.NamespacedName) (syncResult, error) {
 	obj, exists, err := r.meshes.GetIndexer().GetByKey(key.String())
 	if err != nil {
 		return syncResult{}, fmt.Errorf("reading ClusterMesh %s from the cache: %w", key, err)
@@ -105,8 +117,12 @@ func (r *Reconciler) sync(ctx context.Context, key types.NamespacedName) (syncRe
 	}
 	r.report(mesh, plan, outcomes)
 	reportCredentials(mesh, states)
+	// Recorded in the same write as observedGeneration: a client that
+	// waits for the generation sees the departures it caused.
+	departures := r.settleDepartures(ctx, mesh, plan, states, now)
+	facts = append(facts, departures.events...)
 
-	status := buildStatus(statusInput{mesh: mesh, plan: plan, planErr: planErr, outcomes: outcomes, now: metav1.NewTime(now)})
+	status := buildStatus(statusInput{mesh: mesh, plan: plan, planErr: planErr, outcomes: outcomes, departed: departures.items, now: metav1.NewTime(now)})
 	if statusChanged(&mesh.Status, &status) {
 		if err := r.meshAPI.applyStatus(ctx, mesh, status); err != nil {
 			return syncResult{}, err
@@ -121,7 +137,7 @@ func (r *Reconciler) sync(ctx context.Context, key types.NamespacedName) (syncRe
 	case len(writeErrs) > 0:
 		return syncResult{}, fmt.Errorf("writing Peers of %s: %s", key, strings.Join(writeErrs, "; "))
 	}
-	next := sooner(nextExpiry(states, now), untilGraceEnds(plan, now))
+	next := sooner(sooner(nextExpiry(states, now), untilGraceEnds(plan, now)), departures.next)
 	if unseen {
 		// Writes of an earlier pass the member caches have not shown yet:
 		// their events requeue the mesh, this is the safety net.

@@ -1,0 +1,221 @@
+package clusters
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"k8s.io/apimachinery/pkg/types"
+
+	kilov1alpha1 "github.com/kilo-mesh/kilo-mesh-apiserver/pkg/apis/kilo/v1alpha1"
+	meshv1alpha1 "github.com/kilo-mesh/kilo-mesh-apiserver/pkg/apis/mesh/v1alpha1"
+)
+
+// Holds keep a connection open after its mesh stopped using it, so that
+// what the mesh wrote there can still be removed. A connection is open
+// exactly while a followed mesh binds it (Follow) or a hold keeps it; a
+// hold ends with Release or at its deadline, whichever comes first, so a
+// replica that does not clean up (it does not lead) lets go by itself.
+
+// HoldKey names one hold: the mesh whose objects are to be removed, the
+// spec cluster name the connection had in it, and who holds it.
+type HoldKey struct {
+	Mesh  types.NamespacedName
+	Entry string
+	// Owner is OwnerDeparted for the holds Follow takes itself, or what
+	// the caller of Hold chose.
+	Owner string
+}
+
+// OwnerDeparted owns the holds Follow takes, when Config.HoldDeparted is
+// set, of an entry that left its mesh: removed from spec.clusters, or
+// pointed at another connection (another Secret, or its Secret's new
+// content). Whether the cluster behind it changed is the holder's to
+// decide, by Held.Identity.
+const OwnerDeparted = "departed"
+
+// hold is one held connection. Guarded by Manager.mu.
+type hold struct {
+	binding  *binding
+	deadline time.Time
+	timer    *time.Timer
+}
+
+// Held is what a hold keeps, as the caches hold it now.
+type Held struct {
+	Key HoldKey
+	// Server is the API server URL of the connection ("" when it has none).
+	Server string
+	// Identity is the verified identity of the cluster ("" unknown).
+	Identity string
+	// Settled: its caches synced or it is known to be unusable.
+	Settled  bool
+	Deadline time.Time
+	State    ClusterState
+}
+
+// Hold keeps the connection that entry key.Entry of mesh uses now (or kept
+// after its Secret went away, or that a departed hold keeps) open until
+// Release or timeout; when none is open it connects anew with the entry's
+// Secret. A hold that exists already is left as it is.
+func (m *Manager) Hold(key HoldKey, mesh *meshv1alpha1.ClusterMesh, timeout time.Duration) {
+	var entry *meshv1alpha1.ClusterEntry
+	for i := range mesh.Spec.Clusters {
+		if mesh.Spec.Clusters[i].Name == key.Entry {
+			entry = &mesh.Spec.Clusters[i]
+		}
+	}
+	if entry == nil {
+		return
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.holds[key] != nil {
+		return
+	}
+	spec := specOf(entry)
+	var conn *cluster
+	if ms := m.meshes[key.Mesh]; ms != nil && ms.bindings[key.Entry] != nil && ms.bindings[key.Entry].spec == spec {
+		b := ms.bindings[key.Entry]
+		conn = b.cluster
+		if conn == nil {
+			conn = b.retained
+		}
+	}
+	if d := m.holds[HoldKey{Mesh: key.Mesh, Entry: key.Entry, Owner: OwnerDeparted}]; conn == nil && d != nil && d.binding.spec == spec {
+		conn = d.binding.cluster
+	}
+	var b *binding
+	if conn != nil {
+		// conn is open, so taking a reference on it cannot fail.
+		conn, _ = m.acquireClusterLocked(key.Mesh, conn.id, nil, nil)
+		b = &binding{name: key.Entry, spec: spec, cluster: conn, since: m.cfg.Clock.Now()}
+	} else {
+		b = m.bindLocked(key.Mesh, key.Entry, spec)
+	}
+	b.held = true
+	m.addHoldLocked(key, b, timeout)
+}
+
+// holdDepartedLocked takes over b's connection (its own, or the one kept
+// after its Secret went away) under an OwnerDeparted hold, when holds are
+// configured; b no longer references it afterwards. It reports whether
+// it took it.
+func (m *Manager) holdDepartedLocked(mesh types.NamespacedName, b *binding) bool {
+	conn := b.cluster
+	if conn == nil {
+		conn = b.retained
+	}
+	if m.cfg.HoldDeparted <= 0 || conn == nil || b.held {
+		return false
+	}
+	key := HoldKey{Mesh: mesh, Entry: b.name, Owner: OwnerDeparted}
+	if old := m.holds[key]; old != nil {
+		m.releaseHoldLocked(key, old)
+	}
+	if b.cluster == conn {
+		b.cluster = nil
+	} else {
+		b.retained = nil
+	}
+	held := &binding{name: b.name, spec: b.spec, cluster: conn, since: m.cfg.Clock.Now(), held: true}
+	m.addHoldLocked(key, held, m.cfg.HoldDeparted)
+	m.log.Info("Holding the connection of a departed cluster entry", "mesh", mesh, "cluster", b.name, "connection", conn.name(), "until", m.holds[key].deadline)
+	return true
+}
+
+func (m *Manager) addHoldLocked(key HoldKey, b *binding, timeout time.Duration) {
+	h := &hold{binding: b, deadline: m.cfg.Clock.Now().Add(timeout)}
+	h.timer = time.AfterFunc(timeout, func() {
+		m.mu.Lock()
+		defer m.mu.Unlock()
+		if m.holds[key] == h {
+			m.releaseHoldLocked(key, h)
+		}
+	})
+	m.holds[key] = h
+}
+
+// Release ends a hold; the connection closes unless a mesh or another hold
+// keeps it.
+func (m *Manager) Release(key HoldKey) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if h := m.holds[key]; h != nil {
+		m.releaseHoldLocked(key, h)
+	}
+}
+
+func (m *Manager) releaseHoldLocked(key HoldKey, h *hold) {
+	h.timer.Stop()
+	delete(m.holds, key)
+	m.unbindLocked(key.Mesh, h.binding)
+}
+
+// Held returns the holds on connections of mesh, sorted by entry and owner.
+func (m *Manager) Held(mesh types.NamespacedName) []Held {
+	type ref struct {
+		key      HoldKey
+		conn     *cluster
+		err      *Error
+		deadline time.Time
+	}
+	var refs []ref
+	m.mu.RLock()
+	for k, h := range m.holds {
+		if k.Mesh == mesh {
+			refs = append(refs, ref{key: k, conn: h.binding.cluster, err: h.binding.err, deadline: h.deadline})
+		}
+	}
+	m.mu.RUnlock()
+	out := make([]Held, 0, len(refs))
+	for _, r := range refs {
+		h := Held{Key: r.key, Deadline: r.deadline}
+		switch {
+		case r.conn != nil:
+			h.Server, h.Settled, h.State = r.conn.server, r.conn.settled(), r.conn.state()
+			h.Identity = h.State.Identity
+		case r.err != nil:
+			h.Settled = r.err.Reason != ErrPending
+			h.State = ClusterState{Reason: r.err.Reason, LastError: r.err.Error()}
+		}
+		h.State.Name = r.key.Entry
+		out = append(out, h)
+	}
+	slices.SortFunc(out, func(a, b Held) int {
+		return strings.Compare(a.Key.Entry+"\x00"+a.Key.Owner, b.Key.Entry+"\x00"+b.Key.Owner)
+	})
+	return out
+}
+
+// HeldPeerClient returns a client for the Peers of a held connection.
+func (m *Manager) HeldPeerClient(key HoldKey) (PeerClient, error) {
+	m.mu.RLock()
+	h := m.holds[key]
+	var b binding
+	if h != nil {
+		b = *h.binding
+	}
+	m.mu.RUnlock()
+	switch {
+	case h == nil:
+		return nil, newError(ErrUnknownCluster, "", fmt.Sprintf("no hold on cluster %q of mesh %s", key.Entry, key.Mesh))
+	case b.cluster == nil:
+		return nil, b.err
+	}
+	if v := b.cluster.health.view(); v.crdKnown && !v.peerCRD {
+		return nil, newError(ErrPeerCRDMissing, "", fmt.Sprintf("cluster %q does not serve %s", key.Entry, kilov1alpha1.PeerResource))
+	}
+	return &peerClient{c: b.cluster}, nil
+}
+
+// heldMeshLocked reports whether a hold names mesh.
+func (m *Manager) heldMeshLocked(mesh types.NamespacedName) bool {
+	for k := range m.holds {
+		if k.Mesh == mesh {
+			return true
+		}
+	}
+	return false
+}
