@@ -205,8 +205,10 @@ func TestLeave(t *testing.T) {
 		if s := secretServer("west-kubeconfig"); s != env.Cluster(3).URL {
 			t.Errorf("west's Secret names %s, want %s", s, env.Cluster(3).URL)
 		}
-		if peers(3, "") == 0 || peers(framework.HostCluster, planner.LabelSourceCluster+"=west") == 0 {
-			t.Errorf("west's new cluster holds no Peers of the mesh, or east none of it")
+		if peers(3, "") != 2 || peers(framework.HostCluster, planner.LabelSourceCluster+"=west") != 1 {
+			t.Errorf("once Ready, west's new cluster holds %d Peers of the mesh (want 2: east's and north's), east %d of west (want 1)\n%s\n%s",
+				peers(3, ""), peers(framework.HostCluster, planner.LabelSourceCluster+"=west"),
+				mesh(t, env, framework.UserAdmin, "status", "demo", "-n", ns), mesh(t, env, framework.UserAdmin, "plan", "demo", "-n", ns))
 		}
 		if !identityOn(1) {
 			t.Errorf("--replace deleted the identity on the old cluster, which it has no credentials for")
