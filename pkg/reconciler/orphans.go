@@ -128,7 +128,8 @@ func (r *Reconciler) meshDeleted(obj any) {
 	r.departures.byKey[key] = d
 	r.departures.mu.Unlock()
 	for _, k := range d.holdKeys() {
-		r.clusters.Hold(k, mesh, r.opts.MeshDeletionTimeout)
+		// Held past the deadline, so that the deadline, not the hold, ends the work.
+		r.clusters.Hold(k, mesh, DepartureHold(r.opts))
 	}
 	klog.InfoS("ClusterMesh deleted without its Peers removed; removing them", "mesh", klog.KObj(mesh), "uid", mesh.UID)
 	r.enqueue(key)

@@ -78,9 +78,11 @@ type Reconciler struct {
 	recorder    record.EventRecorder
 	events      *eventFilter
 	departures  *departures
-	recent      *recentWrites
-	writer      *fairWriter
-	series      *clusterSeries
+	// departedHere: the departures of entries this process completed.
+	departedHere departedHere
+	recent       *recentWrites
+	writer       *fairWriter
+	series       *clusterSeries
 
 	// queue is the current leadership term's queue; nil while not leading.
 	queue atomic.Pointer[workqueue.TypedRateLimitingInterface[types.NamespacedName]]
@@ -155,12 +157,15 @@ func (r *Reconciler) enqueueObject(obj any) {
 
 // meshUpdated ignores updates that only touch the status: the reconciler
 // writes it itself, and reacting to its own writes would plan every mesh
-// twice. The periodic resync restores a status someone else changed.
+// twice. The periodic resync restores a status someone else changed; a
+// change of status.departedClusters is looked at at once, since a user
+// removes a stuck departure by hand there.
 func (r *Reconciler) meshUpdated(oldObj, newObj any) {
 	o, ok1 := oldObj.(*meshv1alpha1.ClusterMesh)
 	n, ok2 := newObj.(*meshv1alpha1.ClusterMesh)
 	if ok1 && ok2 && o.Generation == n.Generation && o.UID == n.UID &&
-		o.DeletionTimestamp.Equal(n.DeletionTimestamp) && slices.Equal(o.Finalizers, n.Finalizers) {
+		o.DeletionTimestamp.Equal(n.DeletionTimestamp) && slices.Equal(o.Finalizers, n.Finalizers) &&
+		len(o.Status.DepartedClusters) == len(n.Status.DepartedClusters) {
 		return
 	}
 	r.enqueueObject(newObj)

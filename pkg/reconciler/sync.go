@@ -230,6 +230,7 @@ func (r *Reconciler) report(mesh *meshv1alpha1.ClusterMesh, plan *planner.Plan, 
 // forget drops what the reconciler remembers of a mesh that is gone.
 func (r *Reconciler) forget(key types.NamespacedName) {
 	r.events.forget(key)
+	r.departedHere.forget(key)
 	r.recent.forget(key)
 	r.series.forget(key.String())
 	forgetMeshMetrics(key.String())
