@@ -66,6 +66,9 @@ type ExtraConfig struct {
 	// (installationID); empty: they carry no such name, and no Peer is
 	// removed for want of its mesh but those of meshes seen deleted.
 	Installation string
+	// Version is the server's version (pkg/version), sent in
+	// version.Header for `kubectl mesh version`.
+	Version string
 }
 
 type completedConfig struct {
@@ -96,7 +99,7 @@ func (c *Config) Complete() CompletedConfig {
 func (c CompletedConfig) New() (*Server, error) {
 	chain := c.GenericConfig.BuildHandlerChainFunc
 	c.GenericConfig.BuildHandlerChainFunc = func(h http.Handler, gc *genericapiserver.Config) http.Handler {
-		return withStatusPeers(chain(h, gc))
+		return withStatusPeers(chain(withVersionHeader(c.ExtraConfig.Version, h), gc))
 	}
 	generic, err := c.GenericConfig.New("kilo-mesh-apiserver", genericapiserver.NewEmptyDelegate())
 	if err != nil {

@@ -31,6 +31,7 @@ import (
 	"github.com/kilo-mesh/kilo-mesh-apiserver/pkg/podenv"
 	"github.com/kilo-mesh/kilo-mesh-apiserver/pkg/reconciler"
 	"github.com/kilo-mesh/kilo-mesh-apiserver/pkg/servingcert"
+	"github.com/kilo-mesh/kilo-mesh-apiserver/pkg/version"
 )
 
 const etcdPathPrefix = "/registry/mesh.kilo.squat.ai"
@@ -311,6 +312,7 @@ func (o *Options) Config() (*Config, error) {
 		MaxMemberCacheTotalBytes:   memberTotal,
 		Reconciler:                 o.Reconciler,
 		HostAccessGracePeriod:      o.HostAccessGracePeriod,
+		Version:                    version.Get().Version,
 	}}, nil
 }
 

@@ -62,13 +62,21 @@ func (c *cluster) verifyIdentity(ctx context.Context) {
 // is false when the answer says nothing about the cluster (no connection),
 // so that a known identity is kept.
 func (c *cluster) readIdentity(ctx context.Context) (id string, e *Error, definite bool) {
-	url := strings.TrimSuffix(c.server, "/") + "/api/v1/namespaces/" + identityNamespace
+	return ReadIdentity(ctx, c.identityClient, c.server)
+}
+
+// ReadIdentity reads the identity of the cluster whose API server is at
+// server through client, which must not follow redirects; `kubectl mesh
+// join` uses it to tell whether an entry would change clusters. definite is
+// false when the answer says nothing about the cluster (no connection).
+func ReadIdentity(ctx context.Context, client *http.Client, server string) (id string, e *Error, definite bool) {
+	url := strings.TrimSuffix(server, "/") + "/api/v1/namespaces/" + identityNamespace
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
 	if err != nil {
 		return "", newError(ErrListWatch, "", "building the identity request: "+err.Error()), true
 	}
 	req.Header.Set("Accept", "application/json")
-	resp, err := c.identityClient.Do(req)
+	resp, err := client.Do(req)
 	if err != nil {
 		return "", newError(ErrUnreachable, "", "reading the cluster's identity: "+memberErrorText(err)), false
 	}

@@ -35,6 +35,7 @@ of the predecessor kilo-clustermesh-operator over.`,
 	o.Config.AddFlags(root.PersistentFlags())
 	root.AddCommand(
 		join.NewCommand(o),
+		join.NewLeaveCommand(o),
 		views.NewPlanCommand(o),
 		views.NewPeersCommand(o),
 		views.NewGraphCommand(o),

@@ -22,7 +22,7 @@ func TestCommands(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, want := range []string{"kubectl mesh [command]", "join", "plan", "peers", "graph", "why", "status", "import", "version", "completion", "--kubeconfig", "--context", "--namespace"} {
+	for _, want := range []string{"kubectl mesh [command]", "join", "leave", "plan", "peers", "graph", "why", "status", "import", "version", "completion", "--kubeconfig", "--context", "--namespace"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("help lacks %q:\n%s", want, out)
 		}
@@ -30,13 +30,19 @@ func TestCommands(t *testing.T) {
 }
 
 func TestVersion(t *testing.T) {
-	out, err := run(t, "version")
+	out, err := run(t, "version", "--client")
 	if err != nil || !strings.HasPrefix(out, "kubectl-mesh v") {
 		t.Errorf("version printed %q, %v", out, err)
 	}
-	out, err = run(t, "version", "-o", "json")
+	out, err = run(t, "version", "--client", "-o", "json")
 	if err != nil || !strings.Contains(out, `"version": "v`) {
 		t.Errorf("version -o json printed %q, %v", out, err)
+	}
+	// Nothing listens on port 1: the client's version, then why the
+	// server's is unknown, as a failure.
+	out, err = run(t, "version", "--server", "https://127.0.0.1:1")
+	if err == nil || !strings.HasPrefix(out, "kubectl-mesh v") || !strings.Contains(err.Error(), "the version of kilo-mesh-apiserver is unknown") {
+		t.Errorf("version without a server: printed %q, %v", out, err)
 	}
 }
 

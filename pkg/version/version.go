@@ -107,3 +107,9 @@ func (i Info) String() string {
 	return fmt.Sprintf("kilo-mesh-apiserver %s (commit %s, built %s, %s, %s)",
 		i.Version, i.Commit, i.BuildDate, i.GoVersion, i.Platform)
 }
+
+// Header is the response header in which the server sends its Version on
+// what it serves under /apis/mesh.kilo.squat.ai/: /version is the host
+// kube-apiserver's, so `kubectl mesh version` reads the server's from the
+// group's discovery document, which every authenticated user may read.
+const Header = "Kilo-Mesh-Apiserver-Version"

@@ -127,3 +127,17 @@ func (m *MeshAPI) Apply(ctx context.Context, ns, name string, patch []byte, opts
 		VersionedParams(po, metav1.ParameterCodec).Body(body).Do(ctx).Into(out)
 	return out, err
 }
+
+// JSONPatch applies a JSON patch (RFC 6902) to mesh ns/name; its test
+// operations make a concurrent change fail the patch instead of being
+// overwritten.
+func (m *MeshAPI) JSONPatch(ctx context.Context, ns, name string, patch []byte, dryRun bool) (*meshv1alpha1.ClusterMesh, error) {
+	po := &metav1.PatchOptions{FieldManager: FieldManager}
+	if dryRun {
+		po.DryRun = []string{metav1.DryRunAll}
+	}
+	out := &meshv1alpha1.ClusterMesh{}
+	err := m.client.Patch(types.JSONPatchType).Namespace(ns).Resource(meshResource).Name(name).
+		VersionedParams(po, metav1.ParameterCodec).Body(patch).Do(ctx).Into(out)
+	return out, err
+}

@@ -2,7 +2,9 @@
 // mesh in one command. On the member it applies the least-privileged
 // identity of pkg/member and mints a token for it; on the host it writes a
 // self-contained kubeconfig Secret and the mesh entry with the member's
-// networks. It never copies the caller's own credentials.
+// networks. It never copies the caller's own credentials. `kubectl mesh
+// leave`, its reverse, lives here too: it removes what join wrote, and join
+// --replace runs it.
 package join
 
 import (
@@ -34,6 +36,9 @@ type Options struct {
 	TokenExpiry  time.Duration
 	Refresh      bool
 	DryRun       bool
+	// Replace lets join move an entry to another cluster: a leave, then
+	// the join.
+	Replace bool
 
 	// Overrides of the proposed networks; nil when not given.
 	PodCIDRs        []string
@@ -69,6 +74,12 @@ func NewCommand(o *cli.Options) *cobra.Command {
      from its ServiceCIDR objects, the Kilo subnet from its leaders'
      kilo.squat.ai/wireguard-ip), show them, and add the entry to the mesh
      with server-side apply.
+
+An entry that reaches another cluster (its kube-system UID or CA differ, or its
+server differs and either identity cannot be read) is not repointed: join
+fails naming both servers, unless --replace, which makes the entry leave first
+(as kubectl mesh leave, without deleting the old cluster's member identity)
+and then joins.
 
 Your own credentials are never copied anywhere. Rerunning it changes nothing
 while the token is valid for more than 30 days; --refresh renews it.
@@ -121,6 +132,7 @@ nothing (the server checks each write with a dry run).`,
 	f.DurationVar(&opts.TokenExpiry, "token-expiry", DefaultTokenValidity, "validity of a new token (the member cluster may grant less)")
 	f.BoolVar(&opts.Refresh, "refresh", false, "mint a new token even if the current one is valid for more than 30 days")
 	f.BoolVar(&opts.DryRun, "dry-run", false, "print every object that would be written, write nothing")
+	f.BoolVar(&opts.Replace, "replace", false, "when the entry reaches another cluster: leave it first (kubectl mesh leave), then join")
 	f.StringSliceVar(&podCIDRs, "pod-cidrs", nil, "pod networks of the member (default: proposed from its Nodes)")
 	f.StringVar(&serviceCIDR, "service-cidr", "", `service network of the member (default: from its ServiceCIDR objects; "" for none)`)
 	f.StringSliceVar(&additional, "additional-cidrs", nil, "further networks of the member (default: further ServiceCIDRs)")

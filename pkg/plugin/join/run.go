@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"strings"
 	"time"
 
@@ -66,6 +67,33 @@ func (o *Options) Run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	have, err := host.Kube.CoreV1().Secrets(ns).Get(ctx, secretName, metav1.GetOptions{})
+	if apierrors.IsNotFound(err) {
+		have, err = nil, nil
+	}
+	if err != nil {
+		return fmt.Errorf("reading Secret %s/%s: %w", ns, secretName, err)
+	}
+	if entry != nil && have != nil {
+		change, err := detectChange(ctx, have.Data[key], memberCfg, target)
+		if err != nil {
+			return err
+		}
+		if change != nil {
+			if !o.Replace {
+				return change.refusal(ns, o.Mesh, o.Name)
+			}
+			if err := o.leaveFirst(ctx, w, change); err != nil {
+				return err
+			}
+			if !o.DryRun {
+				o.Replace = false
+				return o.Run(ctx)
+			}
+			// The dry run goes on as if the entry had left.
+			entry, have = nil, nil
+		}
+	}
 	fmt.Fprintf(w, "Joining %s (%s) into clustermesh %s/%s as %q.\n\n", describeMember(o.MemberKubeconfig, o.MemberContext), target.Server, ns, o.Mesh, o.Name)
 
 	nets, err := o.proposeNetworks(ctx, memberClients.Kube, entry, otherNetworks(mesh, o.Name))
@@ -91,13 +119,6 @@ func (o *Options) Run(ctx context.Context) error {
 		fmt.Fprintf(w, "  %s\n", line)
 	}
 
-	have, err := host.Kube.CoreV1().Secrets(ns).Get(ctx, secretName, metav1.GetOptions{})
-	if apierrors.IsNotFound(err) {
-		have, err = nil, nil
-	}
-	if err != nil {
-		return fmt.Errorf("reading Secret %s/%s: %w", ns, secretName, err)
-	}
 	token, credMsg, err := o.credential(ctx, have, key, memberCfg, memberClients.Kube, target)
 	if err != nil {
 		return err
@@ -143,6 +164,20 @@ func (o *Options) Run(ctx context.Context) error {
 		return nil
 	}
 	fmt.Fprintf(w, "\nNext: kubectl mesh status %s -n %s --wait\n", o.Mesh, ns)
+	return nil
+}
+
+// leaveFirst is the leave of --replace: the entry reaches another cluster,
+// which must be rid of the mesh's Peers before the entry moves.
+func (o *Options) leaveFirst(ctx context.Context, w io.Writer, change *clusterChange) error {
+	fmt.Fprintf(w, "--replace: entry %s reaches %s, the member kubeconfig %s (%s); it leaves first.\n", o.Name, change.oldServer, change.newServer, change.why)
+	streams := *o.Options
+	streams.Out = w
+	leave := &LeaveOptions{Options: &streams, Mesh: o.Mesh, Name: o.Name, DryRun: o.DryRun, Timeout: DefaultLeaveTimeout}
+	if err := leave.Run(ctx); err != nil {
+		return fmt.Errorf("--replace: entry %s did not leave, so it was not joined again: %w", o.Name, err)
+	}
+	fmt.Fprintln(w)
 	return nil
 }
 
@@ -222,11 +257,15 @@ func preflightEntry(ctx context.Context, api *cli.MeshAPI, mesh *meshv1alpha1.Cl
 // memberConfig is the caller's own configuration of the member cluster:
 // used to apply the identity and mint its token, never written anywhere.
 func (o *Options) memberConfig() (*rest.Config, error) {
-	rules := &clientcmd.ClientConfigLoadingRules{ExplicitPath: o.MemberKubeconfig}
-	overrides := &clientcmd.ConfigOverrides{CurrentContext: o.MemberContext}
+	return memberConfig(o.MemberKubeconfig, o.MemberContext)
+}
+
+func memberConfig(file, context string) (*rest.Config, error) {
+	rules := &clientcmd.ClientConfigLoadingRules{ExplicitPath: file}
+	overrides := &clientcmd.ConfigOverrides{CurrentContext: context}
 	cfg, err := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, overrides).ClientConfig()
 	if err != nil {
-		return nil, fmt.Errorf("--member-kubeconfig %s: %w", o.MemberKubeconfig, err)
+		return nil, fmt.Errorf("--member-kubeconfig %s: %w", file, err)
 	}
 	cfg.UserAgent = cli.UserAgent
 	return cfg, nil

@@ -80,6 +80,17 @@ func RenderStatus(w io.Writer, m *meshv1alpha1.ClusterMesh) {
 			c.Locations, c.PeersApplied, c.PeersDesired, skip, oneLine(c.LastError))
 	}
 	tw.flush()
+	// Clusters that left and still hold Peers of the mesh (kubectl mesh leave).
+	if len(m.Status.DepartedClusters) == 0 {
+		return
+	}
+	fmt.Fprintln(w)
+	tw = newTable(w)
+	fmt.Fprintln(tw, "DEPARTED\tSERVER\tREASON\tSINCE\tMESSAGE")
+	for _, d := range m.Status.DepartedClusters {
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", d.Name, d.Server, d.Reason, d.LastTransitionTime.UTC().Format("2006-01-02T15:04:05Z"), oneLine(d.Message))
+	}
+	tw.flush()
 }
 
 func oneLine(s string) string { return strings.Join(strings.Fields(s), " ") }

@@ -4,12 +4,10 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"os"
 	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
-	"golang.org/x/term"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 
 	meshv1alpha1 "github.com/kilo-mesh/kilo-mesh-apiserver/pkg/apis/mesh/v1alpha1"
@@ -94,8 +92,8 @@ func runStatus(ctx context.Context, o *cli.Options, name string, wait bool, time
 // mesh (an aggregated server restarting) are shown and waited out; a mesh
 // that is gone ends the wait.
 func waitReady(ctx context.Context, w io.Writer, get func(context.Context) (*meshv1alpha1.ClusterMesh, error), mesh *meshv1alpha1.ClusterMesh, timeout time.Duration) (*meshv1alpha1.ClusterMesh, error) {
-	line := newProgressLine(w)
-	defer line.done()
+	line := cli.NewProgressLine(w)
+	defer line.Done()
 	start := time.Now()
 	deadline := time.NewTimer(timeout)
 	defer deadline.Stop()
@@ -103,7 +101,7 @@ func waitReady(ctx context.Context, w io.Writer, get func(context.Context) (*mes
 	defer tick.Stop()
 	status := Progress(mesh)
 	for {
-		line.show(fmt.Sprintf("waiting for %s/%s to be Ready (%s): %s", mesh.Namespace, mesh.Name, time.Since(start).Round(time.Second), status))
+		line.Show(fmt.Sprintf("waiting for %s/%s to be Ready (%s): %s", mesh.Namespace, mesh.Name, time.Since(start).Round(time.Second), status))
 		select {
 		case <-ctx.Done():
 			return mesh, ctx.Err()
@@ -124,48 +122,4 @@ func waitReady(ctx context.Context, w io.Writer, get func(context.Context) (*mes
 			return mesh, nil
 		}
 	}
-}
-
-// progressLine keeps one line of progress: rewritten in place on a
-// terminal, else printed whenever it changes (logs of CI jobs).
-type progressLine struct {
-	w    io.Writer
-	tty  bool
-	last string
-}
-
-func newProgressLine(w io.Writer) *progressLine {
-	f, ok := w.(*os.File)
-	return &progressLine{w: w, tty: ok && term.IsTerminal(int(f.Fd()))}
-}
-
-func (p *progressLine) show(s string) {
-	if p.tty {
-		fmt.Fprintf(p.w, "\r\033[K%s", s)
-		return
-	}
-	// Without a terminal the elapsed time alone is no news.
-	if key := withoutElapsed(s); key != p.last {
-		p.last = key
-		fmt.Fprintln(p.w, s)
-	}
-}
-
-func (p *progressLine) done() {
-	if p.tty {
-		fmt.Fprint(p.w, "\r\033[K")
-	}
-}
-
-// withoutElapsed drops the "(12s)" of a progress line.
-func withoutElapsed(s string) string {
-	before, rest, ok := strings.Cut(s, "(")
-	if !ok {
-		return s
-	}
-	_, after, ok := strings.Cut(rest, ")")
-	if !ok {
-		return s
-	}
-	return before + after
 }

@@ -3,6 +3,7 @@ package views
 import (
 	"bytes"
 	"reflect"
+	"regexp"
 	"strings"
 	"testing"
 
@@ -168,8 +169,12 @@ func TestRenderStatus(t *testing.T) {
 		{Type: meshv1alpha1.ConditionGranted, Status: metav1.ConditionFalse, Reason: "NotGranted"},
 		{Type: meshv1alpha1.ConditionReady, Status: metav1.ConditionFalse, Reason: "NotReady"},
 	}
+	m.Status.DepartedClusters = []meshv1alpha1.DepartedCluster{{Name: "west", Server: "https://west:443", Reason: meshv1alpha1.DepartureUnreachable, Message: "delete them\nby hand"}}
 	var out bytes.Buffer
 	RenderStatus(&out, m)
+	if !regexp.MustCompile(`(?m)^DEPARTED +SERVER +REASON +SINCE +MESSAGE\nwest +https://west:443 +Unreachable +\S+ +delete them by hand$`).MatchString(out.String()) {
+		t.Errorf("the departed cluster is not shown as a row:\n%s", out.String())
+	}
 	var rows []string
 	for _, line := range strings.Split(out.String(), "\n")[3:] {
 		if line == "" {
@@ -179,15 +184,9 @@ func TestRenderStatus(t *testing.T) {
 		rows = append(rows, strings.Join(f[:min(3, len(f))], " "))
 	}
 	want := []string{"Ready False NotReady", "ClustersReachable Unknown", "PeersApplied Unknown", "PeersCarried Unknown", "NetworksValid Unknown",
-		"CredentialsValid Unknown", "Granted False NotGranted", "FromALaterServer True Later"}
+		"CredentialsValid Unknown", "Granted False NotGranted", "DeparturesComplete Unknown", "FromALaterServer True Later"}
 	if strings.Join(rows, "\n") != strings.Join(want, "\n") {
 		t.Errorf("condition rows:\n%s\nwant:\n%s\nin:\n%s", strings.Join(rows, "\n"), strings.Join(want, "\n"), out.String())
-	}
-}
-
-func TestWithoutElapsed(t *testing.T) {
-	if got := withoutElapsed("waiting for ns/demo to be Ready (12s): Ready=False"); got != "waiting for ns/demo to be Ready : Ready=False" {
-		t.Errorf("got %q", got)
 	}
 }
 

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -90,7 +91,8 @@ func TestJoin(t *testing.T) {
 	env.KubectlInT(t, framework.HostCluster, framework.UserAdmin, joinMesh, "apply", "-n", ns, "-f", "-")
 	t.Run("status --wait returns when Ready", func(t *testing.T) {
 		r := mustMesh(t, env, framework.UserAdmin, "status", "demo", "-n", ns, "--wait", "--timeout", "90s")
-		if !strings.Contains(r.stdout, "Ready              True") {
+		// The column's width follows the longest condition type.
+		if !regexp.MustCompile(`(?m)^Ready +True `).MatchString(r.stdout) {
 			t.Errorf("status after --wait does not show Ready True:\n%s", r)
 		}
 	})

@@ -62,7 +62,7 @@ func testOutputContract(t *testing.T, env *framework.Env, ns string) {
 		want := "clustermesh " + ns + "/nomesh not found (is the namespace right? use -n)"
 		for _, args := range [][]string{
 			{"plan", "nomesh"}, {"peers", "nomesh"}, {"peers", "nomesh", "--cluster", "west"}, {"graph", "nomesh"},
-			{"why", "nomesh", "w1"}, {"status", "nomesh"},
+			{"why", "nomesh", "w1"}, {"status", "nomesh"}, {"leave", "nomesh", "--name", "west"},
 		} {
 			r := mesh(t, env, framework.UserAdmin, append(args, "-n", ns)...)
 			if r.code != 1 || !strings.Contains(r.stderr, want) {
