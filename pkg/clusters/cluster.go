@@ -191,21 +191,31 @@ func (c *cluster) newInformer(resource string, example runtime.Object, l *object
 	// Events of the initial list are left out: the meshes hear about the
 	// whole list once it has synced.
 	if _, err := inf.AddEventHandler(cache.ResourceEventHandlerDetailedFuncs{
-		AddFunc: func(_ any, initial bool) {
+		AddFunc: func(obj any, initial bool) {
 			if !initial {
-				c.opts.onChange(c)
+				c.changed(resource, "add", obj)
 			}
 		},
 		UpdateFunc: func(oldObj, newObj any) {
 			if !unchanged(oldObj, newObj, c.opts.clock.Now()) {
-				c.opts.onChange(c)
+				c.changed(resource, "update", newObj)
 			}
 		},
-		DeleteFunc: func(any) { c.opts.onChange(c) },
+		DeleteFunc: func(obj any) { c.changed(resource, "delete", obj) },
 	}); err != nil {
 		return nil, fmt.Errorf("%s informer: %w", resource, err)
 	}
 	return inf, nil
+}
+
+// changed reports a change of the cluster's caches; the debug trace names
+// the object, to tell which event started a reconcile.
+func (c *cluster) changed(resource, event string, obj any) {
+	if logger := klog.Background().V(5); logger.Enabled() {
+		key, _ := cache.DeletionHandlingMetaNamespaceKeyFunc(obj)
+		logger.Info("Member cache change", "cluster", c.name(), "resource", resource, "event", event, "object", key)
+	}
+	c.opts.onChange(c)
 }
 
 func (c *cluster) newPeerInformer() (cache.SharedIndexInformer, error) {

@@ -34,7 +34,7 @@ type syncResult struct {
 }
 
 // sync reconciles one mesh: it is the only place that writes.
-func (r *Reconciler) sync(ctx context.Context, key types.NamespacedName) (syncResult, error) {
+func (r *Reconciler) sync(ctx context.Context, key types.NamespacedName, trace *passTrace) (syncResult, error) {
 	if d := r.departures.get(key); d != nil {
 		return r.removeDeparted(ctx, key, d)
 	}
@@ -69,6 +69,7 @@ func (r *Reconciler) sync(ctx context.Context, key types.NamespacedName) (syncRe
 	r.series.keep(key.String(), clusterNames(mesh))
 	now := time.Now()
 	plan, planErr := r.planner.Plan(mesh)
+	trace.planned = time.Now()
 	var states map[string]clusters.ClusterState
 	results := map[string]targetResult{}
 	if plan != nil {
@@ -85,6 +86,7 @@ func (r *Reconciler) sync(ctx context.Context, key types.NamespacedName) (syncRe
 	for _, cluster := range slices.Sorted(maps.Keys(results)) {
 		res := results[cluster]
 		outcomes[cluster] = res.targetOutcome
+		trace.wrote(res)
 		unseen = unseen || res.unseen
 		facts = append(facts, res.events...)
 		if len(res.errors) > 0 {
@@ -216,6 +218,7 @@ func (r *Reconciler) forget(key types.NamespacedName) {
 	r.events.forget(key)
 	r.recent.forget(key)
 	r.series.forget(key.String())
+	r.clock.forget(key)
 	forgetMeshMetrics(key.String())
 }
 
