@@ -21,7 +21,7 @@ const (
 	noStageLabels = ""
 )
 
-var stages = []string{"queued", "planned", "diffed", "written", "confirmed"}
+var stages = []string{"queued", "planned", "diffed", "written", "recorded", "confirmed"}
 
 // histogram is a histogram's samples between two scrapes: cumulative
 // counts by upper bound.
@@ -131,7 +131,7 @@ func budget(title string, before, after []byte) error {
 		return err
 	}
 	fmt.Printf("\nserver's latency budget, %s (p50 and p99 are bucket bounds: at most)\n", title)
-	fmt.Printf("| stage | passes | mean | p50 | p99 |\n|---|---:|---:|---:|---:|\n")
+	fmt.Printf("| stage | passes (confirmed: writes) | mean | p50 | p99 |\n|---|---:|---:|---:|---:|\n")
 	row := func(name string, h histogram) {
 		if h.count == 0 {
 			fmt.Printf("| %s | 0 | | | |\n", name)

@@ -51,6 +51,9 @@ type clusterOptions struct {
 	// onChange is told of every change the meshes using the cluster may
 	// care about; it must not block.
 	onChange func(*cluster)
+	// isEcho tells an added or updated Peer that only shows a write of the
+	// Manager's user's own; such an event is not a change.
+	isEcho func(*cluster, *kilov1alpha1.Peer) bool
 	// localUID is the UID of the local cluster's kube-system namespace: a
 	// remote cluster answering with it is refused (ErrIsLocalCluster).
 	localUID func(context.Context) (string, error)
@@ -208,14 +211,19 @@ func (c *cluster) newInformer(resource string, example runtime.Object, l *object
 	return inf, nil
 }
 
-// changed reports a change of the cluster's caches; the debug trace names
-// the object, to tell which event started a reconcile.
+// changed reports a change of the cluster's caches, unless it is the echo
+// of the Manager's user's own Peer write; the debug trace names the
+// object, to tell which event started a reconcile.
 func (c *cluster) changed(resource, event string, obj any) {
+	p, isPeer := obj.(*kilov1alpha1.Peer)
+	echo := isPeer && event != "delete" && c.opts.isEcho != nil && c.opts.isEcho(c, p)
 	if logger := klog.Background().V(5); logger.Enabled() {
 		key, _ := cache.DeletionHandlingMetaNamespaceKeyFunc(obj)
-		logger.Info("Member cache change", "cluster", c.name(), "resource", resource, "event", event, "object", key)
+		logger.Info("Member cache change", "cluster", c.name(), "resource", resource, "event", event, "object", key, "ownWrite", echo)
 	}
-	c.opts.onChange(c)
+	if !echo {
+		c.opts.onChange(c)
+	}
 }
 
 func (c *cluster) newPeerInformer() (cache.SharedIndexInformer, error) {

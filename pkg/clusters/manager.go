@@ -12,6 +12,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -100,6 +101,8 @@ type Manager struct {
 	clusters map[clusterID]*cluster
 	secrets  map[types.NamespacedName]*secretWatch
 	handlers []func(types.NamespacedName)
+	// echo recognises the echoes of the caller's own Peer writes.
+	echo atomic.Pointer[EchoFilter]
 
 	// localUID caches the local cluster's kube-system UID (never recreated).
 	localUIDMu sync.Mutex
@@ -341,7 +344,8 @@ func (m *Manager) PeerClient(mesh *meshv1alpha1.ClusterMesh, cluster string) (Pe
 
 // AddChangeHandler registers f to be called with the key of every mesh
 // affected when a Node or Peer of one of its clusters changes (beyond
-// fields the caches drop), a cluster's caches sync, its reachability, Peer
+// fields the caches drop, and but for the echoes of the user's own writes:
+// see SetEchoFilter), a cluster's caches sync, its reachability, Peer
 // CRD or error changes, or its Secret changes what the mesh connects to.
 // Calls come one at a time from one goroutine, never from informers; keys
 // are de-duplicated while waiting, so f should be quick (enqueue and return).

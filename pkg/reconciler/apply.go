@@ -144,7 +144,7 @@ func (p *targetPass) applyDesired() {
 			n, after, err := applyPeer(p.ctx, p.client, want, have)
 			p.count("apply", n, err)
 			if err == nil {
-				p.recent.remember(p.key(want.Name), want, resourceVersion(have), after)
+				p.recent.remember(p.key(want.Name), p.client.Connection(), want, resourceVersion(have), after)
 			}
 			p.record(func(r *targetResult) {
 				switch {
@@ -180,7 +180,7 @@ func (p *targetPass) deleteOwned(names []string) {
 			err := deletePeer(p.ctx, p.client, name, have.UID)
 			p.count("delete", 1, err)
 			if err == nil {
-				p.recent.remember(p.key(name), nil, have.ResourceVersion, "")
+				p.recent.remember(p.key(name), p.client.Connection(), nil, have.ResourceVersion, "")
 			}
 			p.record(func(r *targetResult) {
 				if err != nil {

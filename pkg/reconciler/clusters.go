@@ -17,6 +17,9 @@ type Clusters interface {
 	Ensure(mesh *meshv1alpha1.ClusterMesh)
 	Forget(namespace, name string)
 	Connections() []clusters.Connection
+	// SetEchoFilter keeps the echoes of the reconciler's own writes from
+	// the change handlers.
+	SetEchoFilter(f clusters.EchoFilter)
 }
 
 var _ Clusters = (*clusters.Manager)(nil)

@@ -6,6 +6,8 @@ import (
 
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/klog/v2"
+
+	kilov1alpha1 "github.com/kilo-mesh/kilo-mesh-apiserver/pkg/apis/kilo/v1alpha1"
 )
 
 // The stages of a change's way from its event to the member clusters, the
@@ -20,8 +22,11 @@ const (
 	StageDiffed = "diffed"
 	// StageWritten: the writes handed over -> the last one answered.
 	StageWritten = "written"
-	// StageConfirmed: the last write answered -> the pass has recorded its
+	// StageRecorded: the last write answered -> the pass has recorded its
 	// outcome (status, events) and the mesh is free for its next pass.
+	StageRecorded = "recorded"
+	// StageConfirmed: one write answered -> the member cache shows it
+	// (observed per write, when its event arrives).
 	StageConfirmed = "confirmed"
 )
 
@@ -114,7 +119,7 @@ func (t *passTrace) finish(mesh types.NamespacedName, end time.Time, result stri
 		changeStageDuration.WithLabelValues(stage).Observe(d.Seconds())
 		return d
 	}
-	var queued, planned, diffed, written, confirmed time.Duration
+	var queued, planned, diffed, written, recorded time.Duration
 	if t.changed {
 		queued = observe(StageQueued, t.change.first, t.start)
 	}
@@ -124,7 +129,7 @@ func (t *passTrace) finish(mesh types.NamespacedName, end time.Time, result stri
 	if t.writes > 0 {
 		diffed = observe(StageDiffed, t.planned, t.handed)
 		written = observe(StageWritten, t.handed, t.answered)
-		confirmed = observe(StageConfirmed, t.answered, end)
+		recorded = observe(StageRecorded, t.answered, end)
 		if t.changed {
 			changeToWrite.Observe(t.answered.Sub(t.change.first).Seconds())
 		}
@@ -135,5 +140,21 @@ func (t *passTrace) finish(mesh types.NamespacedName, end time.Time, result stri
 	}
 	logger.Info("Reconcile trace", "mesh", mesh, "change", t.change.id, "changes", t.change.count,
 		"result", result, "writes", t.writes, "queued", queued, "planned", planned, "diffed", diffed,
-		"written", written, "confirmed", confirmed, "total", end.Sub(t.start)+queued)
+		"written", written, "recorded", recorded, "total", end.Sub(t.start)+queued)
+}
+
+// ownWrite is the member caches' echo filter: a Peer that shows exactly
+// what a write of this replica left needs no pass (the write's pass counted
+// it as done already), only a plan that knows the cache moved on. It
+// confirms the write.
+func (r *Reconciler) ownWrite(conn string, peer *kilov1alpha1.Peer) bool {
+	key, answered, ok := r.recent.echo(conn, peer)
+	if !ok {
+		return false
+	}
+	changeStageDuration.WithLabelValues(StageConfirmed).Observe(time.Since(answered).Seconds())
+	r.planner.Invalidate(key.mesh)
+	klog.Background().V(traceVerbosity).Info("Write confirmed", "mesh", key.mesh, "cluster", key.cluster, "peer", peer.Name,
+		"confirmed", time.Since(answered))
+	return true
 }

@@ -62,7 +62,7 @@ func TestPassTraceStages(t *testing.T) {
 				{}, // a target with nothing to write
 			},
 			end:  ms(41),
-			want: map[string]float64{StageQueued: 0.005, StagePlanned: 0.020, StageDiffed: 0.005, StageWritten: 0.015, StageConfirmed: 0.001},
+			want: map[string]float64{StageQueued: 0.005, StagePlanned: 0.020, StageDiffed: 0.005, StageWritten: 0.015, StageRecorded: 0.001},
 		},
 		{
 			name:  "a timer's pass that writes nothing",
@@ -78,7 +78,7 @@ func TestPassTraceStages(t *testing.T) {
 			}
 			c.trace.finish(types.NamespacedName{Namespace: "ns", Name: "m"}, c.end, "success")
 			after := stageSums(t)
-			for _, s := range []string{StageQueued, StagePlanned, StageDiffed, StageWritten, StageConfirmed} {
+			for _, s := range []string{StageQueued, StagePlanned, StageDiffed, StageWritten, StageRecorded, StageConfirmed} {
 				gotCount := after[s].count - before[s].count
 				gotSum := after[s].sum - before[s].sum
 				want, observed := c.want[s]

@@ -27,7 +27,12 @@ type recentWrites struct {
 
 	mu sync.Mutex
 	m  map[recentKey]recentWrite
+	// byConn finds a write by the connection it went through and its Peer,
+	// which is what a member cache's event tells.
+	byConn map[connPeer]recentKey
 }
+
+type connPeer struct{ conn, peer string }
 
 type recentKey struct {
 	mesh    types.NamespacedName
@@ -42,22 +47,53 @@ type recentWrite struct {
 	// ("" if there was none), after the one the write left ("" for a
 	// delete).
 	before, after string
-	at            time.Time
+	// at is when the write was answered; conn is the connection it went
+	// through.
+	at   time.Time
+	conn string
 }
 
 func newRecentWrites() *recentWrites {
-	return &recentWrites{now: time.Now, m: map[recentKey]recentWrite{}}
+	return &recentWrites{now: time.Now, m: map[recentKey]recentWrite{}, byConn: map[connPeer]recentKey{}}
 }
 
 // remember records a successful write. A nil recentWrites remembers
 // nothing (passes that need no memory, such as a deleted mesh's removal).
-func (r *recentWrites) remember(k recentKey, want *kilov1alpha1.Peer, before, after string) {
+func (r *recentWrites) remember(k recentKey, conn string, want *kilov1alpha1.Peer, before, after string) {
 	if r == nil {
 		return
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	r.m[k] = recentWrite{want: want, before: before, after: after, at: r.now()}
+	r.m[k] = recentWrite{want: want, before: before, after: after, at: r.now(), conn: conn}
+	r.byConn[connPeer{conn: conn, peer: k.peer}] = k
+}
+
+// echo reports whether peer, as a member cache on conn shows it, is what a
+// remembered apply left (its resourceVersion is the one the apply
+// answered with), with the write's key and when it was answered.
+func (r *recentWrites) echo(conn string, peer *kilov1alpha1.Peer) (recentKey, time.Time, bool) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	k, ok := r.byConn[connPeer{conn: conn, peer: peer.Name}]
+	if !ok {
+		return recentKey{}, time.Time{}, false
+	}
+	w, ok := r.m[k]
+	if !ok || w.conn != conn || w.want == nil || w.after != peer.ResourceVersion || r.now().Sub(w.at) > writeMemory {
+		return recentKey{}, time.Time{}, false
+	}
+	return k, w.at, true
+}
+
+// dropLocked forgets the write at k.
+func (r *recentWrites) dropLocked(k recentKey) {
+	if w, ok := r.m[k]; ok {
+		if cp := (connPeer{conn: w.conn, peer: k.peer}); r.byConn[cp] == k {
+			delete(r.byConn, cp)
+		}
+		delete(r.m, k)
+	}
 }
 
 // done reports whether the write of want (nil: a delete) at k was made by
@@ -72,7 +108,7 @@ func (r *recentWrites) done(k recentKey, want, cached *kilov1alpha1.Peer) (done,
 	defer r.mu.Unlock()
 	w, ok := r.m[k]
 	if !ok || r.now().Sub(w.at) > writeMemory {
-		delete(r.m, k)
+		r.dropLocked(k)
 		return false, false
 	}
 	if (want == nil) != (w.want == nil) || want != nil && !samePeer(want, w.want) {
@@ -97,7 +133,7 @@ func (r *recentWrites) forget(mesh types.NamespacedName) {
 	defer r.mu.Unlock()
 	for k := range r.m {
 		if k.mesh == mesh {
-			delete(r.m, k)
+			r.dropLocked(k)
 		}
 	}
 }

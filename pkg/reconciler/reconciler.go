@@ -37,6 +37,9 @@ type Planner interface {
 	Plan(mesh *meshv1alpha1.ClusterMesh) (*planner.Plan, error)
 	AddChangeHandler(f func(types.NamespacedName))
 	HasSynced() bool
+	// Invalidate marks a mesh's plan as older than its inputs, for a
+	// change the reconciler itself made and needs no pass for.
+	Invalidate(key types.NamespacedName)
 }
 
 // Config is what the reconciler is built from.
@@ -131,6 +134,7 @@ func New(cfg Config) (*Reconciler, error) {
 		return nil, fmt.Errorf("watching ClusterMeshes: %w", err)
 	}
 	cfg.Planner.AddChangeHandler(r.changed)
+	cfg.Clusters.SetEchoFilter(r.ownWrite)
 	return r, nil
 }
 
