@@ -141,10 +141,16 @@ func (p *targetPass) applyDesired() {
 			continue
 		}
 		p.write(func() error {
+			key, conn := p.key(want.Name), p.client.Connection()
+			p.recent.begin(key, conn, want)
 			n, after, err := applyPeer(p.ctx, p.client, want, have)
 			p.count("apply", n, err)
 			if err == nil {
-				p.recent.remember(p.key(want.Name), p.client.Connection(), want, resourceVersion(have), after)
+				if p.recent.remember(key, conn, want, resourceVersion(have), after) {
+					confirmedEarly()
+				}
+			} else {
+				p.recent.abandon(key, conn)
 			}
 			p.record(func(r *targetResult) {
 				switch {

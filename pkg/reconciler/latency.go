@@ -152,9 +152,19 @@ func (r *Reconciler) ownWrite(conn string, peer *kilov1alpha1.Peer) bool {
 	if !ok {
 		return false
 	}
-	changeStageDuration.WithLabelValues(StageConfirmed).Observe(time.Since(answered).Seconds())
 	r.planner.Invalidate(key.mesh)
+	if answered.IsZero() {
+		// Shown before the answer came: the answer records it.
+		return true
+	}
+	changeStageDuration.WithLabelValues(StageConfirmed).Observe(time.Since(answered).Seconds())
 	klog.Background().V(traceVerbosity).Info("Write confirmed", "mesh", key.mesh, "cluster", key.cluster, "peer", peer.Name,
 		"confirmed", time.Since(answered))
 	return true
+}
+
+// confirmedEarly records a write the member cache showed before its
+// answer came.
+func confirmedEarly() {
+	changeStageDuration.WithLabelValues(StageConfirmed).Observe(0)
 }

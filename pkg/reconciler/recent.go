@@ -30,6 +30,16 @@ type recentWrites struct {
 	// byConn finds a write by the connection it went through and its Peer,
 	// which is what a member cache's event tells.
 	byConn map[connPeer]recentKey
+	// inflight are the applies sent and not answered yet: a member cache
+	// may show one before its answer arrives.
+	inflight map[connPeer]*inflightWrite
+}
+
+type inflightWrite struct {
+	key  recentKey
+	want *kilov1alpha1.Peer
+	// seen: a member cache showed the write before its answer came.
+	seen bool
 }
 
 type connPeer struct{ conn, peer string }
@@ -54,28 +64,66 @@ type recentWrite struct {
 }
 
 func newRecentWrites() *recentWrites {
-	return &recentWrites{now: time.Now, m: map[recentKey]recentWrite{}, byConn: map[connPeer]recentKey{}}
+	return &recentWrites{now: time.Now, m: map[recentKey]recentWrite{}, byConn: map[connPeer]recentKey{}, inflight: map[connPeer]*inflightWrite{}}
 }
 
 // remember records a successful write. A nil recentWrites remembers
 // nothing (passes that need no memory, such as a deleted mesh's removal).
-func (r *recentWrites) remember(k recentKey, conn string, want *kilov1alpha1.Peer, before, after string) {
+// It reports whether a member cache showed the write before its answer
+// came (see begin).
+func (r *recentWrites) remember(k recentKey, conn string, want *kilov1alpha1.Peer, before, after string) (seenEarly bool) {
+	if r == nil {
+		return false
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	cp := connPeer{conn: conn, peer: k.peer}
+	if w := r.inflight[cp]; w != nil && w.key == k {
+		seenEarly = w.seen
+		delete(r.inflight, cp)
+	}
+	r.m[k] = recentWrite{want: want, before: before, after: after, at: r.now(), conn: conn}
+	r.byConn[cp] = k
+	return seenEarly
+}
+
+// begin records an apply about to be sent: until its answer, a Peer that
+// shows exactly what it applies is its echo (the member cache's watch may
+// be quicker than the answer).
+func (r *recentWrites) begin(k recentKey, conn string, want *kilov1alpha1.Peer) {
 	if r == nil {
 		return
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	r.m[k] = recentWrite{want: want, before: before, after: after, at: r.now(), conn: conn}
-	r.byConn[connPeer{conn: conn, peer: k.peer}] = k
+	r.inflight[connPeer{conn: conn, peer: k.peer}] = &inflightWrite{key: k, want: want}
+}
+
+// abandon forgets an apply that failed.
+func (r *recentWrites) abandon(k recentKey, conn string) {
+	if r == nil {
+		return
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if cp := (connPeer{conn: conn, peer: k.peer}); r.inflight[cp] != nil && r.inflight[cp].key == k {
+		delete(r.inflight, cp)
+	}
 }
 
 // echo reports whether peer, as a member cache on conn shows it, is what a
 // remembered apply left (its resourceVersion is the one the apply
-// answered with), with the write's key and when it was answered.
-func (r *recentWrites) echo(conn string, peer *kilov1alpha1.Peer) (recentKey, time.Time, bool) {
+// answered with), with the write's key and when it was answered; or what
+// an apply not answered yet sends (answered is then zero).
+func (r *recentWrites) echo(conn string, peer *kilov1alpha1.Peer) (k recentKey, answered time.Time, ok bool) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	k, ok := r.byConn[connPeer{conn: conn, peer: peer.Name}]
+	cp := connPeer{conn: conn, peer: peer.Name}
+	if f := r.inflight[cp]; f != nil && samePeer(f.want, peer) {
+		f.seen = true
+		return f.key, time.Time{}, true
+	}
+	k, ok = r.byConn[cp]
 	if !ok {
 		return recentKey{}, time.Time{}, false
 	}
@@ -134,6 +182,11 @@ func (r *recentWrites) forget(mesh types.NamespacedName) {
 	for k := range r.m {
 		if k.mesh == mesh {
 			r.dropLocked(k)
+		}
+	}
+	for cp, w := range r.inflight {
+		if w.key.mesh == mesh {
+			delete(r.inflight, cp)
 		}
 	}
 }

@@ -151,8 +151,40 @@ func TestWriteEchoes(t *testing.T) {
 			}
 		})
 	}
+	t.Run("shown before the answer", func(t *testing.T) {
+		recent.now = func() time.Time { return at }
+		k := recentKey{mesh: mesh, cluster: "eu", peer: "racing"}
+		want := &kilov1alpha1.Peer{ObjectMeta: metav1.ObjectMeta{Name: "racing"}, Spec: kilov1alpha1.PeerSpec{PublicKey: "ours"}}
+		other := want.DeepCopy()
+		other.Spec.PublicKey = "someone else's"
+		recent.begin(k, "conn-eu", want)
+		if _, _, echo := recent.echo("conn-eu", other); echo {
+			t.Error("another Peer of the name, while the apply is in flight, was taken for its echo")
+		}
+		shown := want.DeepCopy()
+		shown.ResourceVersion = "7"
+		got, answered, echo := recent.echo("conn-eu", shown)
+		if !echo || got != k || !answered.IsZero() {
+			t.Errorf("the applied Peer before the answer: echo %v of %+v answered %s, want an echo of %+v not answered yet", echo, got, answered, k)
+		}
+		if !recent.remember(k, "conn-eu", want, "", "7") {
+			t.Error("the answer did not report the echo seen before it")
+		}
+		if _, _, echo := recent.echo("conn-eu", other); echo {
+			t.Error("another Peer of the name, after the answer, was taken for its echo")
+		}
+	})
+	t.Run("a failed apply", func(t *testing.T) {
+		k := recentKey{mesh: mesh, cluster: "eu", peer: "failing"}
+		want := &kilov1alpha1.Peer{ObjectMeta: metav1.ObjectMeta{Name: "failing"}}
+		recent.begin(k, "conn-eu", want)
+		recent.abandon(k, "conn-eu")
+		if _, _, echo := recent.echo("conn-eu", want); echo {
+			t.Error("a Peer like the one a failed apply sent was taken for its echo")
+		}
+	})
 	recent.forget(mesh)
-	if len(recent.m) != 0 || len(recent.byConn) != 0 {
-		t.Errorf("forget left %d writes, %d by connection", len(recent.m), len(recent.byConn))
+	if len(recent.m) != 0 || len(recent.byConn) != 0 || len(recent.inflight) != 0 {
+		t.Errorf("forget left %d writes, %d by connection, %d in flight", len(recent.m), len(recent.byConn), len(recent.inflight))
 	}
 }
