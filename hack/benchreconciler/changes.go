@@ -11,6 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/client-go/dynamic"
 
 	kilov1alpha1 "github.com/kilo-mesh/kilo-mesh-apiserver/pkg/apis/kilo/v1alpha1"
 	meshv1alpha1 "github.com/kilo-mesh/kilo-mesh-apiserver/pkg/apis/mesh/v1alpha1"
@@ -36,7 +37,7 @@ func (b *bench) singleChanges(ctx context.Context) (p50, p99, worst time.Duratio
 		peer := planner.PeerName(namespace, meshName, clusterName(cluster), group)
 		endpoint := fmt.Sprintf("198.19.%d.%d", n/256, n%256)
 
-		var watches []watch.Interface
+		watches := map[int]watch.Interface{}
 		for i := range b.clusters {
 			if i == cluster {
 				continue
@@ -45,15 +46,15 @@ func (b *bench) singleChanges(ctx context.Context) (p50, p99, worst time.Duratio
 			if err != nil {
 				return 0, 0, 0, err
 			}
-			watches = append(watches, w)
+			watches[i] = w
 		}
 		patch := fmt.Sprintf(`{"metadata":{"annotations":{%q:"%s:51820"}}}`, kilov1alpha1.AnnotationEndpoint, endpoint)
 		start := time.Now()
 		if _, err := b.kube[cluster].CoreV1().Nodes().Patch(ctx, nodeName(cluster, j), types.MergePatchType, []byte(patch), metav1.PatchOptions{}); err != nil {
 			return 0, 0, 0, err
 		}
-		for _, w := range watches {
-			if err := waitEndpoint(ctx, w, endpoint); err != nil {
+		for i, w := range watches {
+			if err := waitEndpoint(ctx, b.peers[i], peer, w, endpoint); err != nil {
 				return 0, 0, 0, fmt.Errorf("change %d (Peer %s): %w", n, peer, err)
 			}
 			w.Stop()
@@ -65,19 +66,29 @@ func (b *bench) singleChanges(ctx context.Context) (p50, p99, worst time.Duratio
 	return p50, p99, worst, nil
 }
 
-func waitEndpoint(ctx context.Context, w watch.Interface, ip string) error {
+// waitEndpoint waits until the watch w of Peer name delivers it with
+// endpoint ip. A watch the loaded API server closes is opened again from
+// the Peer as it is then, so that no change goes unseen.
+func waitEndpoint(ctx context.Context, peers dynamic.ResourceInterface, name string, w watch.Interface, ip string) error {
 	timeout := time.After(time.Minute)
 	for {
 		select {
 		case ev, ok := <-w.ResultChan():
 			if !ok {
-				return fmt.Errorf("watch closed")
-			}
-			u, ok := ev.Object.(*unstructured.Unstructured)
-			if !ok {
+				u, err := peers.Get(ctx, name, metav1.GetOptions{})
+				if err != nil {
+					return fmt.Errorf("reading Peer %s after its watch closed: %w", name, err)
+				}
+				if endpointIP(u) == ip {
+					return nil
+				}
+				if w, err = peers.Watch(ctx, metav1.ListOptions{FieldSelector: "metadata.name=" + name, ResourceVersion: u.GetResourceVersion()}); err != nil {
+					return fmt.Errorf("watching Peer %s again: %w", name, err)
+				}
+				defer w.Stop()
 				continue
 			}
-			if got, _, _ := unstructured.NestedString(u.Object, "spec", "endpoint", "dnsOrIP", "ip"); got == ip {
+			if u, ok := ev.Object.(*unstructured.Unstructured); ok && endpointIP(u) == ip {
 				return nil
 			}
 		case <-timeout:
@@ -86,6 +97,11 @@ func waitEndpoint(ctx context.Context, w watch.Interface, ip string) error {
 			return ctx.Err()
 		}
 	}
+}
+
+func endpointIP(u *unstructured.Unstructured) string {
+	ip, _, _ := unstructured.NestedString(u.Object, "spec", "endpoint", "dnsOrIP", "ip")
+	return ip
 }
 
 // percentiles returns the p50, p99 and maximum of some durations.

@@ -110,7 +110,7 @@ func (b *bench) loopChanges(ctx context.Context, source, target int) (p50, p99, 
 		if _, err := b.kube[source].CoreV1().Nodes().Patch(ctx, nodeName(source, j), types.MergePatchType, []byte(patch), metav1.PatchOptions{}); err != nil {
 			return 0, 0, 0, err
 		}
-		if err := waitEndpoint(ctx, w, ip); err != nil {
+		if err := waitEndpoint(ctx, b.peers[target], loopPeer, w, ip); err != nil {
 			return 0, 0, 0, fmt.Errorf("simplest loop, change %d: %w", n, err)
 		}
 		w.Stop()
