@@ -196,6 +196,7 @@ func (m *Manager) acquireClusterLocked(mesh types.NamespacedName, id clusterID, 
 			maxCacheBytes: m.cfg.MaxCacheBytes,
 			shared:        m.shared,
 			onChange:      m.clusterChanged,
+			isEcho:        m.isEcho,
 			localUID:      m.localSystemUID,
 		}, id != localID, allowed)
 		if err != nil {

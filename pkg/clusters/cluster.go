@@ -51,6 +51,9 @@ type clusterOptions struct {
 	// onChange is told of every change the meshes using the cluster may
 	// care about; it must not block.
 	onChange func(*cluster)
+	// isEcho tells an added or updated Peer that only shows a write of the
+	// Manager's user's own; such an event is not a change.
+	isEcho func(*cluster, *kilov1alpha1.Peer) bool
 	// localUID is the UID of the local cluster's kube-system namespace: a
 	// remote cluster answering with it is refused (ErrIsLocalCluster).
 	localUID func(context.Context) (string, error)
@@ -191,21 +194,36 @@ func (c *cluster) newInformer(resource string, example runtime.Object, l *object
 	// Events of the initial list are left out: the meshes hear about the
 	// whole list once it has synced.
 	if _, err := inf.AddEventHandler(cache.ResourceEventHandlerDetailedFuncs{
-		AddFunc: func(_ any, initial bool) {
+		AddFunc: func(obj any, initial bool) {
 			if !initial {
-				c.opts.onChange(c)
+				c.changed(resource, "add", obj)
 			}
 		},
 		UpdateFunc: func(oldObj, newObj any) {
 			if !unchanged(oldObj, newObj, c.opts.clock.Now()) {
-				c.opts.onChange(c)
+				c.changed(resource, "update", newObj)
 			}
 		},
-		DeleteFunc: func(any) { c.opts.onChange(c) },
+		DeleteFunc: func(obj any) { c.changed(resource, "delete", obj) },
 	}); err != nil {
 		return nil, fmt.Errorf("%s informer: %w", resource, err)
 	}
 	return inf, nil
+}
+
+// changed reports a change of the cluster's caches, unless it is the echo
+// of the Manager's user's own Peer write; the debug trace names the
+// object, to tell which event started a reconcile.
+func (c *cluster) changed(resource, event string, obj any) {
+	p, isPeer := obj.(*kilov1alpha1.Peer)
+	echo := isPeer && event != "delete" && c.opts.isEcho != nil && c.opts.isEcho(c, p)
+	if logger := klog.Background().V(5); logger.Enabled() {
+		key, _ := cache.DeletionHandlingMetaNamespaceKeyFunc(obj)
+		logger.Info("Member cache change", "cluster", c.name(), "resource", resource, "event", event, "object", key, "ownWrite", echo)
+	}
+	if !echo {
+		c.opts.onChange(c)
+	}
 }
 
 func (c *cluster) newPeerInformer() (cache.SharedIndexInformer, error) {

@@ -12,6 +12,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"k8s.io/apimachinery/pkg/types"
@@ -105,6 +106,8 @@ type Manager struct {
 	secrets  map[types.NamespacedName]*secretWatch
 	holds    map[HoldKey]*hold
 	handlers []func(types.NamespacedName)
+	// echo recognises the echoes of the caller's own Peer writes.
+	echo atomic.Pointer[EchoFilter]
 
 	// localUID caches the local cluster's kube-system UID (never recreated).
 	localUIDMu sync.Mutex

@@ -153,6 +153,11 @@ func (c *Cache) invalidate(key types.NamespacedName) {
 	}
 }
 
+// Invalidate marks a mesh's plan as older than its inputs without telling
+// the change handlers: for a change whose maker needs no pass for it (the
+// reconciler's own write, seen in a member cache).
+func (c *Cache) Invalidate(key types.NamespacedName) { c.invalidate(key) }
+
 // meshesIn lists the stored meshes of a namespace.
 func (c *Cache) meshesIn(namespace string) []types.NamespacedName {
 	c.mu.Lock()

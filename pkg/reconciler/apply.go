@@ -7,6 +7,7 @@ import (
 	"slices"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -51,6 +52,10 @@ type targetResult struct {
 	// earlier pass, and the cache has not seen it yet: the mesh is looked
 	// at again shortly.
 	unseen bool
+	// writes were handed to the writer, all of them by handed; the last
+	// was answered at answered.
+	writes           int
+	handed, answered time.Time
 }
 
 // applyTarget writes the Peers the plan creates or updates and deletes the
@@ -91,6 +96,7 @@ func newTargetPass(ctx context.Context, w targetWork) *targetPass {
 // write hands f to the fair writer, to run unless the cluster stopped
 // answering or the pass was cancelled meanwhile.
 func (p *targetPass) write(f func() error) {
+	p.res.writes++
 	p.pending.Add(1)
 	p.writer.submit(p.client.Connection(), p.meshKey(), func() {
 		defer p.pending.Done()
@@ -135,10 +141,16 @@ func (p *targetPass) applyDesired() {
 			continue
 		}
 		p.write(func() error {
+			key, conn := p.key(want.Name), p.client.Connection()
+			p.recent.begin(key, conn, want)
 			n, after, err := applyPeer(p.ctx, p.client, want, have)
 			p.count("apply", n, err)
 			if err == nil {
-				p.recent.remember(p.key(want.Name), want, resourceVersion(have), after)
+				if p.recent.remember(key, conn, want, resourceVersion(have), after) {
+					confirmedEarly()
+				}
+			} else {
+				p.recent.abandon(key, conn)
 			}
 			p.record(func(r *targetResult) {
 				switch {
@@ -174,7 +186,7 @@ func (p *targetPass) deleteOwned(names []string) {
 			err := deletePeer(p.ctx, p.client, name, have.UID)
 			p.count("delete", 1, err)
 			if err == nil {
-				p.recent.remember(p.key(name), nil, have.ResourceVersion, "")
+				p.recent.remember(p.key(name), p.client.Connection(), nil, have.ResourceVersion, "")
 			}
 			p.record(func(r *targetResult) {
 				if err != nil {
@@ -222,8 +234,14 @@ func resourceVersion(p *kilov1alpha1.Peer) string {
 // wait waits for the pass's writes and returns what they did. The pass's
 // worker is free for other meshes meanwhile.
 func (p *targetPass) wait() targetResult {
+	if p.res.writes > 0 {
+		p.res.handed = time.Now()
+	}
 	releaseWorker(p.ctx)
 	p.pending.Wait()
+	if p.res.writes > 0 {
+		p.res.answered = time.Now()
+	}
 	// Writes finish in any order; the status and events need a stable one.
 	slices.Sort(p.res.errors)
 	if n := p.skipped.Load(); n > 0 {

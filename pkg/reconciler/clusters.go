@@ -25,6 +25,9 @@ type Clusters interface {
 	HeldPeerClient(key clusters.HoldKey) (clusters.PeerClient, error)
 	Release(key clusters.HoldKey)
 	Connections() []clusters.Connection
+	// SetEchoFilter keeps the echoes of the reconciler's own writes from
+	// the change handlers.
+	SetEchoFilter(f clusters.EchoFilter)
 }
 
 var _ Clusters = (*clusters.Manager)(nil)

@@ -27,7 +27,22 @@ type recentWrites struct {
 
 	mu sync.Mutex
 	m  map[recentKey]recentWrite
+	// byConn finds a write by the connection it went through and its Peer,
+	// which is what a member cache's event tells.
+	byConn map[connPeer]recentKey
+	// inflight are the applies sent and not answered yet: a member cache
+	// may show one before its answer arrives.
+	inflight map[connPeer]*inflightWrite
 }
+
+type inflightWrite struct {
+	key  recentKey
+	want *kilov1alpha1.Peer
+	// seen: a member cache showed the write before its answer came.
+	seen bool
+}
+
+type connPeer struct{ conn, peer string }
 
 type recentKey struct {
 	mesh    types.NamespacedName
@@ -42,22 +57,91 @@ type recentWrite struct {
 	// ("" if there was none), after the one the write left ("" for a
 	// delete).
 	before, after string
-	at            time.Time
+	// at is when the write was answered; conn is the connection it went
+	// through.
+	at   time.Time
+	conn string
 }
 
 func newRecentWrites() *recentWrites {
-	return &recentWrites{now: time.Now, m: map[recentKey]recentWrite{}}
+	return &recentWrites{now: time.Now, m: map[recentKey]recentWrite{}, byConn: map[connPeer]recentKey{}, inflight: map[connPeer]*inflightWrite{}}
 }
 
 // remember records a successful write. A nil recentWrites remembers
 // nothing (passes that need no memory, such as a deleted mesh's removal).
-func (r *recentWrites) remember(k recentKey, want *kilov1alpha1.Peer, before, after string) {
+// It reports whether a member cache showed the write before its answer
+// came (see begin).
+func (r *recentWrites) remember(k recentKey, conn string, want *kilov1alpha1.Peer, before, after string) (seenEarly bool) {
+	if r == nil {
+		return false
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	cp := connPeer{conn: conn, peer: k.peer}
+	if w := r.inflight[cp]; w != nil && w.key == k {
+		seenEarly = w.seen
+		delete(r.inflight, cp)
+	}
+	r.m[k] = recentWrite{want: want, before: before, after: after, at: r.now(), conn: conn}
+	r.byConn[cp] = k
+	return seenEarly
+}
+
+// begin records an apply about to be sent: until its answer, a Peer that
+// shows exactly what it applies is its echo (the member cache's watch may
+// be quicker than the answer).
+func (r *recentWrites) begin(k recentKey, conn string, want *kilov1alpha1.Peer) {
 	if r == nil {
 		return
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	r.m[k] = recentWrite{want: want, before: before, after: after, at: r.now()}
+	r.inflight[connPeer{conn: conn, peer: k.peer}] = &inflightWrite{key: k, want: want}
+}
+
+// abandon forgets an apply that failed.
+func (r *recentWrites) abandon(k recentKey, conn string) {
+	if r == nil {
+		return
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if cp := (connPeer{conn: conn, peer: k.peer}); r.inflight[cp] != nil && r.inflight[cp].key == k {
+		delete(r.inflight, cp)
+	}
+}
+
+// echo reports whether peer, as a member cache on conn shows it, is what a
+// remembered apply left (its resourceVersion is the one the apply
+// answered with), with the write's key and when it was answered; or what
+// an apply not answered yet sends (answered is then zero).
+func (r *recentWrites) echo(conn string, peer *kilov1alpha1.Peer) (k recentKey, answered time.Time, ok bool) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	cp := connPeer{conn: conn, peer: peer.Name}
+	if f := r.inflight[cp]; f != nil && samePeer(f.want, peer) {
+		f.seen = true
+		return f.key, time.Time{}, true
+	}
+	k, ok = r.byConn[cp]
+	if !ok {
+		return recentKey{}, time.Time{}, false
+	}
+	w, ok := r.m[k]
+	if !ok || w.conn != conn || w.want == nil || w.after != peer.ResourceVersion || r.now().Sub(w.at) > writeMemory {
+		return recentKey{}, time.Time{}, false
+	}
+	return k, w.at, true
+}
+
+// dropLocked forgets the write at k.
+func (r *recentWrites) dropLocked(k recentKey) {
+	if w, ok := r.m[k]; ok {
+		if cp := (connPeer{conn: w.conn, peer: k.peer}); r.byConn[cp] == k {
+			delete(r.byConn, cp)
+		}
+		delete(r.m, k)
+	}
 }
 
 // done reports whether the write of want (nil: a delete) at k was made by
@@ -72,7 +156,7 @@ func (r *recentWrites) done(k recentKey, want, cached *kilov1alpha1.Peer) (done,
 	defer r.mu.Unlock()
 	w, ok := r.m[k]
 	if !ok || r.now().Sub(w.at) > writeMemory {
-		delete(r.m, k)
+		r.dropLocked(k)
 		return false, false
 	}
 	if (want == nil) != (w.want == nil) || want != nil && !samePeer(want, w.want) {
@@ -97,7 +181,12 @@ func (r *recentWrites) forget(mesh types.NamespacedName) {
 	defer r.mu.Unlock()
 	for k := range r.m {
 		if k.mesh == mesh {
-			delete(r.m, k)
+			r.dropLocked(k)
+		}
+	}
+	for cp, w := range r.inflight {
+		if w.key.mesh == mesh {
+			delete(r.inflight, cp)
 		}
 	}
 }

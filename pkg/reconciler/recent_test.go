@@ -110,3 +110,81 @@ func TestSecondPassFromAStaleCache(t *testing.T) {
 		t.Errorf("forget left %d writes", len(recent.m))
 	}
 }
+
+// TestWriteEchoes: only a Peer at the resourceVersion an apply of this
+// replica answered with, on the connection it went through, within
+// writeMemory, is that write's echo; anyone else's change is not.
+func TestWriteEchoes(t *testing.T) {
+	mesh := types.NamespacedName{Namespace: "ns", Name: "m"}
+	at := time.Unix(5000, 0)
+	recent := newRecentWrites()
+	recent.now = func() time.Time { return at }
+	applied := &kilov1alpha1.Peer{ObjectMeta: metav1.ObjectMeta{Name: "applied"}}
+	recent.remember(recentKey{mesh: mesh, cluster: "eu", peer: "applied"}, "conn-eu", applied, "1", "2")
+	recent.remember(recentKey{mesh: mesh, cluster: "eu", peer: "deleted"}, "conn-eu", nil, "3", "")
+	seen := func(name, rv string) *kilov1alpha1.Peer {
+		return &kilov1alpha1.Peer{ObjectMeta: metav1.ObjectMeta{Name: name, ResourceVersion: rv}}
+	}
+	for _, c := range []struct {
+		name  string
+		conn  string
+		peer  *kilov1alpha1.Peer
+		later time.Duration
+		echo  bool
+	}{
+		{"the apply's answer", "conn-eu", seen("applied", "2"), 0, true},
+		{"a later write by someone else", "conn-eu", seen("applied", "5"), 0, false},
+		{"the Peer the apply replaced", "conn-eu", seen("applied", "1"), 0, false},
+		{"the same name through another connection", "conn-us", seen("applied", "2"), 0, false},
+		{"a Peer this replica deleted, recreated", "conn-eu", seen("deleted", "3"), 0, false},
+		{"a Peer never written", "conn-eu", seen("other", "2"), 0, false},
+		{"the apply's answer after writeMemory", "conn-eu", seen("applied", "2"), 2 * writeMemory, false},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			recent.now = func() time.Time { return at.Add(c.later) }
+			k, answered, echo := recent.echo(c.conn, c.peer)
+			if echo != c.echo {
+				t.Fatalf("echo = %v, want %v", echo, c.echo)
+			}
+			if echo && (k != recentKey{mesh: mesh, cluster: "eu", peer: "applied"} || !answered.Equal(at)) {
+				t.Errorf("echo of %+v answered at %s, want the apply's key and %s", k, answered, at)
+			}
+		})
+	}
+	t.Run("shown before the answer", func(t *testing.T) {
+		recent.now = func() time.Time { return at }
+		k := recentKey{mesh: mesh, cluster: "eu", peer: "racing"}
+		want := &kilov1alpha1.Peer{ObjectMeta: metav1.ObjectMeta{Name: "racing"}, Spec: kilov1alpha1.PeerSpec{PublicKey: "ours"}}
+		other := want.DeepCopy()
+		other.Spec.PublicKey = "someone else's"
+		recent.begin(k, "conn-eu", want)
+		if _, _, echo := recent.echo("conn-eu", other); echo {
+			t.Error("another Peer of the name, while the apply is in flight, was taken for its echo")
+		}
+		shown := want.DeepCopy()
+		shown.ResourceVersion = "7"
+		got, answered, echo := recent.echo("conn-eu", shown)
+		if !echo || got != k || !answered.IsZero() {
+			t.Errorf("the applied Peer before the answer: echo %v of %+v answered %s, want an echo of %+v not answered yet", echo, got, answered, k)
+		}
+		if !recent.remember(k, "conn-eu", want, "", "7") {
+			t.Error("the answer did not report the echo seen before it")
+		}
+		if _, _, echo := recent.echo("conn-eu", other); echo {
+			t.Error("another Peer of the name, after the answer, was taken for its echo")
+		}
+	})
+	t.Run("a failed apply", func(t *testing.T) {
+		k := recentKey{mesh: mesh, cluster: "eu", peer: "failing"}
+		want := &kilov1alpha1.Peer{ObjectMeta: metav1.ObjectMeta{Name: "failing"}}
+		recent.begin(k, "conn-eu", want)
+		recent.abandon(k, "conn-eu")
+		if _, _, echo := recent.echo("conn-eu", want); echo {
+			t.Error("a Peer like the one a failed apply sent was taken for its echo")
+		}
+	})
+	recent.forget(mesh)
+	if len(recent.m) != 0 || len(recent.byConn) != 0 || len(recent.inflight) != 0 {
+		t.Errorf("forget left %d writes, %d by connection, %d in flight", len(recent.m), len(recent.byConn), len(recent.inflight))
+	}
+}

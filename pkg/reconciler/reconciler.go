@@ -37,6 +37,9 @@ type Planner interface {
 	Plan(mesh *meshv1alpha1.ClusterMesh) (*planner.Plan, error)
 	AddChangeHandler(f func(types.NamespacedName))
 	HasSynced() bool
+	// Invalidate marks a mesh's plan as older than its inputs, for a
+	// change the reconciler itself made and needs no pass for.
+	Invalidate(key types.NamespacedName)
 }
 
 // Config is what the reconciler is built from.
@@ -83,6 +86,7 @@ type Reconciler struct {
 	recent       *recentWrites
 	writer       *fairWriter
 	series       *clusterSeries
+	clock        *changeClock
 
 	// queue is the current leadership term's queue; nil while not leading.
 	queue atomic.Pointer[workqueue.TypedRateLimitingInterface[types.NamespacedName]]
@@ -122,15 +126,17 @@ func New(cfg Config) (*Reconciler, error) {
 		recent:       newRecentWrites(),
 		writer:       newFairWriter(),
 		series:       newClusterSeries(),
+		clock:        newChangeClock(),
 	}
 	if _, err := cfg.Meshes.AddEventHandler(cache.ResourceEventHandlerFuncs{
-		AddFunc:    r.enqueueObject,
+		AddFunc:    r.meshChanged,
 		UpdateFunc: r.meshUpdated,
 		DeleteFunc: r.meshDeleted,
 	}); err != nil {
 		return nil, fmt.Errorf("watching ClusterMeshes: %w", err)
 	}
-	cfg.Planner.AddChangeHandler(r.enqueue)
+	cfg.Planner.AddChangeHandler(r.changed)
+	cfg.Clusters.SetEchoFilter(r.ownWrite)
 	return r, nil
 }
 
@@ -143,16 +149,38 @@ func (r *Reconciler) enqueue(key types.NamespacedName) {
 	}
 }
 
+// changed queues a mesh one of whose inputs changed, and starts the clock
+// of the change's latency.
+func (r *Reconciler) changed(key types.NamespacedName) {
+	if r.queue.Load() == nil {
+		return
+	}
+	r.clock.note(key)
+	r.enqueue(key)
+}
+
 func (r *Reconciler) enqueueObject(obj any) {
+	if key, ok := objectKey(obj); ok {
+		r.enqueue(key)
+	}
+}
+
+func (r *Reconciler) meshChanged(obj any) {
+	if key, ok := objectKey(obj); ok {
+		r.changed(key)
+	}
+}
+
+func objectKey(obj any) (types.NamespacedName, bool) {
 	if d, ok := obj.(cache.DeletedFinalStateUnknown); ok {
 		obj = d.Obj
 	}
 	mesh, ok := obj.(*meshv1alpha1.ClusterMesh)
 	if !ok {
 		klog.ErrorS(nil, "Unexpected object in the ClusterMesh informer", "type", fmt.Sprintf("%T", obj))
-		return
+		return types.NamespacedName{}, false
 	}
-	r.enqueue(types.NamespacedName{Namespace: mesh.Namespace, Name: mesh.Name})
+	return types.NamespacedName{Namespace: mesh.Namespace, Name: mesh.Name}, true
 }
 
 // meshUpdated ignores updates that only touch the status: the reconciler
@@ -168,7 +196,7 @@ func (r *Reconciler) meshUpdated(oldObj, newObj any) {
 		len(o.Status.DepartedClusters) == len(n.Status.DepartedClusters) {
 		return
 	}
-	r.enqueueObject(newObj)
+	r.meshChanged(newObj)
 }
 
 // eventSink writes events to the local cluster, in the mesh's namespace.

@@ -75,6 +75,8 @@ func TestReconcileLifecycle(t *testing.T) {
 	})
 
 	t.Run("a key change is applied", func(t *testing.T) {
+		allWrites := func() float64 { return h.peerWrites(t, 0) + h.peerWrites(t, 1) }
+		writesBefore, confirmedBefore := allWrites(), stageSums(t)[StageConfirmed].count
 		_, key, _ := framework.NewWireGuardKey()
 		if err := h.env.AnnotateNode(h.ctx, 1, "c1-a1", map[string]string{kilov1alpha1.AnnotationKey: key}); err != nil {
 			t.Fatal(err)
@@ -84,6 +86,15 @@ func TestReconcileLifecycle(t *testing.T) {
 			p := h.peers(t, 0, uid)[name]
 			if p == nil || p.Spec.PublicKey != key {
 				return fmt.Errorf("Peer %s = %+v", name, p)
+			}
+			return nil
+		})
+		// The member cache's event of each write is recognised as its
+		// echo (and so starts no pass of its own).
+		framework.EventuallyT(t, converge, "every write confirmed by its echo", func() error {
+			writes, confirmed := allWrites()-writesBefore, stageSums(t)[StageConfirmed].count-confirmedBefore
+			if writes == 0 || float64(confirmed) != writes {
+				return fmt.Errorf("%v Peer writes, %d confirmed", writes, confirmed)
 			}
 			return nil
 		})

@@ -192,13 +192,16 @@ func (r *Reconciler) process(ctx context.Context, q workqueue.TypedRateLimitingI
 	if ctx.Err() != nil {
 		return
 	}
-	start := time.Now()
-	res, err := r.sync(ctx, key)
+	change, changed := r.clock.take(key)
+	trace := &passTrace{change: change, changed: changed, start: time.Now()}
+	res, err := r.sync(ctx, key, trace)
 	result := "success"
 	if err != nil {
 		result = "error"
 	}
-	reconcileDuration.WithLabelValues(result).Observe(time.Since(start).Seconds())
+	end := time.Now()
+	reconcileDuration.WithLabelValues(result).Observe(end.Sub(trace.start).Seconds())
+	trace.finish(key, end, result)
 	if err != nil {
 		if apierrors.IsConflict(err) {
 			// The cache was behind a write; the retry sees the newer object.

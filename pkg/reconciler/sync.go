@@ -35,7 +35,7 @@ type syncResult struct {
 
 // sync reconciles one mesh, and removes the Peers of a deleted one of the
 // same key: it is the only place that writes.
-func (r *Reconciler) sync(ctx context.Context, key types.NamespacedName) (syncResult, error) {
+func (r *Reconciler) sync(ctx context.Context, key types.NamespacedName, trace *passTrace) (syncResult, error) {
 	var departed syncResult
 	if d := r.departures.get(key); d != nil {
 		var err error
@@ -43,13 +43,13 @@ func (r *Reconciler) sync(ctx context.Context, key types.NamespacedName) (syncRe
 			return departed, err
 		}
 	}
-	res, err := r.syncMesh(ctx, key)
+	res, err := r.syncMesh(ctx, key, trace)
 	res.requeueAfter = sooner(res.requeueAfter, departed.requeueAfter)
 	return res, err
 }
 
 // syncMesh reconciles the stored mesh of key.
-func (r *Reconciler) syncMesh(ctx context.Context, key types.NamespacedName) (syncResult, error) {
+func (r *Reconciler) syncMesh(ctx context.Context, key types.NamespacedName, trace *passTrace) (syncResult, error) {
 	obj, exists, err := r.meshes.GetIndexer().GetByKey(key.String())
 	if err != nil {
 		return syncResult{}, fmt.Errorf("reading ClusterMesh %s from the cache: %w", key, err)
@@ -81,6 +81,7 @@ func (r *Reconciler) syncMesh(ctx context.Context, key types.NamespacedName) (sy
 	r.series.keep(key.String(), clusterNames(mesh))
 	now := time.Now()
 	plan, planErr := r.planner.Plan(mesh)
+	trace.planned = time.Now()
 	var states map[string]clusters.ClusterState
 	results := map[string]targetResult{}
 	if plan != nil {
@@ -97,6 +98,7 @@ func (r *Reconciler) syncMesh(ctx context.Context, key types.NamespacedName) (sy
 	for _, cluster := range slices.Sorted(maps.Keys(results)) {
 		res := results[cluster]
 		outcomes[cluster] = res.targetOutcome
+		trace.wrote(res)
 		unseen = unseen || res.unseen
 		facts = append(facts, res.events...)
 		if len(res.errors) > 0 {
@@ -233,6 +235,7 @@ func (r *Reconciler) forget(key types.NamespacedName) {
 	r.departedHere.forget(key)
 	r.recent.forget(key)
 	r.series.forget(key.String())
+	r.clock.forget(key)
 	forgetMeshMetrics(key.String())
 }
 

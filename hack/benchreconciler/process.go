@@ -1,0 +1,94 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"os"
+	"strconv"
+	"strings"
+	"time"
+
+	"k8s.io/client-go/rest"
+
+	kilov1alpha1 "github.com/kilo-mesh/kilo-mesh-apiserver/pkg/apis/kilo/v1alpha1"
+	meshv1alpha1 "github.com/kilo-mesh/kilo-mesh-apiserver/pkg/apis/mesh/v1alpha1"
+	"github.com/kilo-mesh/kilo-mesh-apiserver/test/framework"
+)
+
+// memory reads the resident set of a process and its peak, in bytes.
+func memory(pid int) (rss, peak uint64) {
+	f, err := os.Open(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		return 0, 0
+	}
+	defer f.Close()
+	s := bufio.NewScanner(f)
+	for s.Scan() {
+		fields := strings.Fields(s.Text())
+		if len(fields) < 2 {
+			continue
+		}
+		kb, _ := strconv.ParseUint(fields[1], 10, 64)
+		switch fields[0] {
+		case "VmRSS:":
+			rss = kb << 10
+		case "VmHWM:":
+			peak = kb << 10
+		}
+	}
+	return rss, peak
+}
+
+// loadAverage is the machine's load average over 1, 5 and 15 minutes.
+func loadAverage() string {
+	b, err := os.ReadFile("/proc/loadavg")
+	if err != nil {
+		return "unknown"
+	}
+	return strings.Join(strings.Fields(string(b))[:3], " ")
+}
+
+type writeRates struct{ peers, meshes, leases float64 }
+
+// steadyWrites counts the write requests the clusters and the server serve
+// while nothing changes.
+func (b *bench) steadyWrites(ctx context.Context) (writeRates, error) {
+	time.Sleep(5 * time.Second) // the last change's echoes
+	writes := func(cfg *rest.Config, group, resource string) (float64, error) {
+		m, err := framework.Scrape(ctx, cfg)
+		if err != nil {
+			return 0, err
+		}
+		return framework.RequestWrites(m, group, resource)
+	}
+	count := func() (r writeRates, err error) {
+		for i := range b.clusters {
+			p, err := writes(b.env.RESTConfig(i, framework.UserAdmin), kilov1alpha1.GroupName, "peers")
+			if err != nil {
+				return r, err
+			}
+			r.peers += p
+		}
+		if r.leases, err = writes(b.env.RESTConfig(framework.HostCluster, framework.UserAdmin), "coordination.k8s.io", "leases"); err != nil {
+			return r, err
+		}
+		r.meshes, err = writes(b.server.DirectRESTConfig(framework.UserAdmin), meshv1alpha1.GroupName, "clustermeshes")
+		return r, err
+	}
+	before, err := count()
+	if err != nil {
+		return writeRates{}, err
+	}
+	time.Sleep(b.steady)
+	after, err := count()
+	if err != nil {
+		return writeRates{}, err
+	}
+	per := b.steady.Minutes()
+	return writeRates{
+		peers:  (after.peers - before.peers) / per,
+		meshes: (after.meshes - before.meshes) / per,
+		leases: (after.leases - before.leases) / per,
+	}, nil
+}
