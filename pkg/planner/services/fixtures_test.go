@@ -75,7 +75,9 @@ func svcOf(ns, name string, mutate ...func(*corev1.Service)) *corev1.Service {
 	return s
 }
 
-func headless(s *corev1.Service) { s.Spec.ClusterIP, s.Spec.ClusterIPs = corev1.ClusterIPNone, []string{corev1.ClusterIPNone} }
+func headless(s *corev1.Service) {
+	s.Spec.ClusterIP, s.Spec.ClusterIPs = corev1.ClusterIPNone, []string{corev1.ClusterIPNone}
+}
 
 func withPorts(ports ...corev1.ServicePort) func(*corev1.Service) {
 	return func(s *corev1.Service) { s.Spec.Ports = ports }
