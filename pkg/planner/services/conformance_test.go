@@ -68,6 +68,9 @@ func TestConformanceBehaviours(t *testing.T) {
 				if imp.DerivedService == nil || len(imp.DerivedService.Spec.Selector) != 0 || imp.DerivedService.Name != DerivedServiceName("shop", "cart") {
 					t.Errorf("cluster %s: derived Service %+v, want a selector-less %s", cl, imp.DerivedService, DerivedServiceName("shop", "cart"))
 				}
+				if a := imp.ServiceImport.Annotations[AnnotationDerivedService]; a != imp.DerivedService.Name {
+					t.Errorf("cluster %s: the import's %s annotation is %q", cl, AnnotationDerivedService, a)
+				}
 				if got := addresses(imp.EndpointSlices); !slices.Equal(got, []string{"10.1.0.5"}) {
 					t.Errorf("cluster %s: endpoints %v", cl, got)
 				}

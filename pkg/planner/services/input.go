@@ -50,8 +50,9 @@ type Cluster struct {
 	Namespaces []string
 	// Exports are the cluster's ServiceExports.
 	Exports []*mcsv1beta1.ServiceExport
-	// Services are the Services named by Exports, and those at the derived
-	// Service name of an import (DerivedServiceName), whoever wrote them.
+	// Services are the Services named by Exports, those at the derived
+	// Service name of an import (DerivedServiceName), whoever wrote them,
+	// and those this mesh wrote (by label), so that stale ones are deleted.
 	Services []*corev1.Service
 	// EndpointSlices are those of the exported Services (label
 	// kubernetes.io/service-name), and those this mesh wrote (by label).

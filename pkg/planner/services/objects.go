@@ -23,7 +23,7 @@ func (c *computation) serviceImport(s *service, derived string, derivedSvc *core
 	}
 	maps.Copy(labels, c.managedLabels(""))
 	annotations := maps.Clone(w.obj.Spec.ExportedAnnotations)
-	if derived != "" {
+	if derivedSvc != nil { // never pointing at a Service the mesh did not write
 		if annotations == nil {
 			annotations = map[string]string{}
 		}

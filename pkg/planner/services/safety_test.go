@@ -86,6 +86,9 @@ func TestSafety(t *testing.T) {
 			if c := condition(imp.ServiceImport.Status.Conditions, "Ready"); c.Status != metav1.ConditionFalse || c.Reason != BlockedDerivedServiceTaken {
 				t.Errorf("Ready %+v", c)
 			}
+			if a, ok := imp.ServiceImport.Annotations[AnnotationDerivedService]; ok {
+				t.Errorf("the import points at the user's Service %s", a)
+			}
 			if del := out.Clusters[1].Delete.Services; len(del) != 0 {
 				t.Errorf("deletes %v", del)
 			}
