@@ -82,6 +82,9 @@ func (c *computation) services() []*service {
 	byKey := map[types.NamespacedName]*service{}
 	for _, cl := range c.clusters {
 		for _, obj := range cl.Exports {
+			if obj.DeletionTimestamp != nil {
+				continue // an unexport under way is an unexport
+			}
 			key := types.NamespacedName{Namespace: obj.Namespace, Name: obj.Name}
 			e := &export{cluster: cl, obj: obj, svc: cl.services[key]}
 			classify(e)

@@ -2,6 +2,7 @@ package services
 
 import (
 	"net/netip"
+	"slices"
 	"testing"
 	"time"
 
@@ -29,17 +30,18 @@ func member(name string, namespaces ...string) Cluster {
 	return Cluster{Name: name, Reachable: true, PodCIDRs: []netip.Prefix{netip.MustParsePrefix(podCIDR[name])}, Namespaces: namespaces}
 }
 
+// with adds objects to a copy of the cluster; the lists of c are not changed.
 func (c Cluster) with(objs ...any) Cluster {
 	for _, o := range objs {
 		switch o := o.(type) {
 		case *mcsv1beta1.ServiceExport:
-			c.Exports = append(c.Exports, o)
+			c.Exports = append(slices.Clip(c.Exports), o)
 		case *corev1.Service:
-			c.Services = append(c.Services, o)
+			c.Services = append(slices.Clip(c.Services), o)
 		case *discoveryv1.EndpointSlice:
-			c.EndpointSlices = append(c.EndpointSlices, o)
+			c.EndpointSlices = append(slices.Clip(c.EndpointSlices), o)
 		case *mcsv1beta1.ServiceImport:
-			c.Imports = append(c.Imports, o)
+			c.Imports = append(slices.Clip(c.Imports), o)
 		default:
 			panic("unexpected fixture")
 		}

@@ -148,6 +148,20 @@ func TestSafety(t *testing.T) {
 				}
 			}
 		}},
+		{"an export being deleted is an unexport", func() *Input {
+			in := newInput(exporting, member("b", "shop"))
+			in = written(in, Compute(in))
+			gone := in.Clusters[0].Exports[0].DeepCopy()
+			gone.DeletionTimestamp = &metav1.Time{Time: now}
+			in.Clusters[0].Exports = []*mcsv1beta1.ServiceExport{gone}
+			return in
+		}(), func(t *testing.T, out *Output) {
+			for _, co := range out.Clusters {
+				if len(co.Imports) != 0 || len(co.Delete.Imports) != 1 {
+					t.Errorf("%s: imports %v, deletes %+v", co.Name, co.Imports, co.Delete)
+				}
+			}
+		}},
 		{"written import slices are not exported again", func() *Input {
 			in := newInput(exporting, member("b", "shop").with(exportOf("shop", "cart", 5), svcOf("shop", "cart")))
 			return written(in, Compute(in))
