@@ -8,10 +8,10 @@
 // clustermeshes/NAME/services view (View) and the reconciler, so what a
 // user previews is what gets written.
 //
-// Like pkg/planner it is pure (TestPurity): no I/O, no goroutines, the
-// clock an input. Its input grows with exported services only: per
-// cluster the ServiceExports, the Services they name, those Services'
-// EndpointSlices, and the objects this mesh wrote, never all Services or
-// EndpointSlices of a cluster. The bounds the caller enforces before it
+// Like pkg/planner it is pure (pkg/planner's TestPurity has a row for it):
+// no I/O, no goroutines, the clock an input. Its input grows with exported
+// services only: per cluster the ServiceExports, the Services they name,
+// those Services' EndpointSlices, and the objects this mesh wrote, never
+// all Services or EndpointSlices of a cluster. The bounds the caller enforces before it
 // calls (by flag, counted) are documented on Input.
 package services
