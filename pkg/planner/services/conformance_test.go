@@ -88,6 +88,28 @@ func TestConformanceBehaviours(t *testing.T) {
 				}
 			}
 		}},
+		{"an import lasts while one export does: a's unexport leaves b's endpoints and removes a's", func() *Input {
+			in := twoClusters(svcOf("shop", "cart"), svcOf("shop", "cart"), 0, 10)
+			in = written(in, Compute(in))
+			in.Clusters[0].Exports = nil
+			return in
+		}(), func(t *testing.T, out *Output) {
+			for _, co := range out.Clusters {
+				imp := importIn(t, out, co.Name, "shop", "cart")
+				if imp == nil || imp.ServiceImport == nil {
+					t.Fatalf("%s: no import while b still exports", co.Name)
+				}
+				if got := imp.ServiceImport.Status.Clusters; len(got) != 1 || got[0].Cluster != "b" {
+					t.Errorf("%s: status.clusters %v, want [b]", co.Name, got)
+				}
+				if got := addresses(imp.EndpointSlices); !slices.Equal(got, []string{"10.2.0.5"}) {
+					t.Errorf("%s: endpoints %v, want b's only", co.Name, got)
+				}
+				if len(co.Delete.Imports)+len(co.Delete.Services) != 0 || len(co.Delete.EndpointSlices) != 1 {
+					t.Errorf("%s: deletes %+v, want a's slice only", co.Name, co.Delete)
+				}
+			}
+		}},
 		{"a headless export is imported as Headless, with no IP and no derived Service", newInput(
 			member("a", "shop").with(exportOf("shop", "cart", 0), svcOf("shop", "cart", headless), cartSlice("a", "10.1.0.5")),
 			member("b", "shop"),
