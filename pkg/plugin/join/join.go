@@ -70,6 +70,11 @@ func NewCommand(o *cli.Options) *cobra.Command {
      kilo.squat.ai/wireguard-ip), show them, and add the entry to the mesh
      with server-side apply.
 
+It does not install the Multi-Cluster Services CRDs (ServiceExport,
+ServiceImport: cluster-wide, possibly shared with another implementation); a
+mesh with spec.multiClusterServices Enabled needs them on every member:
+kubectl apply -k artifacts/member, or the kilo-mesh-member chart.
+
 Your own credentials are never copied anywhere. Rerunning it changes nothing
 while the token is valid for more than 30 days; --refresh renews it.
 --dry-run prints every object it would write (tokens redacted) and writes
