@@ -25,6 +25,8 @@ var reasonSources = []struct {
 	{"Condition reasons", "pkg/reconciler", prefixed("Reason")},
 	{"Host access reasons", "pkg/planner", prefixed("HostReason")},
 	{"Events", "pkg/reconciler", prefixed("Event")},
+	{"Service endpoint reasons", "pkg/planner/services", prefixed("LeftOut")},
+	{"Service import reasons", "pkg/planner/services", prefixed("Blocked")},
 }
 
 func prefixed(p string) func(goConst) bool {

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Regenerates deepcopy, OpenAPI (with model names), the Kilo Peer CRD and the
 # member-cluster identity in artifacts/member and the member chart (from
-# pkg/member).
+# pkg/member), with the mcs-api CRDs they install.
 # verify-codegen.sh runs it on a copy of the tree and diffs.
 set -o errexit -o nounset -o pipefail
 
@@ -32,3 +32,7 @@ go run ./hack/genmember artifacts/member/rbac.yaml
 # The member chart's only template is the same manifest: Helm renders plain
 # YAML as it is.
 go run ./hack/genmember artifacts/charts/kilo-mesh-member/templates/identity.yaml
+# The mcs-api CRDs, copied from the module of go.mod: kustomize's resources
+# and Helm's crds/ (installed before the templates, never upgraded).
+go run ./hack/genmember -crds artifacts/member/crds
+go run ./hack/genmember -crds artifacts/charts/kilo-mesh-member/crds

@@ -2,8 +2,9 @@
 // object itself: the requester's right to put Peers on the local cluster,
 // or a ClusterMeshGrant, recorded on the mesh; the requester's right to
 // read the Secrets a mesh borrows; the member API servers the server may
-// dial for the mesh's namespace; the networks an administrator allows; and
-// networks claimed by other tenants' meshes on shared clusters.
+// dial for the mesh's namespace; the networks an administrator allows;
+// networks claimed by other tenants' meshes on shared clusters; and that a
+// cluster belongs to at most one mesh with multiClusterServices Enabled.
 package admission
 
 import (
@@ -128,6 +129,7 @@ func (p *Plugin) Validate(ctx context.Context, a admission.Attributes, _ admissi
 	ours := refs(mesh, servers, members)
 	errs = append(errs, checkDuplicates(mesh, ours)...)
 	errs = append(errs, explainMissing(checkOtherMeshes(mesh, old, ours, meshes, members), missing)...)
+	errs = append(errs, checkServicesClusters(mesh, old, ours, meshes, members)...)
 	if len(errs) > 0 {
 		return apierrors.NewInvalid(meshv1alpha1.SchemeGroupVersion.WithKind("ClusterMesh").GroupKind(), mesh.Name, errs)
 	}

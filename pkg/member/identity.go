@@ -7,10 +7,12 @@ package member
 
 import (
 	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apiserver/pkg/authentication/serviceaccount"
+	mcsv1beta1 "sigs.k8s.io/mcs-api/pkg/apis/v1beta1"
 
 	kilov1alpha1 "github.com/kilo-mesh/kilo-mesh-apiserver/pkg/apis/kilo/v1alpha1"
 )
@@ -40,23 +42,32 @@ func Username() string {
 }
 
 // Rules are everything the server does on a member cluster: read Nodes
-// (Kilo's annotations), manage Kilo Peers, and read the UID of kube-system
-// to verify which cluster a kubeconfig reaches. Nothing else: no Secrets, no
-// other namespaces, no writes outside Peers.
+// (Kilo's annotations), manage Kilo Peers, read namespaces (the UID of
+// kube-system verifies which cluster a kubeconfig reaches; the others tell
+// where a multi-cluster service may be imported), and for those services
+// read ServiceExports and write their conditions, and manage ServiceImports,
+// derived Services and their EndpointSlices. Nothing else: no Secrets, no
+// Pods, no writes to Nodes or namespaces.
 func Rules() []rbacv1.PolicyRule {
+	read := []string{"get", "list", "watch"}
+	manage := []string{"get", "list", "watch", "create", "update", "delete"}
 	return []rbacv1.PolicyRule{
-		{APIGroups: []string{""}, Resources: []string{"nodes"}, Verbs: []string{"get", "list", "watch"}},
-		{
-			APIGroups:     []string{""},
-			Resources:     []string{"namespaces"},
-			ResourceNames: []string{IdentityNamespace},
-			Verbs:         []string{"get"},
-		},
+		{APIGroups: []string{""}, Resources: []string{"nodes"}, Verbs: read},
+		{APIGroups: []string{""}, Resources: []string{"namespaces"}, Verbs: read},
 		{
 			APIGroups: []string{kilov1alpha1.GroupName},
 			Resources: []string{kilov1alpha1.PeerResource.Resource},
 			Verbs:     []string{"get", "list", "watch", "create", "update", "patch", "delete"},
 		},
+		// Services and EndpointSlices cannot be limited to the mesh's own
+		// by RBAC; the server only writes and deletes those carrying its
+		// labels (docs/security.md).
+		{APIGroups: []string{""}, Resources: []string{"services"}, Verbs: manage},
+		{APIGroups: []string{discoveryv1.GroupName}, Resources: []string{"endpointslices"}, Verbs: manage},
+		{APIGroups: []string{mcsv1beta1.GroupName}, Resources: []string{mcsv1beta1.ServiceExportPluralName}, Verbs: read},
+		{APIGroups: []string{mcsv1beta1.GroupName}, Resources: []string{mcsv1beta1.ServiceExportPluralName + "/status"}, Verbs: []string{"update"}},
+		{APIGroups: []string{mcsv1beta1.GroupName}, Resources: []string{mcsv1beta1.ServiceImportPluralName}, Verbs: manage},
+		{APIGroups: []string{mcsv1beta1.GroupName}, Resources: []string{mcsv1beta1.ServiceImportPluralName + "/status"}, Verbs: []string{"update"}},
 	}
 }
 

@@ -2,36 +2,59 @@ package member
 
 import (
 	"os"
+	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 
 	rbacv1 "k8s.io/api/rbac/v1"
 )
 
-// The identity reads only the kube-system namespace, and writes nothing but
-// Peers: a member cluster's admin can read this role and see that.
+// The identity has exactly these rights: a member cluster's admin can read
+// this role and see that it writes nothing but Peers and what multi-cluster
+// services need, and reads no Secrets.
 func TestRulesAreLeastPrivileged(t *testing.T) {
+	read := []string{"get", "list", "watch"}
+	manage := []string{"get", "list", "watch", "create", "update", "delete"}
+	want := map[string][]string{
+		"/nodes":                               read,
+		"/namespaces":                          read,
+		"kilo.squat.ai/peers":                  {"get", "list", "watch", "create", "update", "patch", "delete"},
+		"/services":                            manage,
+		"discovery.k8s.io/endpointslices":      manage,
+		"multicluster.x-k8s.io/serviceexports": read,
+		"multicluster.x-k8s.io/serviceexports/status": {"update"},
+		"multicluster.x-k8s.io/serviceimports":        manage,
+		"multicluster.x-k8s.io/serviceimports/status": {"update"},
+	}
+	got := map[string][]string{}
 	for _, r := range Rules() {
-		for _, res := range r.Resources {
-			switch res {
-			case "nodes":
-				if !slices.Equal(r.Verbs, []string{"get", "list", "watch"}) || len(r.ResourceNames) > 0 {
-					t.Errorf("nodes: verbs %v, resourceNames %v; want read-only on all nodes", r.Verbs, r.ResourceNames)
+		if slices.Contains(r.Verbs, rbacv1.VerbAll) || slices.Contains(r.Resources, rbacv1.ResourceAll) || slices.Contains(r.APIGroups, rbacv1.APIGroupAll) {
+			t.Errorf("wildcard in rule %+v", r)
+		}
+		if len(r.ResourceNames) > 0 || len(r.NonResourceURLs) > 0 {
+			t.Errorf("rule %+v: want whole resources, no names or URLs", r)
+		}
+		for _, g := range r.APIGroups {
+			for _, res := range r.Resources {
+				key := g + "/" + res
+				if _, dup := got[key]; dup {
+					t.Errorf("%s in two rules", key)
 				}
-			case "namespaces":
-				if !slices.Equal(r.Verbs, []string{"get"}) || !slices.Equal(r.ResourceNames, []string{IdentityNamespace}) {
-					t.Errorf("namespaces: verbs %v, resourceNames %v; want get on %s only", r.Verbs, r.ResourceNames, IdentityNamespace)
-				}
-			case "peers":
-				if !slices.Equal(r.APIGroups, []string{"kilo.squat.ai"}) {
-					t.Errorf("peers in groups %v", r.APIGroups)
-				}
-			default:
-				t.Errorf("unexpected resource %q in the member role", res)
+				got[key] = r.Verbs
 			}
-			if slices.Contains(r.Verbs, rbacv1.VerbAll) || slices.Contains(r.Resources, rbacv1.ResourceAll) {
-				t.Errorf("wildcard in rule %+v", r)
+		}
+	}
+	for key, verbs := range want {
+		t.Run(key, func(t *testing.T) {
+			if !slices.Equal(got[key], verbs) {
+				t.Errorf("verbs %v, want %v", got[key], verbs)
 			}
+		})
+	}
+	for key := range got {
+		if _, ok := want[key]; !ok {
+			t.Errorf("unexpected resource %q in the member role", key)
 		}
 	}
 }
@@ -54,5 +77,33 @@ func TestManifestIsCurrent(t *testing.T) {
 	}
 	if string(got) != string(want) {
 		t.Errorf("artifacts/member/rbac.yaml is not what pkg/member defines: run 'make generate'")
+	}
+}
+
+// The CRDs kustomize and the chart install are the mcs-api module's, and
+// kustomize lists each of them.
+func TestCRDsAreCurrent(t *testing.T) {
+	kustomization, err := os.ReadFile("../../artifacts/member/kustomization.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, crd := range CRDs() {
+		for _, dir := range []string{"../../artifacts/member/crds", "../../artifacts/charts/kilo-mesh-member/crds"} {
+			t.Run(filepath.Join(dir, crd.File), func(t *testing.T) {
+				got, err := os.ReadFile(filepath.Join(dir, crd.File))
+				if err != nil {
+					t.Fatal(err)
+				}
+				if string(got) != string(crd.YAML) {
+					t.Errorf("not the mcs-api module's CRD %s: run 'make generate'", crd.Name)
+				}
+				if !strings.Contains(string(got), "name: "+crd.Name) {
+					t.Errorf("does not define %s", crd.Name)
+				}
+			})
+		}
+		if !strings.Contains(string(kustomization), "- crds/"+crd.File+"\n") {
+			t.Errorf("artifacts/member/kustomization.yaml does not list crds/%s", crd.File)
+		}
 	}
 }

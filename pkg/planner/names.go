@@ -128,7 +128,13 @@ func ManagedLabels(meshNamespace, meshName string, meshUID types.UID, sourceClus
 // mesh UID and its namespace and name labels match. A Peer left by an earlier
 // mesh of the same name has another UID and is not owned.
 func IsManagedBy(p *kilov1alpha1.Peer, meshNamespace, meshName string, meshUID types.UID) bool {
-	l := p.Labels
+	return LabelsManagedBy(p.Labels, meshNamespace, meshName, meshUID)
+}
+
+// LabelsManagedBy is IsManagedBy for the labels of any object the mesh
+// writes (Peers, and the ServiceImports, Services and EndpointSlices of
+// multi-cluster services).
+func LabelsManagedBy(l map[string]string, meshNamespace, meshName string, meshUID types.UID) bool {
 	return meshUID != "" &&
 		l[LabelMeshUID] == string(meshUID) &&
 		l[LabelMeshNamespace] == meshNamespace &&

@@ -70,7 +70,8 @@ func TestCreateGetListWatchDelete(t *testing.T) {
 		var m struct {
 			Metadata struct{ Generation int64 }
 			Spec     struct {
-				Clusters []struct {
+				MultiClusterServices string
+				Clusters             []struct {
 					Name                string
 					WireguardPort       int32
 					Granularity         string
@@ -84,7 +85,8 @@ func TestCreateGetListWatchDelete(t *testing.T) {
 		}
 		west := m.Spec.Clusters[1]
 		if m.Metadata.Generation != 1 || west.WireguardPort != 51820 || west.Granularity != "Auto" ||
-			west.TopologyLabel != "topology.kubernetes.io/region" || west.KubeconfigSecretRef.Key != "kubeconfig" {
+			west.TopologyLabel != "topology.kubernetes.io/region" || west.KubeconfigSecretRef.Key != "kubeconfig" ||
+			m.Spec.MultiClusterServices != "Disabled" {
 			t.Errorf("defaults missing: %+v", m)
 		}
 	})
@@ -153,6 +155,12 @@ func TestExplain(t *testing.T) {
 	for _, want := range []string{"podCIDRs", "wireguardCIDR", "kubeconfigSecretRef", "nodeCIDRs", "granularity", "at least two"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("explain lacks %q:\n%s", want, out)
+		}
+	}
+	out = kubectl(t, admin, "explain", "clustermesh.spec.multiClusterServices")
+	for _, want := range []string{"Enabled", "Disabled", "ServiceImport", "at most one mesh"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("explain of multiClusterServices lacks %q:\n%s", want, out)
 		}
 	}
 	out = kubectl(t, admin, "explain", "cmesh.status.clusters.skippedByReason")

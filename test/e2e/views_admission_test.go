@@ -4,6 +4,8 @@ package e2e
 
 import (
 	"context"
+	"fmt"
+	"regexp"
 	"strings"
 	"testing"
 
@@ -93,4 +95,44 @@ spec:
 			t.Fatalf("a disjoint mesh was refused: %v: %s", err, stderr)
 		}
 	})
+
+	// Uses tenant-b's mesh "other" that the subtest above leaves, sharing
+	// the local cluster with this tenant's mesh.
+	t.Run("a cluster belongs to at most one mesh with services enabled", func(t *testing.T) { testOneClusterSet(t, v) })
+}
+
+// testOneClusterSet: once another tenant's mesh has services enabled on
+// the shared local cluster, enabling them here is refused at the field,
+// without a word of the other tenant's mesh.
+func testOneClusterSet(t *testing.T, v *viewsEnv) {
+	ctx := context.Background()
+	patch := func(services string) string {
+		return `{"spec":{"multiClusterServices":"` + services + `"}}`
+	}
+	v.env.KubectlT(t, framework.HostCluster, framework.UserTenantB, "-n", framework.NamespaceTenantB, "patch", "clustermesh", "other", "--type=merge", "-p", patch("Enabled"))
+	t.Cleanup(func() {
+		v.env.KubectlT(t, framework.HostCluster, framework.UserTenantB, "-n", framework.NamespaceTenantB, "patch", "clustermesh", "other", "--type=merge", "-p", patch("Disabled"))
+	})
+	// The other mesh's local entry counts once its member caches verified it.
+	var stderr string
+	framework.EventuallyT(t, viewsSettle, "the second mesh with services on the local cluster refused", func() error {
+		var err error
+		_, stderr, err = v.env.Kubectl(ctx, framework.HostCluster, framework.UserTenantA, "-n", v.ns, "patch", "clustermesh", "views",
+			"--type=merge", "--dry-run=server", "-p", patch("Enabled"))
+		if err == nil || !strings.Contains(stderr, "spec.multiClusterServices") || !strings.Contains(stderr, "another ClusterMesh with multiClusterServices Enabled") {
+			return fmt.Errorf("want a refusal at spec.multiClusterServices, got %v: %s", err, stderr)
+		}
+		return nil
+	})
+	if !strings.Contains(stderr, "is invalid") {
+		t.Errorf("want a 422 Invalid, got: %s", stderr)
+	}
+	for _, secret := range []string{framework.NamespaceTenantB, "other", "home", "far", "mine"} {
+		// As words: "another" is not the mesh "other".
+		if regexp.MustCompile(`\b` + regexp.QuoteMeta(secret) + `\b`).MatchString(stderr) {
+			t.Errorf("the refusal reveals %q of another tenant: %s", secret, stderr)
+		}
+	}
+	// A mesh with services Disabled shares the cluster as before.
+	v.env.KubectlT(t, framework.HostCluster, framework.UserTenantA, "-n", v.ns, "patch", "clustermesh", "views", "--type=merge", "--dry-run=server", "-p", patch("Disabled"))
 }

@@ -14,6 +14,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	kilov1alpha1 "github.com/kilo-mesh/kilo-mesh-apiserver/pkg/apis/kilo/v1alpha1"
 	"github.com/kilo-mesh/kilo-mesh-apiserver/test/framework"
@@ -213,6 +214,19 @@ func TestEnvironment(t *testing.T) {
 			t.Fatal(err)
 		}
 		t.Logf("kubectl apply --dry-run=server -k artifacts/deploy:\n%s", out)
+	})
+
+	t.Run("mcs-api CRDs on one cluster", func(t *testing.T) {
+		exports := schema.GroupVersionResource{Group: "multicluster.x-k8s.io", Version: "v1beta1", Resource: "serviceexports"}
+		if _, err := env.Dynamic(0, framework.UserAdmin).Resource(exports).List(ctx, metav1.ListOptions{}); !apierrors.IsNotFound(err) {
+			t.Fatalf("cluster 0 serves ServiceExports before the helper ran (list: %v)", err)
+		}
+		if err := env.InstallMCSCRDs(ctx, 1); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := env.Dynamic(1, framework.UserAdmin).Resource(exports).Namespace("default").List(ctx, metav1.ListOptions{}); err != nil {
+			t.Fatalf("listing ServiceExports after InstallMCSCRDs: %v", err)
+		}
 	})
 }
 

@@ -41,6 +41,7 @@ func GetOpenAPIDefinitions(ref common.ReferenceCallback) map[string]common.OpenA
 		v1alpha1.PeerList{}.OpenAPIModelName():                    schema_pkg_apis_kilo_v1alpha1_PeerList(ref),
 		v1alpha1.PeerSpec{}.OpenAPIModelName():                    schema_pkg_apis_kilo_v1alpha1_PeerSpec(ref),
 		meshv1alpha1.ClusterEntry{}.OpenAPIModelName():            schema_pkg_apis_mesh_v1alpha1_ClusterEntry(ref),
+		meshv1alpha1.ClusterImports{}.OpenAPIModelName():          schema_pkg_apis_mesh_v1alpha1_ClusterImports(ref),
 		meshv1alpha1.ClusterMesh{}.OpenAPIModelName():             schema_pkg_apis_mesh_v1alpha1_ClusterMesh(ref),
 		meshv1alpha1.ClusterMeshGrant{}.OpenAPIModelName():        schema_pkg_apis_mesh_v1alpha1_ClusterMeshGrant(ref),
 		meshv1alpha1.ClusterMeshGrantList{}.OpenAPIModelName():    schema_pkg_apis_mesh_v1alpha1_ClusterMeshGrantList(ref),
@@ -49,14 +50,18 @@ func GetOpenAPIDefinitions(ref common.ReferenceCallback) map[string]common.OpenA
 		meshv1alpha1.ClusterMeshPeers{}.OpenAPIModelName():        schema_pkg_apis_mesh_v1alpha1_ClusterMeshPeers(ref),
 		meshv1alpha1.ClusterMeshPeersOptions{}.OpenAPIModelName(): schema_pkg_apis_mesh_v1alpha1_ClusterMeshPeersOptions(ref),
 		meshv1alpha1.ClusterMeshPlan{}.OpenAPIModelName():         schema_pkg_apis_mesh_v1alpha1_ClusterMeshPlan(ref),
+		meshv1alpha1.ClusterMeshServices{}.OpenAPIModelName():     schema_pkg_apis_mesh_v1alpha1_ClusterMeshServices(ref),
 		meshv1alpha1.ClusterMeshSpec{}.OpenAPIModelName():         schema_pkg_apis_mesh_v1alpha1_ClusterMeshSpec(ref),
 		meshv1alpha1.ClusterMeshStatus{}.OpenAPIModelName():       schema_pkg_apis_mesh_v1alpha1_ClusterMeshStatus(ref),
 		meshv1alpha1.ClusterPlan{}.OpenAPIModelName():             schema_pkg_apis_mesh_v1alpha1_ClusterPlan(ref),
 		meshv1alpha1.ClusterPlanSummary{}.OpenAPIModelName():      schema_pkg_apis_mesh_v1alpha1_ClusterPlanSummary(ref),
 		meshv1alpha1.ClusterStatus{}.OpenAPIModelName():           schema_pkg_apis_mesh_v1alpha1_ClusterStatus(ref),
 		meshv1alpha1.DepartedCluster{}.OpenAPIModelName():         schema_pkg_apis_mesh_v1alpha1_DepartedCluster(ref),
+		meshv1alpha1.ExportState{}.OpenAPIModelName():             schema_pkg_apis_mesh_v1alpha1_ExportState(ref),
 		meshv1alpha1.GroupPlan{}.OpenAPIModelName():               schema_pkg_apis_mesh_v1alpha1_GroupPlan(ref),
 		meshv1alpha1.HostAccessPlan{}.OpenAPIModelName():          schema_pkg_apis_mesh_v1alpha1_HostAccessPlan(ref),
+		meshv1alpha1.ImportPort{}.OpenAPIModelName():              schema_pkg_apis_mesh_v1alpha1_ImportPort(ref),
+		meshv1alpha1.ImportState{}.OpenAPIModelName():             schema_pkg_apis_mesh_v1alpha1_ImportState(ref),
 		meshv1alpha1.KeptPeer{}.OpenAPIModelName():                schema_pkg_apis_mesh_v1alpha1_KeptPeer(ref),
 		meshv1alpha1.NodeDecision{}.OpenAPIModelName():            schema_pkg_apis_mesh_v1alpha1_NodeDecision(ref),
 		meshv1alpha1.PeerUpdate{}.OpenAPIModelName():              schema_pkg_apis_mesh_v1alpha1_PeerUpdate(ref),
@@ -481,6 +486,57 @@ func schema_pkg_apis_mesh_v1alpha1_ClusterEntry(ref common.ReferenceCallback) co
 		},
 		Dependencies: []string{
 			meshv1alpha1.SecretKeyReference{}.OpenAPIModelName()},
+	}
+}
+
+func schema_pkg_apis_mesh_v1alpha1_ClusterImports(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "ClusterImports is what one member cluster imports.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"cluster": {
+						SchemaProps: spec.SchemaProps{
+							Description: "cluster is a spec.clusters[].name.",
+							Default:     "",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"reachable": {
+						SchemaProps: spec.SchemaProps{
+							Description: "reachable is whether the cluster's API server answered; an unreachable cluster's imports are what it should hold, written once it answers.",
+							Default:     false,
+							Type:        []string{"boolean"},
+							Format:      "",
+						},
+					},
+					"imports": {
+						VendorExtensible: spec.VendorExtensible{
+							Extensions: spec.Extensions{
+								"x-kubernetes-list-type": "atomic",
+							},
+						},
+						SchemaProps: spec.SchemaProps{
+							Description: "imports are its ServiceImports, sorted by namespace and name.",
+							Type:        []string{"array"},
+							Items: &spec.SchemaOrArray{
+								Schema: &spec.Schema{
+									SchemaProps: spec.SchemaProps{
+										Default: map[string]interface{}{},
+										Ref:     ref(meshv1alpha1.ImportState{}.OpenAPIModelName()),
+									},
+								},
+							},
+						},
+					},
+				},
+				Required: []string{"cluster", "reachable"},
+			},
+		},
+		Dependencies: []string{
+			meshv1alpha1.ImportState{}.OpenAPIModelName()},
 	}
 }
 
@@ -1020,6 +1076,90 @@ func schema_pkg_apis_mesh_v1alpha1_ClusterMeshPlan(ref common.ReferenceCallback)
 	}
 }
 
+func schema_pkg_apis_mesh_v1alpha1_ClusterMeshServices(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "ClusterMeshServices is the clustermeshes/NAME/services view of a mesh with multiClusterServices Enabled: what every member cluster imports, and how every ServiceExport fared. It is built from the same computation the reconciler writes from, so what it shows is what gets written.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"kind": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Kind is a string value representing the REST resource this object represents. Servers may infer this from the endpoint the client submits requests to. Cannot be updated. In CamelCase. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#types-kinds",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"apiVersion": {
+						SchemaProps: spec.SchemaProps{
+							Description: "APIVersion defines the versioned schema of this representation of an object. Servers should convert recognized schemas to the latest internal value, and may reject unrecognized values. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#resources",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"metadata": {
+						SchemaProps: spec.SchemaProps{
+							Description: "metadata carries the name and namespace of the ClusterMesh.",
+							Default:     map[string]interface{}{},
+							Ref:         ref(v1.ObjectMeta{}.OpenAPIModelName()),
+						},
+					},
+					"generatedAt": {
+						SchemaProps: spec.SchemaProps{
+							Description: "generatedAt is the time the view was computed for.",
+							Ref:         ref(v1.Time{}.OpenAPIModelName()),
+						},
+					},
+					"clusters": {
+						VendorExtensible: spec.VendorExtensible{
+							Extensions: spec.Extensions{
+								"x-kubernetes-list-map-keys": []interface{}{
+									"cluster",
+								},
+								"x-kubernetes-list-type": "map",
+							},
+						},
+						SchemaProps: spec.SchemaProps{
+							Description: "clusters holds what each member cluster imports, sorted by cluster name.",
+							Type:        []string{"array"},
+							Items: &spec.SchemaOrArray{
+								Schema: &spec.Schema{
+									SchemaProps: spec.SchemaProps{
+										Default: map[string]interface{}{},
+										Ref:     ref(meshv1alpha1.ClusterImports{}.OpenAPIModelName()),
+									},
+								},
+							},
+						},
+					},
+					"exports": {
+						VendorExtensible: spec.VendorExtensible{
+							Extensions: spec.Extensions{
+								"x-kubernetes-list-type": "atomic",
+							},
+						},
+						SchemaProps: spec.SchemaProps{
+							Description: "exports holds every ServiceExport of the mesh, sorted by namespace, name, then cluster.",
+							Type:        []string{"array"},
+							Items: &spec.SchemaOrArray{
+								Schema: &spec.Schema{
+									SchemaProps: spec.SchemaProps{
+										Default: map[string]interface{}{},
+										Ref:     ref(meshv1alpha1.ExportState{}.OpenAPIModelName()),
+									},
+								},
+							},
+						},
+					},
+				},
+				Required: []string{"generatedAt"},
+			},
+		},
+		Dependencies: []string{
+			meshv1alpha1.ClusterImports{}.OpenAPIModelName(), meshv1alpha1.ExportState{}.OpenAPIModelName(), v1.ObjectMeta{}.OpenAPIModelName(), v1.Time{}.OpenAPIModelName()},
+	}
+}
+
 func schema_pkg_apis_mesh_v1alpha1_ClusterMeshSpec(ref common.ReferenceCallback) common.OpenAPIDefinition {
 	return common.OpenAPIDefinition{
 		Schema: spec.Schema{
@@ -1047,6 +1187,15 @@ func schema_pkg_apis_mesh_v1alpha1_ClusterMeshSpec(ref common.ReferenceCallback)
 									},
 								},
 							},
+						},
+					},
+					"multiClusterServices": {
+						SchemaProps: spec.SchemaProps{
+							Description: "multiClusterServices, when Enabled, makes the mesh one ClusterSet of the Multi-Cluster Services API (multicluster.x-k8s.io, KEP-1645): for every ServiceExport in a member cluster, each member cluster where the namespace exists gets a ServiceImport, and for a ClusterSetIP import a derived Service with EndpointSlices of the exporting clusters' ready endpoints inside their podCIDRs. A cluster belongs to at most one mesh with services Enabled. Disabled (the default) leaves them alone.\n\nPossible enum values:\n - `\"Disabled\"` leaves ServiceExports and ServiceImports alone.\n - `\"Enabled\"` makes the mesh one ClusterSet: a ServiceExport in any member cluster gives a ServiceImport in every member cluster where its namespace exists.",
+							Default:     "Disabled",
+							Type:        []string{"string"},
+							Format:      "",
+							Enum:        []interface{}{"Disabled", "Enabled"},
 						},
 					},
 				},
@@ -1506,6 +1655,111 @@ func schema_pkg_apis_mesh_v1alpha1_DepartedCluster(ref common.ReferenceCallback)
 	}
 }
 
+func schema_pkg_apis_mesh_v1alpha1_ExportState(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "ExportState is how one ServiceExport of one member cluster fared.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"cluster": {
+						SchemaProps: spec.SchemaProps{
+							Description: "cluster is the exporting cluster's spec.clusters[].name.",
+							Default:     "",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"namespace": {
+						SchemaProps: spec.SchemaProps{
+							Description: "namespace of the ServiceExport.",
+							Default:     "",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"name": {
+						SchemaProps: spec.SchemaProps{
+							Description: "name of the ServiceExport and of the Service it exports.",
+							Default:     "",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"valid": {
+						SchemaProps: spec.SchemaProps{
+							Description: "valid is the reason of the export's Valid condition: Valid, NoService or InvalidServiceType.",
+							Default:     "",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"conflicts": {
+						VendorExtensible: spec.VendorExtensible{
+							Extensions: spec.Extensions{
+								"x-kubernetes-list-type": "atomic",
+							},
+						},
+						SchemaProps: spec.SchemaProps{
+							Description: "conflicts are the reasons of the export's Conflict condition (for example PortConflict); empty when there is none.",
+							Type:        []string{"array"},
+							Items: &spec.SchemaOrArray{
+								Schema: &spec.Schema{
+									SchemaProps: spec.SchemaProps{
+										Default: "",
+										Type:    []string{"string"},
+										Format:  "",
+									},
+								},
+							},
+						},
+					},
+					"endpoints": {
+						SchemaProps: spec.SchemaProps{
+							Description: "endpoints is the number of the export's endpoints carried to other clusters.",
+							Default:     0,
+							Type:        []string{"integer"},
+							Format:      "int32",
+						},
+					},
+					"leftOut": {
+						VendorExtensible: spec.VendorExtensible{
+							Extensions: spec.Extensions{
+								"x-kubernetes-list-map-keys": []interface{}{
+									"reason",
+								},
+								"x-kubernetes-list-type": "map",
+							},
+						},
+						SchemaProps: spec.SchemaProps{
+							Description: "leftOut counts the endpoints left out, by stable reason (for example OutsidePodCIDRs or NotReady).",
+							Type:        []string{"array"},
+							Items: &spec.SchemaOrArray{
+								Schema: &spec.Schema{
+									SchemaProps: spec.SchemaProps{
+										Default: map[string]interface{}{},
+										Ref:     ref(meshv1alpha1.ReasonCount{}.OpenAPIModelName()),
+									},
+								},
+							},
+						},
+					},
+					"stale": {
+						SchemaProps: spec.SchemaProps{
+							Description: "stale is true when the exporting cluster is unreachable and its last known endpoints are kept rather than dropped on a guess.",
+							Type:        []string{"boolean"},
+							Format:      "",
+						},
+					},
+				},
+				Required: []string{"cluster", "namespace", "name", "valid", "endpoints"},
+			},
+		},
+		Dependencies: []string{
+			meshv1alpha1.ReasonCount{}.OpenAPIModelName()},
+	}
+}
+
 func schema_pkg_apis_mesh_v1alpha1_GroupPlan(ref common.ReferenceCallback) common.OpenAPIDefinition {
 	return common.OpenAPIDefinition{
 		Schema: spec.Schema{
@@ -1731,6 +1985,171 @@ func schema_pkg_apis_mesh_v1alpha1_HostAccessPlan(ref common.ReferenceCallback) 
 		},
 		Dependencies: []string{
 			v1.Time{}.OpenAPIModelName()},
+	}
+}
+
+func schema_pkg_apis_mesh_v1alpha1_ImportPort(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "ImportPort is one port of an imported service.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"name": {
+						SchemaProps: spec.SchemaProps{
+							Description: "name of the port; empty when the service has a single unnamed port.",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"protocol": {
+						SchemaProps: spec.SchemaProps{
+							Description: "protocol is TCP, UDP or SCTP.",
+							Default:     "",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"port": {
+						SchemaProps: spec.SchemaProps{
+							Description: "port is the service port.",
+							Default:     0,
+							Type:        []string{"integer"},
+							Format:      "int32",
+						},
+					},
+				},
+				Required: []string{"protocol", "port"},
+			},
+		},
+	}
+}
+
+func schema_pkg_apis_mesh_v1alpha1_ImportState(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "ImportState is one ServiceImport of one member cluster.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"namespace": {
+						SchemaProps: spec.SchemaProps{
+							Description: "namespace of the ServiceImport (the exported Service's namespace).",
+							Default:     "",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"name": {
+						SchemaProps: spec.SchemaProps{
+							Description: "name of the ServiceImport (the exported Service's name).",
+							Default:     "",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"type": {
+						SchemaProps: spec.SchemaProps{
+							Description: "type is ClusterSetIP or Headless.",
+							Default:     "",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"ports": {
+						VendorExtensible: spec.VendorExtensible{
+							Extensions: spec.Extensions{
+								"x-kubernetes-list-type": "atomic",
+							},
+						},
+						SchemaProps: spec.SchemaProps{
+							Description: "ports are the union of the exported Services' ports.",
+							Type:        []string{"array"},
+							Items: &spec.SchemaOrArray{
+								Schema: &spec.Schema{
+									SchemaProps: spec.SchemaProps{
+										Default: map[string]interface{}{},
+										Ref:     ref(meshv1alpha1.ImportPort{}.OpenAPIModelName()),
+									},
+								},
+							},
+						},
+					},
+					"ips": {
+						VendorExtensible: spec.VendorExtensible{
+							Extensions: spec.Extensions{
+								"x-kubernetes-list-type": "atomic",
+							},
+						},
+						SchemaProps: spec.SchemaProps{
+							Description: "ips are the ClusterSetIPs (the derived Service's clusterIPs), empty for Headless and until the derived Service is allocated.",
+							Type:        []string{"array"},
+							Items: &spec.SchemaOrArray{
+								Schema: &spec.Schema{
+									SchemaProps: spec.SchemaProps{
+										Default: "",
+										Type:    []string{"string"},
+										Format:  "",
+									},
+								},
+							},
+						},
+					},
+					"derivedService": {
+						SchemaProps: spec.SchemaProps{
+							Description: "derivedService is the name of the selector-less Service that carries a ClusterSetIP import in this cluster; empty for Headless.",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"sourceClusters": {
+						VendorExtensible: spec.VendorExtensible{
+							Extensions: spec.Extensions{
+								"x-kubernetes-list-type": "atomic",
+							},
+						},
+						SchemaProps: spec.SchemaProps{
+							Description: "sourceClusters are the clusters whose endpoints the import carries, sorted.",
+							Type:        []string{"array"},
+							Items: &spec.SchemaOrArray{
+								Schema: &spec.Schema{
+									SchemaProps: spec.SchemaProps{
+										Default: "",
+										Type:    []string{"string"},
+										Format:  "",
+									},
+								},
+							},
+						},
+					},
+					"endpoints": {
+						SchemaProps: spec.SchemaProps{
+							Description: "endpoints is the number of ready endpoints written for the import.",
+							Default:     0,
+							Type:        []string{"integer"},
+							Format:      "int32",
+						},
+					},
+					"blocked": {
+						SchemaProps: spec.SchemaProps{
+							Description: "blocked, when set, is a stable reason why the import is not written in this cluster (for example DerivedServiceTaken or ImportNotOwned).",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"message": {
+						SchemaProps: spec.SchemaProps{
+							Description: "message explains blocked in a sentence.",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+				},
+				Required: []string{"namespace", "name", "type", "endpoints"},
+			},
+		},
+		Dependencies: []string{
+			meshv1alpha1.ImportPort{}.OpenAPIModelName()},
 	}
 }
 

@@ -81,6 +81,11 @@ fails naming both servers, unless --replace, which makes the entry leave first
 (as kubectl mesh leave, without deleting the old cluster's member identity)
 and then joins.
 
+It does not install the Multi-Cluster Services CRDs (ServiceExport,
+ServiceImport: cluster-wide, possibly shared with another implementation); a
+mesh with spec.multiClusterServices Enabled needs them on every member:
+kubectl apply -k artifacts/member, or the kilo-mesh-member chart.
+
 Your own credentials are never copied anywhere. Rerunning it changes nothing
 while the token is valid for more than 30 days; --refresh renews it.
 --dry-run prints every object it would write (tokens redacted) and writes

@@ -14,6 +14,9 @@ func init() {
 // SetDefaults fills in the optional fields of a mesh whose defaults are
 // meaningful to users (they see them in kubectl get -o yaml).
 func SetDefaults(m *ClusterMesh) {
+	if m.Spec.MultiClusterServices == "" {
+		m.Spec.MultiClusterServices = MultiClusterServicesDisabled
+	}
 	for i := range m.Spec.Clusters {
 		c := &m.Spec.Clusters[i]
 		if c.WireguardPort == 0 {

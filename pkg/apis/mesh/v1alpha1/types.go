@@ -46,6 +46,19 @@ type ClusterMesh struct {
 	Status ClusterMeshStatus `json:"status,omitempty"`
 }
 
+// MultiClusterServices says whether a mesh also carries Services between its
+// clusters, as the Multi-Cluster Services API (KEP-1645) describes.
+// +enum
+type MultiClusterServices string
+
+const (
+	// MultiClusterServicesEnabled makes the mesh one ClusterSet: a ServiceExport in any member
+	// cluster gives a ServiceImport in every member cluster where its namespace exists.
+	MultiClusterServicesEnabled MultiClusterServices = "Enabled"
+	// MultiClusterServicesDisabled leaves ServiceExports and ServiceImports alone.
+	MultiClusterServicesDisabled MultiClusterServices = "Disabled"
+)
+
 // ClusterMeshSpec is the desired shape of a mesh.
 type ClusterMeshSpec struct {
 	// clusters are the members of the mesh: at least two, at most one of them
@@ -55,6 +68,16 @@ type ClusterMeshSpec struct {
 	// +listType=map
 	// +listMapKey=name
 	Clusters []ClusterEntry `json:"clusters"`
+	// multiClusterServices, when Enabled, makes the mesh one ClusterSet of the
+	// Multi-Cluster Services API (multicluster.x-k8s.io, KEP-1645): for every
+	// ServiceExport in a member cluster, each member cluster where the
+	// namespace exists gets a ServiceImport, and for a ClusterSetIP import a
+	// derived Service with EndpointSlices of the exporting clusters' ready
+	// endpoints inside their podCIDRs. A cluster belongs to at most one mesh
+	// with services Enabled. Disabled (the default) leaves them alone.
+	// +optional
+	// +default="Disabled"
+	MultiClusterServices MultiClusterServices `json:"multiClusterServices,omitempty"`
 }
 
 // ClusterEntry describes one member cluster and the networks it owns. Only

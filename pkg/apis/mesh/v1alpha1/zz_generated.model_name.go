@@ -27,6 +27,11 @@ func (in ClusterEntry) OpenAPIModelName() string {
 }
 
 // OpenAPIModelName returns the OpenAPI model name for this type.
+func (in ClusterImports) OpenAPIModelName() string {
+	return "ai.squat.kilo.mesh.v1alpha1.ClusterImports"
+}
+
+// OpenAPIModelName returns the OpenAPI model name for this type.
 func (in ClusterMesh) OpenAPIModelName() string {
 	return "ai.squat.kilo.mesh.v1alpha1.ClusterMesh"
 }
@@ -67,6 +72,11 @@ func (in ClusterMeshPlan) OpenAPIModelName() string {
 }
 
 // OpenAPIModelName returns the OpenAPI model name for this type.
+func (in ClusterMeshServices) OpenAPIModelName() string {
+	return "ai.squat.kilo.mesh.v1alpha1.ClusterMeshServices"
+}
+
+// OpenAPIModelName returns the OpenAPI model name for this type.
 func (in ClusterMeshSpec) OpenAPIModelName() string {
 	return "ai.squat.kilo.mesh.v1alpha1.ClusterMeshSpec"
 }
@@ -97,6 +107,11 @@ func (in DepartedCluster) OpenAPIModelName() string {
 }
 
 // OpenAPIModelName returns the OpenAPI model name for this type.
+func (in ExportState) OpenAPIModelName() string {
+	return "ai.squat.kilo.mesh.v1alpha1.ExportState"
+}
+
+// OpenAPIModelName returns the OpenAPI model name for this type.
 func (in GroupPlan) OpenAPIModelName() string {
 	return "ai.squat.kilo.mesh.v1alpha1.GroupPlan"
 }
@@ -104,6 +119,16 @@ func (in GroupPlan) OpenAPIModelName() string {
 // OpenAPIModelName returns the OpenAPI model name for this type.
 func (in HostAccessPlan) OpenAPIModelName() string {
 	return "ai.squat.kilo.mesh.v1alpha1.HostAccessPlan"
+}
+
+// OpenAPIModelName returns the OpenAPI model name for this type.
+func (in ImportPort) OpenAPIModelName() string {
+	return "ai.squat.kilo.mesh.v1alpha1.ImportPort"
+}
+
+// OpenAPIModelName returns the OpenAPI model name for this type.
+func (in ImportState) OpenAPIModelName() string {
+	return "ai.squat.kilo.mesh.v1alpha1.ImportState"
 }
 
 // OpenAPIModelName returns the OpenAPI model name for this type.

@@ -21,6 +21,11 @@ const (
 	maxKeepalive = 65535
 )
 
+var validMultiClusterServices = sets.New(
+	meshv1alpha1.MultiClusterServicesEnabled,
+	meshv1alpha1.MultiClusterServicesDisabled,
+)
+
 var validGranularities = sets.New(
 	meshv1alpha1.GranularityAuto,
 	meshv1alpha1.GranularityLocation,
@@ -89,6 +94,9 @@ func ValidateClusterMeshSpec(spec *meshv1alpha1.ClusterMeshSpec, path *field.Pat
 		nets, netErrs := ClusterNetworks(c, p)
 		networks = append(networks, nets...)
 		errs = append(errs, netErrs...)
+	}
+	if !validMultiClusterServices.Has(spec.MultiClusterServices) {
+		errs = append(errs, field.NotSupported(path.Child("multiClusterServices"), spec.MultiClusterServices, sets.List(validMultiClusterServices)))
 	}
 	return append(errs, validateNoOverlap(networks)...)
 }

@@ -52,6 +52,11 @@ func TestValidateClusterMesh(t *testing.T) {
 				Granularity: meshv1alpha1.GranularityCross, TopologyLabel: "topology.kubernetes.io/zone",
 			})
 		}},
+		{name: "services enabled", mutate: func(m *meshv1alpha1.ClusterMesh) {
+			m.Spec.MultiClusterServices = meshv1alpha1.MultiClusterServicesEnabled
+		}},
+		{name: "services neither Enabled nor Disabled", mutate: func(m *meshv1alpha1.ClusterMesh) { m.Spec.MultiClusterServices = "enabled" },
+			want: []string{"spec.multiClusterServices"}},
 		{name: "mesh name not a DNS label", mutate: func(m *meshv1alpha1.ClusterMesh) { m.Name = "prod.mesh" }, want: []string{"metadata.name"}},
 		{name: "one cluster", mutate: func(m *meshv1alpha1.ClusterMesh) { m.Spec.Clusters = m.Spec.Clusters[:1] }, want: []string{"spec.clusters"}},
 		{name: "no clusters", mutate: func(m *meshv1alpha1.ClusterMesh) { m.Spec.Clusters = nil }, want: []string{"spec.clusters"}},
