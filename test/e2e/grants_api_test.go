@@ -64,7 +64,7 @@ func TestGrantAPI(t *testing.T) {
 		if !strings.Contains(out, "team-x + kilo-mesh=allowed") || !strings.Contains(out, "10.0.0.0/8,192.168.0.0/16,fd00::/8") {
 			t.Errorf("row:\n%s", out)
 		}
-		if wide := kubectl(t, admin, "get", "clustermeshgrants", name, "-o", "wide"); !strings.Contains(wide, "MEMBER SERVERS") || !strings.Contains(wide, "127.0.0.0/8") {
+		if wide := kubectl(t, admin, "get", "clustermeshgrants", name, "-o", "wide"); !strings.Contains(wide, "MEMBER SERVERS") || !strings.Contains(wide, "127.0.0.0/8") || !strings.Contains(wide, "HOST PEERS") {
 			t.Errorf("wide:\n%s", wide)
 		}
 	})

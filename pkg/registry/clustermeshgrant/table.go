@@ -2,11 +2,13 @@ package clustermeshgrant
 
 import (
 	"context"
+	"fmt"
 	"strings"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apiserver/pkg/registry/rest"
+	"k8s.io/utils/ptr"
 
 	meshv1alpha1 "github.com/kilo-mesh/kilo-mesh-apiserver/pkg/apis/mesh/v1alpha1"
 	"github.com/kilo-mesh/kilo-mesh-apiserver/pkg/registry/tables"
@@ -25,11 +27,12 @@ var columns = []metav1.TableColumnDefinition{
 	{Name: "Local Networks", Type: "string", Description: "Networks of the host cluster that may be advertised to members."},
 	{Name: "Age", Type: "date", Description: "Time since the grant was created."},
 	{Name: "Member Servers", Type: "string", Priority: 1, Description: "Networks the members' API servers may resolve to."},
+	{Name: "Host Peers", Type: "string", Priority: 1, Description: "The most Peers, and KiB of Peers, one covered mesh may put on the host."},
 }
 
 func (tableConvertor) ConvertToTable(_ context.Context, obj runtime.Object, _ runtime.Object) (*metav1.Table, error) {
 	return tables.Of(obj, columns, func(g *meshv1alpha1.ClusterMeshGrant, name, age string) []interface{} {
-		return []interface{}{name, covered(&g.Spec), list(g.Spec.MemberNetworks), list(g.Spec.LocalNetworks), age, list(g.Spec.MemberServers)}
+		return []interface{}{name, covered(&g.Spec), list(g.Spec.MemberNetworks), list(g.Spec.LocalNetworks), age, list(g.Spec.MemberServers), hostPeers(&g.Spec)}
 	})
 }
 
@@ -52,6 +55,14 @@ func covered(s *meshv1alpha1.ClusterMeshGrantSpec) string {
 		}
 	}
 	return strings.Join(parts, " + ")
+}
+
+// hostPeers shows the limits in effect, defaults included, so an admin
+// sees them without reading the API reference.
+func hostPeers(s *meshv1alpha1.ClusterMeshGrantSpec) string {
+	peers := ptr.Deref(s.MaxHostPeers, meshv1alpha1.DefaultMaxHostPeers)
+	kib := ptr.Deref(s.MaxHostPeerKiB, meshv1alpha1.DefaultMaxHostPeerKiB)
+	return fmt.Sprintf("%d (%d KiB)", peers, kib)
 }
 
 func list(s []string) string {
