@@ -14,6 +14,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/client-go/util/retry"
 	"sigs.k8s.io/yaml"
 
 	kilov1alpha1 "github.com/kilo-mesh/kilo-mesh-apiserver/pkg/apis/kilo/v1alpha1"
@@ -194,21 +195,25 @@ func (ts *tsEnv) testRenamedSeries(t *testing.T) {
 	for i := range renames + 1 {
 		if i > 0 {
 			names = []string{fmt.Sprintf("home-%d", i), fmt.Sprintf("far-%d", i)}
-			u, err := meshes.Get(context.Background(), "renamed", metav1.GetOptions{})
-			if err != nil {
-				t.Fatal(err)
-			}
-			clusters, _, err := unstructured.NestedSlice(u.Object, "spec", "clusters")
-			if err != nil {
-				t.Fatal(err)
-			}
-			for j := range clusters {
-				clusters[j].(map[string]any)["name"] = names[j]
-			}
-			if err := unstructured.SetNestedSlice(u.Object, clusters, "spec", "clusters"); err != nil {
-				t.Fatal(err)
-			}
-			if _, err := meshes.Update(context.Background(), u, metav1.UpdateOptions{}); err != nil {
+			// The server's status writes race a user's read-modify-write, as kubectl edit's do.
+			if err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+				u, err := meshes.Get(context.Background(), "renamed", metav1.GetOptions{})
+				if err != nil {
+					return err
+				}
+				clusters, _, err := unstructured.NestedSlice(u.Object, "spec", "clusters")
+				if err != nil {
+					return err
+				}
+				for j := range clusters {
+					clusters[j].(map[string]any)["name"] = names[j]
+				}
+				if err := unstructured.SetNestedSlice(u.Object, clusters, "spec", "clusters"); err != nil {
+					return err
+				}
+				_, err = meshes.Update(context.Background(), u, metav1.UpdateOptions{})
+				return err
+			}); err != nil {
 				t.Fatalf("rename %d: %v", i, err)
 			}
 		}
