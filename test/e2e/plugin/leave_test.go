@@ -23,24 +23,6 @@ import (
 // 10.(42+10i).0.0/16, services 10.(43+10i).0.0/16, Kilo subnet 10.(4+i).0.0/16.
 var leaveServiceCIDRs = []string{"10.43.0.0/16", "10.53.0.0/16", "10.63.0.0/16", "10.73.0.0/16"}
 
-const leaveMesh = `apiVersion: mesh.kilo.squat.ai/v1alpha1
-kind: ClusterMesh
-metadata:
-  name: demo
-spec:
-  clusters:
-  - name: east
-    local: true
-    podCIDRs: ["10.42.0.0/16"]
-    serviceCIDR: 10.43.0.0/16
-    wireguardCIDR: 10.4.0.0/16
-  - name: west
-    kubeconfigSecretRef: {name: west-kubeconfig}
-    podCIDRs: ["10.52.0.0/16"]
-    serviceCIDR: 10.53.0.0/16
-    wireguardCIDR: 10.5.0.0/16
-`
-
 // TestLeave: join refuses to repoint an entry at another cluster unless
 // --replace; leave removes an entry and waits until no cluster holds
 // Peers of it, then removes the Secret and, unless kept, the member
@@ -68,7 +50,7 @@ func TestLeave(t *testing.T) {
 	if _, err := env.CreateKubeconfigSecret(ctx, ns, "west-kubeconfig", 1, framework.UserAdmin); err != nil {
 		t.Fatal(err)
 	}
-	env.KubectlInT(t, framework.HostCluster, framework.UserAdmin, leaveMesh, "apply", "-n", ns, "-f", "-")
+	env.KubectlInT(t, framework.HostCluster, framework.UserAdmin, joinMesh, "apply", "-n", ns, "-f", "-")
 
 	host := env.Client(framework.HostCluster, framework.UserAdmin)
 	meshes := env.Dynamic(framework.HostCluster, framework.UserAdmin).Resource(framework.ClusterMeshGVR).Namespace(ns)
