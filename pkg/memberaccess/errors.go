@@ -1,4 +1,4 @@
-package clusters
+package memberaccess
 
 import (
 	"strings"
@@ -128,12 +128,6 @@ const (
 	ErrAnswerTooLarge Reason = "AnswerTooLarge"
 )
 
-// OverLimit reports whether a reason is one of the limits on what the
-// caches hold: such a cluster's caches are a part of it, never used.
-func OverLimit(r Reason) bool {
-	return r == ErrTooManyNodes || r == ErrTooManyPeers || r == ErrCacheBudgetExceeded || r == ErrNamespaceBudgetExceeded
-}
-
 // Error is an error of this package with its Reason. Its text never holds
 // secret content (tokens, keys, kubeconfig bytes).
 type Error struct {
@@ -163,18 +157,4 @@ func (e *Error) Unwrap() error { return e.Reason }
 
 func newError(reason Reason, field, message string) *Error {
 	return &Error{Reason: reason, Field: field, Message: message}
-}
-
-func sameError(a, b *Error) bool {
-	if a == nil || b == nil {
-		return a == b
-	}
-	return *a == *b
-}
-
-func errorText(e *Error) string {
-	if e == nil {
-		return ""
-	}
-	return e.Error()
 }
