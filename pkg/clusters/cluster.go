@@ -371,7 +371,7 @@ type ClusterState struct {
 	// is never Synced.
 	Synced bool
 	// Identity is the verified identity of the cluster (see
-	// memberidentity.go): equal for two connections exactly when they
+	// memberaccess.ReadIdentity): equal for two connections exactly when they
 	// reach one cluster. Empty when not known: such a cluster claims nothing.
 	Identity string
 	Nodes    []*corev1.Node
