@@ -45,7 +45,7 @@ const (
 	// ErrImpersonation: as, as-uid, as-groups or as-user-extra.
 	ErrImpersonation Reason = "Impersonation"
 	// ErrInsecureSkipTLSVerify: insecure-skip-tls-verify without the
-	// administrator's consent (Config.AllowInsecureSkipTLSVerify).
+	// administrator's consent (clusters.Config.AllowInsecureSkipTLSVerify).
 	ErrInsecureSkipTLSVerify Reason = "InsecureSkipTLSVerify"
 	// ErrNoCertificateAuthority: no certificate-authority-data.
 	ErrNoCertificateAuthority Reason = "NoCertificateAuthority"
@@ -107,20 +107,20 @@ const (
 	// ErrRedirect: the API server answered with a redirect, which is never
 	// followed (it could point anywhere).
 	ErrRedirect Reason = "Redirect"
-	// ErrTooManyNodes: the cluster holds more Nodes than Config.MaxNodes;
+	// ErrTooManyNodes: the cluster holds more Nodes than clusters.Config.MaxNodes;
 	// none of them is used.
 	ErrTooManyNodes Reason = "TooManyNodes"
 	// ErrTooManyPeers: a tenant's cluster holds more Peers than
-	// Config.MaxPeers; none of its Nodes and Peers is used.
+	// clusters.Config.MaxPeers; none of its Nodes and Peers is used.
 	ErrTooManyPeers Reason = "TooManyPeers"
 	// ErrCacheBudgetExceeded: what the caches would keep of a tenant's
 	// cluster, Nodes and Peers together, weighs more than
-	// Config.MaxCacheBytes; none of it is used.
+	// clusters.Config.MaxCacheBytes; none of it is used.
 	ErrCacheBudgetExceeded Reason = "CacheBudgetExceeded"
 	// ErrNamespaceBudgetExceeded: what the caches would keep of the member
 	// clusters of the mesh's namespace, this one with the others, is more
-	// than the namespace's share (Config.MaxNamespaceCacheBytes, or its fair
-	// share of Config.MaxTotalCacheBytes once that is taken); this cluster
+	// than the namespace's share (clusters.Config.MaxNamespaceCacheBytes, or its fair
+	// share of clusters.Config.MaxTotalCacheBytes once that is taken); this cluster
 	// is not used.
 	ErrNamespaceBudgetExceeded Reason = "NamespaceMemberBudgetExceeded"
 	// ErrAnswerTooLarge: an answer of the API server (a list page, one

@@ -20,7 +20,7 @@ import (
 // set on the returned rest.Config: it would cut the informers' long-running
 // watches. Requests that must end carry their own deadline (probe, Peer
 // writes); connection setup is bounded here. Rate limits are the caller's
-// (the member caches' Config.QPS).
+// (the member caches', clusters.Config.QPS).
 const (
 	dialTimeout = 10 * time.Second
 	// UserAgent is what this server calls itself on member clusters and,
