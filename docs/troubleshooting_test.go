@@ -20,7 +20,7 @@ var reasonSources = []struct {
 	{"Conflicts", "pkg/planner", prefixed("Conflict")},
 	{"Warnings", "pkg/planner", prefixed("Warning")},
 	{"Kept Peers", "pkg/planner", prefixed("Kept")},
-	{"Member cluster reasons", "pkg/clusters", func(c goConst) bool { return c.typ == "Reason" }},
+	{"Member cluster reasons", "pkg/memberaccess", func(c goConst) bool { return c.typ == "Reason" }},
 	{"Conditions", "pkg/apis/mesh/v1alpha1", prefixed("Condition")},
 	{"Condition reasons", "pkg/reconciler", prefixed("Reason")},
 	{"Host access reasons", "pkg/planner", prefixed("HostReason")},

@@ -12,26 +12,25 @@ import (
 	"k8s.io/client-go/kubernetes"
 
 	meshv1alpha1 "github.com/kilo-mesh/kilo-mesh-apiserver/pkg/apis/mesh/v1alpha1"
-	"github.com/kilo-mesh/kilo-mesh-apiserver/pkg/clusters"
+	"github.com/kilo-mesh/kilo-mesh-apiserver/pkg/memberaccess"
 )
 
-// Members is what admission reads of the member-cluster caches
-// (clusters.Manager): which physical cluster each stored mesh's entries
-// reach, as verified with that mesh's own credentials. Nothing is read
-// from a member cluster or a Secret of another mesh at admission.
+// Members is what admission reads of the member-cluster caches (the
+// wiring in pkg/apiserver passes the clusters.Manager): which physical
+// cluster each stored mesh's entries reach, as verified with that mesh's
+// own credentials. Nothing is read from a member cluster or a Secret of
+// another mesh at admission.
 type Members interface {
 	// Identities is the verified identity of each cluster of a stored
 	// mesh, by name; "" where unknown.
 	Identities(mesh *meshv1alpha1.ClusterMesh) map[string]string
 	// ServerIdentities are the verified identities of the connections
-	// held to a server URL (a clusters.ServerIdentity).
+	// held to a server URL (a memberaccess.ServerIdentity).
 	ServerIdentities(server string) []string
 	// LocalIdentity is the local cluster's, "" while unknown.
 	LocalIdentity() string
 	Cached
 }
-
-var _ Members = (*clusters.Manager)(nil)
 
 // entryRef is what admission knows of one cluster entry of the mesh being
 // written, read from its own Secrets (the requester may read them).
@@ -113,7 +112,7 @@ func (k *kubeconfigs) servers(ctx context.Context, mesh *meshv1alpha1.ClusterMes
 		}
 	}
 	for i, d := range data {
-		if server, err := clusters.ServerIdentity(d); d != nil && err == nil {
+		if server, err := memberaccess.ServerIdentity(d); d != nil && err == nil {
 			out[i] = server
 		}
 	}

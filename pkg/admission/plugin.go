@@ -24,7 +24,7 @@ import (
 	"k8s.io/client-go/tools/cache"
 
 	meshv1alpha1 "github.com/kilo-mesh/kilo-mesh-apiserver/pkg/apis/mesh/v1alpha1"
-	"github.com/kilo-mesh/kilo-mesh-apiserver/pkg/clusters"
+	"github.com/kilo-mesh/kilo-mesh-apiserver/pkg/memberaccess"
 )
 
 // PluginName is the name of the plugin in the admission chain.
@@ -41,7 +41,7 @@ type Plugin struct {
 	mu      sync.RWMutex
 	meshes  cache.Indexer
 	members Members
-	policy  clusters.ServerPolicy
+	policy  memberaccess.ServerPolicy
 	grants  Grants
 }
 
@@ -76,7 +76,7 @@ func (p *Plugin) SetExternalKubeClientSet(c kubernetes.Interface) {
 // that verified their clusters, and the policy of member API servers. They
 // are built after the admission chain, so they arrive late; until then no
 // request is served.
-func (p *Plugin) SetMeshes(meshes cache.Indexer, members Members, policy clusters.ServerPolicy) {
+func (p *Plugin) SetMeshes(meshes cache.Indexer, members Members, policy memberaccess.ServerPolicy) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.meshes, p.members, p.policy = meshes, members, policy
@@ -112,7 +112,7 @@ func (p *Plugin) Validate(ctx context.Context, a admission.Attributes, _ admissi
 	p.mu.RLock()
 	meshes, members, policy := p.meshes, p.members, p.policy
 	p.mu.RUnlock()
-	if meshes == nil || members == nil || policy == nil || !clusters.PolicySynced(policy) {
+	if meshes == nil || members == nil || policy == nil || !memberaccess.PolicySynced(policy) {
 		return apierrors.NewInternalError(fmt.Errorf("the mesh cache or the member server policy is not ready yet"))
 	}
 	servers, missing, err := p.kubeconfigs.servers(ctx, mesh, members)

@@ -12,7 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	meshv1alpha1 "github.com/kilo-mesh/kilo-mesh-apiserver/pkg/apis/mesh/v1alpha1"
-	"github.com/kilo-mesh/kilo-mesh-apiserver/pkg/clusters"
+	"github.com/kilo-mesh/kilo-mesh-apiserver/pkg/memberaccess"
 )
 
 // resolveTimeout bounds the name resolution of one member API server.
@@ -28,7 +28,7 @@ type Resolver interface {
 // a mesh is never stored and nothing is ever dialled for it. A name is
 // resolved and every address checked; a name that does not resolve now is
 // left to the member caches, which check every address they dial.
-func (p *Plugin) checkServers(ctx context.Context, mesh *meshv1alpha1.ClusterMesh, servers []string, policy clusters.ServerPolicy) field.ErrorList {
+func (p *Plugin) checkServers(ctx context.Context, mesh *meshv1alpha1.ClusterMesh, servers []string, policy memberaccess.ServerPolicy) field.ErrorList {
 	allowed := policy.AllowedServers(mesh.Namespace)
 	var errs field.ErrorList
 	for i, server := range servers {
@@ -45,9 +45,9 @@ func (p *Plugin) checkServers(ctx context.Context, mesh *meshv1alpha1.ClusterMes
 			continue
 		}
 		for _, a := range addrs {
-			if err := clusters.CheckServerAddress(a, allowed); err != nil {
+			if err := memberaccess.CheckServerAddress(a, allowed); err != nil {
 				msg := err.Error()
-				if e := (*clusters.Error)(nil); errors.As(err, &e) {
+				if e := (*memberaccess.Error)(nil); errors.As(err, &e) {
 					msg = e.Message
 				}
 				errs = append(errs, field.Invalid(field.NewPath("spec", "clusters").Index(i).Child("kubeconfigSecretRef"), ref.Name,

@@ -10,7 +10,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	meshv1alpha1 "github.com/kilo-mesh/kilo-mesh-apiserver/pkg/apis/mesh/v1alpha1"
-	"github.com/kilo-mesh/kilo-mesh-apiserver/pkg/clusters"
+	"github.com/kilo-mesh/kilo-mesh-apiserver/pkg/memberaccess"
 )
 
 // tableResolver resolves names from a table; nothing is looked up for real.
@@ -24,7 +24,7 @@ func (r tableResolver) LookupNetIP(_ context.Context, _, host string) ([]netip.A
 }
 
 func TestCheckServers(t *testing.T) {
-	policy := clusters.StaticServerPolicy([]netip.Prefix{netip.MustParsePrefix("127.0.0.0/8")})
+	policy := memberaccess.StaticServerPolicy([]netip.Prefix{netip.MustParsePrefix("127.0.0.0/8")})
 	p := &Plugin{
 		resolver: tableResolver{
 			"member.example":   {netip.MustParseAddr("127.0.0.5")},

@@ -23,6 +23,9 @@ import (
 	"github.com/kilo-mesh/kilo-mesh-apiserver/pkg/registry/clustermesh"
 )
 
+// The member caches are what admission reads of member clusters.
+var _ meshadmission.Members = (*clusters.Manager)(nil)
+
 // meshCacheCheckName names the /readyz check of the ClusterMesh cache.
 const meshCacheCheckName = "clustermesh-cache"
 

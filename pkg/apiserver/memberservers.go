@@ -9,6 +9,7 @@ import (
 
 	"github.com/kilo-mesh/kilo-mesh-apiserver/pkg/clusters"
 	"github.com/kilo-mesh/kilo-mesh-apiserver/pkg/grants"
+	"github.com/kilo-mesh/kilo-mesh-apiserver/pkg/memberaccess"
 )
 
 // memberServers is where the API servers of a namespace's member clusters
@@ -21,14 +22,14 @@ type memberServers struct {
 	grants *grants.Index
 }
 
-var _ clusters.ServerPolicy = memberServers{}
+var _ memberaccess.ServerPolicy = memberServers{}
 
 func (p memberServers) AllowedServers(namespace string) []netip.Prefix {
 	return append(slices.Clone(p.flag), p.grants.MemberServers(namespace)...)
 }
 
 // HasSynced: nothing is judged before the grants are read
-// (clusters.PolicySynced).
+// (memberaccess.PolicySynced).
 func (p memberServers) HasSynced() bool { return p.grants.HasSynced() }
 
 // followMemberServers applies the grants' changes to the member caches'

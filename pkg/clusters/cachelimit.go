@@ -18,6 +18,7 @@ import (
 	"k8s.io/utils/clock"
 
 	kilov1alpha1 "github.com/kilo-mesh/kilo-mesh-apiserver/pkg/apis/kilo/v1alpha1"
+	"github.com/kilo-mesh/kilo-mesh-apiserver/pkg/memberaccess"
 )
 
 // Defaults of the limits on what the caches keep of one member cluster
@@ -58,7 +59,7 @@ type objectLimit struct {
 	// maxCount is the most objects the cache holds; 0: no limit.
 	maxCount int
 	// tooMany is the error of a cluster with more than maxCount.
-	tooMany func(seen int) *Error
+	tooMany func(seen int) *memberaccess.Error
 	// budget is shared by the cluster's resources; nil: no limit.
 	budget *budget
 	clock  clock.PassiveClock
@@ -75,14 +76,14 @@ type objectLimit struct {
 	weights  map[string]int64 // by name: the last list, then watch events
 	total    int64
 	overSeen time.Time // when a list last found the cluster over a limit
-	overErr  *Error
+	overErr  *memberaccess.Error
 }
 
 // admit says which limit count objects of total weight break, if any, and
 // charges the weight to the budget when none: a list charges what it has
 // read so far, so that the lists of a namespace's clusters running at once
 // see each other's.
-func (l *objectLimit) admit(count int, total int64) *Error {
+func (l *objectLimit) admit(count int, total int64) *memberaccess.Error {
 	if l.maxCount > 0 && count > l.maxCount {
 		return l.tooMany(count)
 	}
@@ -121,7 +122,7 @@ func (l *objectLimit) List(ctx context.Context, o metav1.ListOptions) (runtime.O
 			return nil, err
 		}
 		if len(page) > pageSize {
-			return nil, newError(ErrListWatch, "", fmt.Sprintf("the API server answered %d %s to a list of %d at most", len(page), l.resource, pageSize))
+			return nil, newError(memberaccess.ErrListWatch, "", fmt.Sprintf("the API server answered %d %s to a list of %d at most", len(page), l.resource, pageSize))
 		}
 		if listMeta.ResourceVersion == "" {
 			listMeta = pageMeta
@@ -186,7 +187,7 @@ func (l *objectLimit) counted(e watch.Event) (watch.Event, bool) {
 	switch e.Type {
 	case watch.Added, watch.Modified, watch.Deleted:
 	case watch.Error:
-		return sanitizedErrorEvent(e), true
+		return memberaccess.SanitizeEvent(e), true
 	default:
 		return e, true
 	}
@@ -217,23 +218,6 @@ func (l *objectLimit) counted(e watch.Event) (watch.Event, bool) {
 	return e, true
 }
 
-// sanitizedErrorEvent replaces the text of an error the API server sent in
-// a watch with what this server observed (its code and known reason): the
-// reflector logs it.
-func sanitizedErrorEvent(e watch.Event) watch.Event {
-	s, ok := e.Object.(*metav1.Status)
-	if !ok {
-		return e
-	}
-	clean := *s
-	clean.Message, clean.Details = statusText(*s), nil
-	if !knownReasons[clean.Reason] {
-		clean.Reason = metav1.StatusReasonUnknown
-	}
-	e.Object = &clean
-	return e
-}
-
 func nameOf(obj runtime.Object) string {
 	m, err := meta.Accessor(obj)
 	if err != nil {
@@ -247,8 +231,8 @@ func nodeLimit(nodes typedcorev1.NodeInterface, maxNodes int, b *budget, clk clo
 	return &objectLimit{
 		resource: resourceNodes,
 		maxCount: maxNodes,
-		tooMany: func(seen int) *Error {
-			return newError(ErrTooManyNodes, "", fmt.Sprintf("the cluster has more than %d Nodes (the server's --max-member-nodes, seen %d); its Nodes are not cached and the mesh does not use them", maxNodes, seen))
+		tooMany: func(seen int) *memberaccess.Error {
+			return newError(memberaccess.ErrTooManyNodes, "", fmt.Sprintf("the cluster has more than %d Nodes (the server's --max-member-nodes, seen %d); its Nodes are not cached and the mesh does not use them", maxNodes, seen))
 		},
 		budget: b,
 		clock:  clk,
@@ -286,8 +270,8 @@ func peerLimit(client rest.Interface, maxPeers int, b *budget, clk clock.Passive
 	return &objectLimit{
 		resource: resourcePeers,
 		maxCount: maxPeers,
-		tooMany: func(seen int) *Error {
-			return newError(ErrTooManyPeers, "", fmt.Sprintf("the cluster has more than %d Peers (the server's --max-member-peers, seen %d); its Nodes and Peers are not used", maxPeers, seen))
+		tooMany: func(seen int) *memberaccess.Error {
+			return newError(memberaccess.ErrTooManyPeers, "", fmt.Sprintf("the cluster has more than %d Peers (the server's --max-member-peers, seen %d); its Nodes and Peers are not used", maxPeers, seen))
 		},
 		budget: b,
 		clock:  clk,

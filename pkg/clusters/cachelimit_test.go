@@ -4,8 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
-	"net/http"
 	"strconv"
 	"strings"
 	"testing"
@@ -14,12 +12,12 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
-	utilnet "k8s.io/apimachinery/pkg/util/net"
 	"k8s.io/apimachinery/pkg/watch"
 	clocktesting "k8s.io/utils/clock/testing"
 
 	kilov1alpha1 "github.com/kilo-mesh/kilo-mesh-apiserver/pkg/apis/kilo/v1alpha1"
 	meshv1alpha1 "github.com/kilo-mesh/kilo-mesh-apiserver/pkg/apis/mesh/v1alpha1"
+	"github.com/kilo-mesh/kilo-mesh-apiserver/pkg/memberaccess"
 )
 
 // fakeNodes serves n Nodes in pages as an API server would; fat makes each
@@ -85,7 +83,7 @@ func TestObjectLimitList(t *testing.T) {
 	})
 	t.Run("a page larger than asked for", func(t *testing.T) {
 		f := &fakeNodes{n: 600, oversize: true}
-		if _, err := f.limit(2000, nil, clk).List(context.Background(), metav1.ListOptions{}); reasonOf(err) != ErrListWatch {
+		if _, err := f.limit(2000, nil, clk).List(context.Background(), metav1.ListOptions{}); !errors.Is(err, memberaccess.ErrListWatch) {
 			t.Errorf("got %v", err)
 		}
 	})
@@ -93,7 +91,7 @@ func TestObjectLimitList(t *testing.T) {
 		f := &fakeNodes{n: 1001}
 		l := f.limit(1000, nil, clk)
 		_, err := l.List(context.Background(), metav1.ListOptions{})
-		if reasonOf(err) != ErrTooManyNodes || !strings.Contains(err.Error(), "--max-member-nodes") {
+		if !errors.Is(err, memberaccess.ErrTooManyNodes) || !strings.Contains(err.Error(), "--max-member-nodes") {
 			t.Fatalf("got %v", err)
 		}
 		pages := f.lists
@@ -123,7 +121,7 @@ func TestObjectLimitList(t *testing.T) {
 		b.set(resourcePeers, 5<<20)
 		f := &fakeNodes{n: 1000, fat: 4 << 10} // about 4.5 MiB
 		_, err := f.limit(2000, b, clk).List(context.Background(), metav1.ListOptions{})
-		if reasonOf(err) != ErrCacheBudgetExceeded || !strings.Contains(err.Error(), "8 MiB") {
+		if !errors.Is(err, memberaccess.ErrCacheBudgetExceeded) || !strings.Contains(err.Error(), "8 MiB") {
 			t.Fatalf("got %v", err)
 		}
 		b.set(resourcePeers, 1<<20)
@@ -189,82 +187,3 @@ func TestPeerLimitCount(t *testing.T) {
 		t.Error("the Peers' weight is not in the budget")
 	}
 }
-
-func TestCappedEvents(t *testing.T) {
-	event := func(size int) string {
-		return `{"type":"ADDED","object":{"kind":"Peer","metadata":{"name":"p","annotations":{"a":"` + strings.Repeat(`}{\"`, size/5) + `"}}}}` + "\n"
-	}
-	read := func(stream string, max int) error {
-		c := &cappedEvents{ReadCloser: io.NopCloser(strings.NewReader(stream)), max: max}
-		_, err := io.ReadAll(c)
-		return err
-	}
-	small := strings.Repeat(event(1000), 5000) // 5 MB of events of 1 KB
-	if err := read(small, 4096); err != nil {
-		t.Errorf("a long stream of small events: %v", err)
-	}
-	if err := read(event(1000)+event(100_000)+event(10), 4096); !errors.Is(err, ErrAnswerTooLarge) {
-		t.Errorf("one event of 100 kB: %v", err)
-	}
-}
-
-// TestWatchEventCap: a watch is read as JSON, its events capped, unless
-// client-go decodes it as protobuf (which it bounds itself, and whose bytes
-// do not nest as JSON's do); a JSON answer cannot pass for protobuf by
-// naming it in a parameter.
-func TestWatchEventCap(t *testing.T) {
-	// More than one event may hold, every byte opening a value.
-	stream := strings.Repeat("{", maxWatchEventBytes+1)
-	for _, tc := range []struct {
-		contentType string
-		capped      bool
-	}{
-		{"application/vnd.kubernetes.protobuf;stream=watch", false},
-		{"application/json", true},
-		{"application/json;stream=watch", true},
-		{"application/json; x=application/vnd.kubernetes.protobuf", true},
-		{"application/vnd.kubernetes.protobuf;;", true}, // does not parse: client-go reads JSON
-		{"", true},
-	} {
-		t.Run(tc.contentType, func(t *testing.T) {
-			next := roundTripperFunc(func(*http.Request) (*http.Response, error) {
-				return &http.Response{StatusCode: http.StatusOK, Header: http.Header{"Content-Type": {tc.contentType}},
-					Body: io.NopCloser(strings.NewReader(stream))}, nil
-			})
-			req, err := http.NewRequest(http.MethodGet, "https://member.example/api/v1/nodes?watch=true", nil)
-			if err != nil {
-				t.Fatal(err)
-			}
-			resp, err := (&limitedBodies{next: next}).RoundTrip(req)
-			if err != nil {
-				t.Fatal(err)
-			}
-			_, err = io.Copy(io.Discard, resp.Body)
-			if got := errors.Is(err, ErrAnswerTooLarge); got != tc.capped {
-				t.Errorf("capped %v, want %v (%v)", got, tc.capped, err)
-			}
-		})
-	}
-}
-
-// TestLimitedBodiesCloseIdle: stopping a cluster closes its idle
-// connections through the body limits (utilnet.CloseIdleConnectionsFor
-// stops at a wrapper it cannot see through).
-func TestLimitedBodiesCloseIdle(t *testing.T) {
-	next := &idleCloser{}
-	utilnet.CloseIdleConnectionsFor(&limitedBodies{next: next})
-	if next.closed != 1 {
-		t.Errorf("the transport's idle connections closed %d times", next.closed)
-	}
-}
-
-type roundTripperFunc func(*http.Request) (*http.Response, error)
-
-func (f roundTripperFunc) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }
-
-type idleCloser struct {
-	roundTripperFunc
-	closed int
-}
-
-func (c *idleCloser) CloseIdleConnections() { c.closed++ }

@@ -11,6 +11,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	kilov1alpha1 "github.com/kilo-mesh/kilo-mesh-apiserver/pkg/apis/kilo/v1alpha1"
+	"github.com/kilo-mesh/kilo-mesh-apiserver/pkg/memberaccess"
 	"github.com/kilo-mesh/kilo-mesh-apiserver/test/framework"
 )
 
@@ -117,7 +118,7 @@ func (h *harness) testNodesPeersAndChanges(t *testing.T) {
 		}
 		return nil
 	})
-	if _, err := m.PeerClient(mesh, "nope"); !errors.Is(err, ErrUnknownCluster) {
+	if _, err := m.PeerClient(mesh, "nope"); !errors.Is(err, memberaccess.ErrUnknownCluster) {
 		t.Errorf("PeerClient of an unknown cluster: %v", err)
 	}
 }
@@ -162,7 +163,7 @@ func (h *harness) testSharedCaches(t *testing.T) {
 	}
 	m.Forget(nsB, "b")
 	framework.EventuallyT(t, 5*time.Second, "everything stopped", wantStats(Stats{}))
-	if st := m.Snapshot(meshB)["member"]; st.Reason != ErrPending {
+	if st := m.Snapshot(meshB)["member"]; st.Reason != memberaccess.ErrPending {
 		t.Errorf("forgotten mesh: %+v, want Pending", st)
 	}
 }

@@ -24,6 +24,7 @@ import (
 	"k8s.io/utils/clock"
 
 	kilov1alpha1 "github.com/kilo-mesh/kilo-mesh-apiserver/pkg/apis/kilo/v1alpha1"
+	"github.com/kilo-mesh/kilo-mesh-apiserver/pkg/memberaccess"
 )
 
 // Resources a cluster watches, as named in its state and errors.
@@ -115,13 +116,13 @@ func newCluster(id clusterID, cfg *rest.Config, opts clusterOptions, remote bool
 	c := &cluster{id: id, server: cfg.Host, opts: opts, meshes: map[types.NamespacedName]int{}}
 	c.health = newHealth(opts.clock, func() { c.opts.onChange(c) })
 	if id != localID {
-		c.credentialExpiry = CredentialExpiry(cfg)
+		c.credentialExpiry = memberaccess.CredentialExpiry(cfg)
 	}
 
 	var err error
 	cfg = rest.CopyConfig(cfg)
 	if remote {
-		c.transport, err = memberTransport(cfg, allowed)
+		c.transport, err = memberaccess.Transport(cfg, allowed)
 	} else {
 		c.transport, err = rest.TransportFor(cfg)
 	}
@@ -131,8 +132,8 @@ func newCluster(id clusterID, cfg *rest.Config, opts clusterOptions, remote bool
 	// One connection pool per cluster, released with it. The informers and
 	// Peer writes share a rate limiter; the probe has its own so that it is
 	// never queued behind a burst of writes. No client follows a redirect.
-	watchClient := &http.Client{Transport: c.transport, CheckRedirect: noRedirects}
-	requestClient := &http.Client{Transport: c.transport, Timeout: requestTimeout, CheckRedirect: noRedirects}
+	watchClient := &http.Client{Transport: c.transport, CheckRedirect: memberaccess.NoRedirects}
+	requestClient := &http.Client{Transport: c.transport, Timeout: requestTimeout, CheckRedirect: memberaccess.NoRedirects}
 	c.identityClient = requestClient
 	probeCfg := rest.CopyConfig(cfg)
 	cfg.RateLimiter = flowcontrol.NewTokenBucketRateLimiter(cfg.QPS, cfg.Burst)
@@ -305,7 +306,7 @@ func (c *cluster) live() error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.released {
-		return newError(ErrClusterReplaced, "", "the mesh no longer uses this cluster connection; get a new PeerClient")
+		return newError(memberaccess.ErrClusterReplaced, "", "the mesh no longer uses this cluster connection; get a new PeerClient")
 	}
 	return nil
 }
@@ -354,7 +355,7 @@ type ClusterState struct {
 	Since time.Time
 	// Reason is empty when the cluster is fully usable, else why not (an
 	// unreachable server, a refused kubeconfig rule, a missing Secret, ...).
-	Reason Reason
+	Reason memberaccess.Reason
 	// LastError explains Reason; never holds secret content.
 	LastError string
 	// CredentialExpiry is when the credential of the cluster's kubeconfig
@@ -370,7 +371,7 @@ type ClusterState struct {
 	// is never Synced.
 	Synced bool
 	// Identity is the verified identity of the cluster (see
-	// memberidentity.go): equal for two connections exactly when they
+	// memberaccess.ReadIdentity): equal for two connections exactly when they
 	// reach one cluster. Empty when not known: such a cluster claims nothing.
 	Identity string
 	Nodes    []*corev1.Node
@@ -384,7 +385,7 @@ func (c *cluster) state() ClusterState {
 	if h.problem != nil {
 		st.Reason, st.LastError = h.problem.Reason, h.problem.Error()
 	}
-	if OverLimit(st.Reason) || st.Reason == ErrIsLocalCluster {
+	if OverLimit(st.Reason) || st.Reason == memberaccess.ErrIsLocalCluster {
 		// Whatever the cache holds of such a cluster is a part of it.
 		st.Synced = false
 		return st

@@ -7,6 +7,8 @@ import (
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/utils/clock"
+
+	"github.com/kilo-mesh/kilo-mesh-apiserver/pkg/memberaccess"
 )
 
 // health is what the probe and the informers of one member cluster have
@@ -22,16 +24,16 @@ type health struct {
 	probeDone chan struct{} // closed and replaced when a probe completes
 	reachable bool
 	since     time.Time
-	probeErr  *Error
+	probeErr  *memberaccess.Error
 	crdKnown  bool
 	peerCRD   bool
-	crdErr    *Error            // why the Peer CRD's presence is not known yet
-	streamErr map[string]*Error // by resource: last list/watch failure not followed by a success
+	crdErr    *memberaccess.Error            // why the Peer CRD's presence is not known yet
+	streamErr map[string]*memberaccess.Error // by resource: last list/watch failure not followed by a success
 	// identity is the cluster's verified identity ("" unknown), read at
 	// identityAt; identityErr says why it is unknown.
 	identity    string
 	identityAt  time.Time
-	identityErr *Error
+	identityErr *memberaccess.Error
 }
 
 var _ observer = (*health)(nil)
@@ -43,7 +45,7 @@ func newHealth(c clock.PassiveClock, onChange func()) *health {
 		kick:      make(chan struct{}, 1),
 		probeDone: make(chan struct{}),
 		since:     c.Now(),
-		streamErr: map[string]*Error{},
+		streamErr: map[string]*memberaccess.Error{},
 	}
 }
 
@@ -54,7 +56,7 @@ type healthView struct {
 	since     time.Time
 	crdKnown  bool
 	peerCRD   bool
-	problem   *Error // why the cluster is not fully usable, nil if it is
+	problem   *memberaccess.Error // why the cluster is not fully usable, nil if it is
 	identity  string
 }
 
@@ -64,12 +66,12 @@ func (h *health) view() healthView {
 	v := healthView{probed: h.completed > 0, reachable: h.reachable, since: h.since, crdKnown: h.crdKnown, peerCRD: h.peerCRD, identity: h.identity}
 	switch {
 	case h.completed == 0:
-		v.problem = newError(ErrPending, "", "waiting for the first probe of the cluster")
+		v.problem = newError(memberaccess.ErrPending, "", "waiting for the first probe of the cluster")
 	case h.probeErr != nil:
 		v.problem = h.probeErr
 	case !h.crdKnown && h.crdErr != nil:
 		v.problem = h.crdErr
-	case h.identityErr != nil && h.identityErr.Reason == ErrIsLocalCluster:
+	case h.identityErr != nil && h.identityErr.Reason == memberaccess.ErrIsLocalCluster:
 		v.problem = h.identityErr
 	default:
 		// Nodes first: without them a cluster is of no use.
@@ -102,7 +104,7 @@ func (h *health) startProbe() uint64 {
 // crdErr; the last known presence is kept). It returns whether the Peer CRD
 // is known to be served, and whether this was the first probe or
 // reachability changed.
-func (h *health) finishProbe(seq uint64, probeErr *Error, crd *bool, crdErr *Error) (peerCRD, transition bool) {
+func (h *health) finishProbe(seq uint64, probeErr *memberaccess.Error, crd *bool, crdErr *memberaccess.Error) (peerCRD, transition bool) {
 	h.mu.Lock()
 	transition = h.completed == 0
 	reachable := probeErr == nil
@@ -162,7 +164,7 @@ func (h *health) awaitRecovery(ctx context.Context) error {
 	}
 }
 
-func (h *health) streamFailed(resource string, err *Error) {
+func (h *health) streamFailed(resource string, err *memberaccess.Error) {
 	h.mu.Lock()
 	if resource == resourcePeers && h.crdKnown && !h.peerCRD {
 		// The last calls of a Peer informer being stopped because its CRD

@@ -13,6 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	meshv1alpha1 "github.com/kilo-mesh/kilo-mesh-apiserver/pkg/apis/mesh/v1alpha1"
+	"github.com/kilo-mesh/kilo-mesh-apiserver/pkg/memberaccess"
 	"github.com/kilo-mesh/kilo-mesh-apiserver/test/framework"
 )
 
@@ -46,7 +47,7 @@ func (h *harness) testNoPeerCRD(t *testing.T) {
 		}
 		return nil
 	})
-	if _, err := m.PeerClient(mesh, "member"); !errors.Is(err, ErrPeerCRDMissing) {
+	if _, err := m.PeerClient(mesh, "member"); !errors.Is(err, memberaccess.ErrPeerCRDMissing) {
 		t.Errorf("PeerClient without the CRD: %v", err)
 	}
 	if !m.Settled(mesh) {
@@ -141,7 +142,7 @@ func (h *harness) testStoppedCluster(t *testing.T) {
 			t.Errorf("member 1 while member 2 is down: %v nodes=%d", err, len(snap["one"].Nodes))
 		}
 		two := snap["two"]
-		if two.Reachable || two.Reason != ErrUnreachable || two.LastError == "" || !two.Synced || !hasNode(two, before) {
+		if two.Reachable || two.Reason != memberaccess.ErrUnreachable || two.LastError == "" || !two.Synced || !hasNode(two, before) {
 			t.Errorf("member 2 while down: reachable=%v reason=%q err=%q synced=%v kept node=%v",
 				two.Reachable, two.Reason, two.LastError, two.Synced, hasNode(two, before))
 		}

@@ -6,6 +6,8 @@ import (
 	"time"
 
 	clocktesting "k8s.io/utils/clock/testing"
+
+	"github.com/kilo-mesh/kilo-mesh-apiserver/pkg/memberaccess"
 )
 
 func TestHealthTransitions(t *testing.T) {
@@ -13,9 +15,9 @@ func TestHealthTransitions(t *testing.T) {
 	changes := 0
 	h := newHealth(clk, func() { changes++ })
 	yes, no := true, false
-	down := newError(ErrUnreachable, "", "connection refused")
+	down := newError(memberaccess.ErrUnreachable, "", "connection refused")
 
-	if v := h.view(); v.probed || v.reachable || v.problem == nil || v.problem.Reason != ErrPending {
+	if v := h.view(); v.probed || v.reachable || v.problem == nil || v.problem.Reason != memberaccess.ErrPending {
 		t.Fatalf("before the first probe: %+v", v)
 	}
 
@@ -31,17 +33,17 @@ func TestHealthTransitions(t *testing.T) {
 	}
 
 	clk.SetTime(time.Unix(1020, 0))
-	h.streamFailed(resourceNodes, newError(ErrForbidden, "", "nodes is forbidden"))
+	h.streamFailed(resourceNodes, newError(memberaccess.ErrForbidden, "", "nodes is forbidden"))
 	if _, transition := h.finishProbe(h.startProbe(), down, nil, nil); !transition {
 		t.Fatal("losing the cluster is no transition")
 	}
 	v := h.view()
-	if v.reachable || !v.since.Equal(time.Unix(1020, 0)) || v.problem.Reason != ErrUnreachable || !v.peerCRD {
+	if v.reachable || !v.since.Equal(time.Unix(1020, 0)) || v.problem.Reason != memberaccess.ErrUnreachable || !v.peerCRD {
 		t.Fatalf("unreachable: %+v (the CRD must be remembered)", v)
 	}
 
 	h.finishProbe(h.startProbe(), nil, nil, nil)
-	if v := h.view(); !v.reachable || v.problem == nil || v.problem.Reason != ErrForbidden {
+	if v := h.view(); !v.reachable || v.problem == nil || v.problem.Reason != memberaccess.ErrForbidden {
 		t.Fatalf("reachable with a failing informer: %+v", v)
 	}
 	h.streamOK(resourceNodes)
@@ -50,9 +52,9 @@ func TestHealthTransitions(t *testing.T) {
 	}
 
 	// The CRD goes away: a late failure of the stopped Peer informer is not a problem.
-	h.streamFailed(resourcePeers, newError(ErrListWatch, "", "not found"))
+	h.streamFailed(resourcePeers, newError(memberaccess.ErrListWatch, "", "not found"))
 	h.finishProbe(h.startProbe(), nil, &no, nil)
-	h.streamFailed(resourcePeers, newError(ErrListWatch, "", "not found"))
+	h.streamFailed(resourcePeers, newError(memberaccess.ErrListWatch, "", "not found"))
 	if v := h.view(); v.peerCRD || v.problem != nil {
 		t.Fatalf("without the CRD: %+v", v)
 	}
@@ -60,7 +62,7 @@ func TestHealthTransitions(t *testing.T) {
 
 func TestHealthCRDUnknown(t *testing.T) {
 	h := newHealth(clocktesting.NewFakePassiveClock(time.Now()), func() {})
-	forbidden := newError(ErrForbidden, "", "discovery forbidden")
+	forbidden := newError(memberaccess.ErrForbidden, "", "discovery forbidden")
 	h.finishProbe(h.startProbe(), nil, nil, forbidden)
 	if v := h.view(); v.crdKnown || v.problem != forbidden {
 		t.Fatalf("CRD presence unknown: %+v", v)
@@ -76,7 +78,7 @@ func TestHealthCRDUnknown(t *testing.T) {
 
 func TestAwaitRecovery(t *testing.T) {
 	h := newHealth(clocktesting.NewFakePassiveClock(time.Now()), func() {})
-	down := newError(ErrUnreachable, "", "connection refused")
+	down := newError(memberaccess.ErrUnreachable, "", "connection refused")
 	// A probe is running when the call fails: its answer is too old to count.
 	inFlight := h.startProbe()
 

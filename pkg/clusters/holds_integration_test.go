@@ -12,6 +12,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	kilov1alpha1 "github.com/kilo-mesh/kilo-mesh-apiserver/pkg/apis/kilo/v1alpha1"
+	"github.com/kilo-mesh/kilo-mesh-apiserver/pkg/memberaccess"
 	"github.com/kilo-mesh/kilo-mesh-apiserver/test/framework"
 )
 
@@ -63,7 +64,7 @@ func (h *harness) testDepartedHeld(t *testing.T) {
 	if len(m.Held(meshKey(mesh))) != 0 {
 		t.Error("the hold survives its Release")
 	}
-	if _, err := m.HeldPeerClient(key); !errors.Is(err, ErrUnknownCluster) {
+	if _, err := m.HeldPeerClient(key); !errors.Is(err, memberaccess.ErrUnknownCluster) {
 		t.Errorf("HeldPeerClient after Release: %v", err)
 	}
 	framework.EventuallyT(t, 10*time.Second, "the held connection closed", func() error {

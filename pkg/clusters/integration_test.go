@@ -19,6 +19,7 @@ import (
 
 	kilov1alpha1 "github.com/kilo-mesh/kilo-mesh-apiserver/pkg/apis/kilo/v1alpha1"
 	meshv1alpha1 "github.com/kilo-mesh/kilo-mesh-apiserver/pkg/apis/mesh/v1alpha1"
+	"github.com/kilo-mesh/kilo-mesh-apiserver/pkg/memberaccess"
 	"github.com/kilo-mesh/kilo-mesh-apiserver/test/framework"
 )
 
@@ -68,7 +69,7 @@ func (h *harness) startManager(t *testing.T, mutate ...func(*Config)) (*Manager,
 	t.Helper()
 	cfg := Config{
 		Local:        h.env.RESTConfig(framework.HostCluster, framework.UserAdmin),
-		ServerPolicy: StaticServerPolicy(mustPrefixes(framework.LoopbackServers...)),
+		ServerPolicy: memberaccess.StaticServerPolicy(prefixes(framework.LoopbackServers...)),
 	}
 	for _, f := range mutate {
 		f(&cfg)

@@ -14,6 +14,8 @@ import (
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/klog/v2"
+
+	"github.com/kilo-mesh/kilo-mesh-apiserver/pkg/memberaccess"
 )
 
 // retrySpacing is the least time between two list or watch attempts of one
@@ -60,7 +62,7 @@ func (lw *observedListWatch) ListWithContext(ctx context.Context, opts metav1.Li
 		obj, err := lw.inner.ListWithContext(ctx, opts)
 		if !lw.obs.observed(ctx, lw.resource, err) {
 			// The reflector logs what it gets: never a member's answer.
-			return obj, sanitize(err)
+			return obj, memberaccess.Sanitize(err)
 		}
 		pauseSince(ctx, start, retrySpacing)
 	}
@@ -71,7 +73,7 @@ func (lw *observedListWatch) WatchWithContext(ctx context.Context, opts metav1.L
 		start := time.Now()
 		w, err := lw.inner.WatchWithContext(ctx, opts)
 		if !lw.obs.observed(ctx, lw.resource, err) {
-			return w, sanitize(err)
+			return w, memberaccess.Sanitize(err)
 		}
 		pauseSince(ctx, start, retrySpacing)
 	}
@@ -106,10 +108,10 @@ func pauseSince(ctx context.Context, start time.Time, d time.Duration) {
 // this server's own (a policy, a limit) is not: waiting for the cluster to
 // answer would not change it.
 func isConnectivityError(err error) bool {
-	if errors.Is(err, errRefusedAddress) {
+	if errors.Is(err, memberaccess.ErrRefusedAddress) {
 		return false
 	}
-	var own *Error
+	var own *memberaccess.Error
 	if errors.As(err, &own) {
 		return false
 	}
@@ -126,25 +128,25 @@ func isConnectivityError(err error) bool {
 
 // streamError turns a list or watch failure into an *Error for the
 // cluster's state.
-func streamError(resource string, err error) *Error {
-	var own *Error
+func streamError(resource string, err error) *memberaccess.Error {
+	var own *memberaccess.Error
 	if errors.As(err, &own) {
 		return own
 	}
-	reason := ErrListWatch
+	reason := memberaccess.ErrListWatch
 	switch {
-	case errors.Is(err, errRefusedAddress):
-		reason = ErrServerNotAllowed
-	case redirectCode(err) != 0:
-		return redirected(redirectCode(err))
+	case errors.Is(err, memberaccess.ErrRefusedAddress):
+		reason = memberaccess.ErrServerNotAllowed
+	case memberaccess.RedirectCode(err) != 0:
+		return memberaccess.Redirected(memberaccess.RedirectCode(err))
 	case apierrors.IsUnauthorized(err):
-		reason = ErrUnauthorized
+		reason = memberaccess.ErrUnauthorized
 	case apierrors.IsForbidden(err):
-		reason = ErrForbidden
+		reason = memberaccess.ErrForbidden
 	case isConnectivityError(err):
-		reason = ErrUnreachable
+		reason = memberaccess.ErrUnreachable
 	}
-	return newError(reason, "", fmt.Sprintf("listing or watching %s: %s", resource, memberErrorText(err)))
+	return newError(reason, "", fmt.Sprintf("listing or watching %s: %s", resource, memberaccess.ErrorText(err)))
 }
 
 // watchErrorHandler receives the errors that end an informer's list and
@@ -156,7 +158,7 @@ func watchErrorHandler(resource string, h *health) cache.WatchErrorHandlerWithCo
 			// The ordinary end of a watch: the informer resumes or relists.
 			return
 		}
-		klog.FromContext(ctx).V(2).Info("List or watch failed", "resource", resource, "err", memberErrorText(err))
+		klog.FromContext(ctx).V(2).Info("List or watch failed", "resource", resource, "err", memberaccess.ErrorText(err))
 		h.streamFailed(resource, streamError(resource, err))
 		if isConnectivityError(err) {
 			h.requestProbe()

@@ -8,6 +8,7 @@ import (
 
 	kilov1alpha1 "github.com/kilo-mesh/kilo-mesh-apiserver/pkg/apis/kilo/v1alpha1"
 	meshv1alpha1 "github.com/kilo-mesh/kilo-mesh-apiserver/pkg/apis/mesh/v1alpha1"
+	"github.com/kilo-mesh/kilo-mesh-apiserver/pkg/memberaccess"
 )
 
 // Questions about the member clusters as a whole, answered from what the
@@ -90,7 +91,7 @@ func (m *Manager) CachedKubeconfig(secret types.NamespacedName, key string) (dat
 	switch {
 	case err == nil:
 		return data, true
-	case err.Reason == ErrSecretNotFound || err.Reason == ErrSecretKeyNotFound:
+	case err.Reason == memberaccess.ErrSecretNotFound || err.Reason == memberaccess.ErrSecretKeyNotFound:
 		return nil, true
 	default:
 		return nil, false

@@ -24,6 +24,7 @@ import (
 
 	kilov1alpha1 "github.com/kilo-mesh/kilo-mesh-apiserver/pkg/apis/kilo/v1alpha1"
 	meshv1alpha1 "github.com/kilo-mesh/kilo-mesh-apiserver/pkg/apis/mesh/v1alpha1"
+	"github.com/kilo-mesh/kilo-mesh-apiserver/pkg/memberaccess"
 )
 
 // DefaultQPS and DefaultBurst bound the requests to each member cluster
@@ -60,7 +61,7 @@ type Config struct {
 	// ServerPolicy says where the API servers of each namespace's member
 	// clusters may be (default: public addresses only). Call
 	// Manager.ServerPolicyChanged when its answers change.
-	ServerPolicy ServerPolicy
+	ServerPolicy memberaccess.ServerPolicy
 	// MaxNodes is the most Nodes cached of one member cluster (default
 	// DefaultMaxNodes); a cluster with more is not used.
 	MaxNodes int
@@ -138,7 +139,7 @@ func NewManager(cfg Config) (*Manager, error) {
 		cfg.Burst = int(cfg.QPS)
 	}
 	if cfg.ServerPolicy == nil {
-		cfg.ServerPolicy = StaticServerPolicy(nil)
+		cfg.ServerPolicy = memberaccess.StaticServerPolicy(nil)
 	}
 	if cfg.MaxNodes <= 0 {
 		cfg.MaxNodes = DefaultMaxNodes
@@ -157,7 +158,7 @@ func NewManager(cfg Config) (*Manager, error) {
 		local.QPS, local.Burst = cfg.QPS, cfg.Burst
 	}
 	if local.UserAgent == "" {
-		local.UserAgent = userAgent
+		local.UserAgent = memberaccess.UserAgent
 	}
 	secretClient, err := kubernetes.NewForConfig(local)
 	if err != nil {
@@ -280,7 +281,7 @@ func (m *Manager) Snapshot(mesh *meshv1alpha1.ClusterMesh) map[string]ClusterSta
 	type ref struct {
 		spec    bindingSpec
 		cluster *cluster
-		err     *Error
+		err     *memberaccess.Error
 		since   time.Time
 	}
 	refs := map[string]ref{}
@@ -302,7 +303,7 @@ func (m *Manager) Snapshot(mesh *meshv1alpha1.ClusterMesh) map[string]ClusterSta
 		r, ok := refs[e.Name]
 		switch {
 		case !ok || r.spec != specOf(e):
-			err := newError(ErrPending, "", "the cluster is not ensured yet")
+			err := newError(memberaccess.ErrPending, "", "the cluster is not ensured yet")
 			out[e.Name] = ClusterState{Name: e.Name, Reason: err.Reason, LastError: err.Error()}
 		case r.err != nil:
 			out[e.Name] = ClusterState{Name: e.Name, Since: r.since, Reason: r.err.Reason, LastError: r.err.Error()}
@@ -339,14 +340,14 @@ func (m *Manager) PeerClient(mesh *meshv1alpha1.ClusterMesh, cluster string) (Pe
 	}
 	switch {
 	case entry == nil:
-		return nil, newError(ErrUnknownCluster, "", fmt.Sprintf("mesh %s/%s has no cluster %q", mesh.Namespace, mesh.Name, cluster))
+		return nil, newError(memberaccess.ErrUnknownCluster, "", fmt.Sprintf("mesh %s/%s has no cluster %q", mesh.Namespace, mesh.Name, cluster))
 	case b.name == "" || b.spec != specOf(entry):
-		return nil, newError(ErrPending, "", fmt.Sprintf("cluster %q of mesh %s/%s is not ensured yet", cluster, mesh.Namespace, mesh.Name))
+		return nil, newError(memberaccess.ErrPending, "", fmt.Sprintf("cluster %q of mesh %s/%s is not ensured yet", cluster, mesh.Namespace, mesh.Name))
 	case conn == nil:
 		return nil, b.err
 	}
 	if h := conn.health.view(); h.crdKnown && !h.peerCRD {
-		return nil, newError(ErrPeerCRDMissing, "", fmt.Sprintf("cluster %q does not serve %s", cluster, kilov1alpha1.PeerResource))
+		return nil, newError(memberaccess.ErrPeerCRDMissing, "", fmt.Sprintf("cluster %q does not serve %s", cluster, kilov1alpha1.PeerResource))
 	}
 	return &peerClient{c: conn}, nil
 }
@@ -370,7 +371,7 @@ func (m *Manager) Settled(mesh *meshv1alpha1.ClusterMesh) bool {
 		switch {
 		case b == nil || b.spec != specOf(e):
 			return false
-		case b.cluster != nil && !b.cluster.settled(), b.err != nil && b.err.Reason == ErrPending:
+		case b.cluster != nil && !b.cluster.settled(), b.err != nil && b.err.Reason == memberaccess.ErrPending:
 			return false
 		}
 	}

@@ -3,6 +3,8 @@ package clusters
 import (
 	"fmt"
 	"sync"
+
+	"github.com/kilo-mesh/kilo-mesh-apiserver/pkg/memberaccess"
 )
 
 // budget is what the caches of one cluster may weigh, Nodes and Peers
@@ -43,12 +45,12 @@ func (b *budget) othersLocked(resource string) int64 {
 
 // charge sets the weight of resource to w unless that breaks a budget,
 // and then says which.
-func (b *budget) charge(resource string, w int64) *Error {
+func (b *budget) charge(resource string, w int64) *memberaccess.Error {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	all := w + b.othersLocked(resource)
 	if all > b.max {
-		return newError(ErrCacheBudgetExceeded, "", fmt.Sprintf("the cluster's Nodes and Peers weigh more than the %d MiB this server keeps of one member cluster "+
+		return newError(memberaccess.ErrCacheBudgetExceeded, "", fmt.Sprintf("the cluster's Nodes and Peers weigh more than the %d MiB this server keeps of one member cluster "+
 			"(--max-member-cache-mib, seen %d MiB when reading its %s); none of them is used", b.max>>20, all>>20, resource))
 	}
 	if b.shared != nil {
@@ -164,7 +166,7 @@ func (s *sharedBudget) setLocked(c *charge, w int64) {
 
 // charge records that b weighs w if it may: while one namespace using it
 // has room for it.
-func (s *sharedBudget) charge(b *budget, w int64) *Error {
+func (s *sharedBudget) charge(b *budget, w int64) *memberaccess.Error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	c := s.clusters[b]
@@ -186,11 +188,11 @@ func (s *sharedBudget) charge(b *budget, w int64) *Error {
 	}
 	// The message names no namespace: the cluster may be another tenant's too.
 	if s.perNamespace != 0 && most > s.perNamespace {
-		return newError(ErrNamespaceBudgetExceeded, "", fmt.Sprintf("the member clusters of the namespace would weigh %d MiB together with this one (%d MiB), "+
+		return newError(memberaccess.ErrNamespaceBudgetExceeded, "", fmt.Sprintf("the member clusters of the namespace would weigh %d MiB together with this one (%d MiB), "+
 			"more than the %d MiB this server keeps of one namespace's members (--max-namespace-member-cache-mib); this cluster is not used",
 			most>>20, w>>20, s.perNamespace>>20))
 	}
-	return newError(ErrNamespaceBudgetExceeded, "", fmt.Sprintf("the server's memory for member clusters is taken (--max-member-cache-total-mib=%d), "+
+	return newError(memberaccess.ErrNamespaceBudgetExceeded, "", fmt.Sprintf("the server's memory for member clusters is taken (--max-member-cache-total-mib=%d), "+
 		"and the member clusters of the namespace would weigh %d MiB with this one (%d MiB), more than the namespace's fair share of %d MiB; this cluster is not used",
 		s.total>>20, most>>20, w>>20, fair>>20))
 }

@@ -2,12 +2,15 @@ package clusters
 
 import (
 	"context"
+	"errors"
 	"strings"
 	"testing"
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	clocktesting "k8s.io/utils/clock/testing"
+
+	"github.com/kilo-mesh/kilo-mesh-apiserver/pkg/memberaccess"
 )
 
 func TestSharedBudget(t *testing.T) {
@@ -55,7 +58,7 @@ func TestSharedBudget(t *testing.T) {
 				b.set(resourceNodes, h.weight)
 				if h.weight == 0 {
 					err := b.charge(resourceNodes, tc.check.weight)
-					if (err != nil) != tc.wantErr || (err != nil && (err.Reason != ErrNamespaceBudgetExceeded || !strings.Contains(err.Message, tc.wantText))) {
+					if (err != nil) != tc.wantErr || (err != nil && (err.Reason != memberaccess.ErrNamespaceBudgetExceeded || !strings.Contains(err.Message, tc.wantText))) {
 						t.Errorf("check(%d MiB) = %v, want an error %v with %q", tc.check.weight/mib, err, tc.wantErr, tc.wantText)
 					}
 				}
@@ -108,7 +111,7 @@ func TestObjectLimitNamespaceBudget(t *testing.T) {
 	s.use(b, "tenant")
 	f := &fakeNodes{n: 1000, fat: 4 << 10} // about 4.5 MiB
 	_, err := f.limit(2000, b, clk).List(context.Background(), metav1.ListOptions{})
-	if reasonOf(err) != ErrNamespaceBudgetExceeded || !strings.Contains(err.Error(), "8 MiB") || strings.Contains(err.Error(), "tenant") {
+	if !errors.Is(err, memberaccess.ErrNamespaceBudgetExceeded) || !strings.Contains(err.Error(), "8 MiB") || strings.Contains(err.Error(), "tenant") {
 		t.Fatalf("got %v", err)
 	}
 	if f.lists > 2 {

@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"testing"
+
+	"github.com/kilo-mesh/kilo-mesh-apiserver/pkg/memberaccess"
 )
 
 // TestNotLocal: a remote cluster answering with the local cluster's
@@ -16,13 +18,13 @@ func TestNotLocal(t *testing.T) {
 		name  string
 		local func(context.Context) (string, error)
 		id    string
-		want  Reason
+		want  memberaccess.Reason
 	}{
 		{"another cluster", known, "remote-uid@0a1b", ""},
-		{"the host through a path on its own server", known, "local-uid@0a1b", ErrIsLocalCluster},
-		{"the host's UID under a CA of the tenant's", known, "local-uid@ffff", ErrIsLocalCluster},
+		{"the host through a path on its own server", known, "local-uid@0a1b", memberaccess.ErrIsLocalCluster},
+		{"the host's UID under a CA of the tenant's", known, "local-uid@ffff", memberaccess.ErrIsLocalCluster},
 		{"a UID that only starts like the host's", known, "local-uid-2@0a1b", ""},
-		{"the local identity unknown", unknown, "remote-uid@0a1b", ErrPending},
+		{"the local identity unknown", unknown, "remote-uid@0a1b", memberaccess.ErrPending},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			c := &cluster{id: "remote", opts: clusterOptions{localUID: tc.local}}

@@ -10,6 +10,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 
 	kilov1alpha1 "github.com/kilo-mesh/kilo-mesh-apiserver/pkg/apis/kilo/v1alpha1"
+	"github.com/kilo-mesh/kilo-mesh-apiserver/pkg/memberaccess"
 )
 
 // PeerClient writes Kilo Peers (cluster-scoped) on one member cluster. Reads
@@ -60,7 +61,7 @@ func (p *peerClient) Delete(ctx context.Context, name string, opts metav1.Delete
 	}
 	err := p.c.peerWrite.Delete(ctx, name, opts)
 	p.observe(err)
-	return sanitize(err)
+	return memberaccess.Sanitize(err)
 }
 
 func (p *peerClient) Connection() string { return p.c.name() }
@@ -83,7 +84,7 @@ func (p *peerClient) prepare(peer *kilov1alpha1.Peer) (*unstructured.Unstructure
 func (p *peerClient) result(u *unstructured.Unstructured, err error) (*kilov1alpha1.Peer, error) {
 	p.observe(err)
 	if err != nil {
-		return nil, sanitize(err)
+		return nil, memberaccess.Sanitize(err)
 	}
 	var out kilov1alpha1.Peer
 	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, &out); err != nil {

@@ -13,6 +13,7 @@ import (
 	"k8s.io/klog/v2"
 
 	kilov1alpha1 "github.com/kilo-mesh/kilo-mesh-apiserver/pkg/apis/kilo/v1alpha1"
+	"github.com/kilo-mesh/kilo-mesh-apiserver/pkg/memberaccess"
 )
 
 // Probe defaults. A probe is two small GETs (/readyz and the discovery
@@ -50,7 +51,7 @@ func (c *cluster) probe(ctx context.Context) {
 	defer cancel()
 	probeErr := c.checkReady(pctx)
 	var crd *bool
-	var crdErr *Error
+	var crdErr *memberaccess.Error
 	if probeErr == nil {
 		crd, crdErr = c.checkPeerCRD(pctx)
 		c.verifyIdentity(pctx)
@@ -69,30 +70,30 @@ func (c *cluster) probe(ctx context.Context) {
 // checkReady asks /readyz. Forbidden and NotFound still prove a working
 // server that knows the credentials; only transport failures, 401 and
 // server errors make the cluster unreachable.
-func (c *cluster) checkReady(ctx context.Context) *Error {
+func (c *cluster) checkReady(ctx context.Context) *memberaccess.Error {
 	var code int
 	err := c.probeREST.Get().AbsPath("/readyz").MaxRetries(0).Do(ctx).StatusCode(&code).Error()
-	var own *Error
+	var own *memberaccess.Error
 	switch {
 	case err == nil, code == http.StatusForbidden, code == http.StatusNotFound:
 		return nil
 	case code == http.StatusUnauthorized:
-		return newError(ErrUnauthorized, "", "the cluster rejects the credentials (HTTP 401)")
+		return newError(memberaccess.ErrUnauthorized, "", "the cluster rejects the credentials (HTTP 401)")
 	case code >= 300 && code < 400:
-		return redirected(code)
+		return memberaccess.Redirected(code)
 	case code != 0:
-		return newError(ErrUnreachable, "", fmt.Sprintf("the API server is not ready (HTTP %d on /readyz)", code))
+		return newError(memberaccess.ErrUnreachable, "", fmt.Sprintf("the API server is not ready (HTTP %d on /readyz)", code))
 	case errors.As(err, &own):
 		// The dial policy refused the address: nothing was sent.
 		return own
 	default:
-		return newError(ErrUnreachable, "", memberErrorText(err))
+		return newError(memberaccess.ErrUnreachable, "", memberaccess.ErrorText(err))
 	}
 }
 
 // checkPeerCRD reads the discovery document of kilo.squat.ai/v1alpha1
 // (served to every authenticated user), or says why it cannot tell.
-func (c *cluster) checkPeerCRD(ctx context.Context) (*bool, *Error) {
+func (c *cluster) checkPeerCRD(ctx context.Context) (*bool, *memberaccess.Error) {
 	gv := kilov1alpha1.SchemeGroupVersion
 	var list metav1.APIResourceList
 	err := c.probeREST.Get().AbsPath("/apis", gv.Group, gv.Version).MaxRetries(0).Do(ctx).Into(&list)
@@ -105,14 +106,14 @@ func (c *cluster) checkPeerCRD(ctx context.Context) (*bool, *Error) {
 	case apierrors.IsNotFound(err):
 		present = false
 	default:
-		reason := ErrListWatch
+		reason := memberaccess.ErrListWatch
 		switch {
 		case apierrors.IsForbidden(err):
-			reason = ErrForbidden
-		case redirectCode(err) != 0:
-			return nil, redirected(redirectCode(err))
+			reason = memberaccess.ErrForbidden
+		case memberaccess.RedirectCode(err) != 0:
+			return nil, memberaccess.Redirected(memberaccess.RedirectCode(err))
 		}
-		return nil, newError(reason, "", fmt.Sprintf("reading the discovery document of %s: %s", gv, memberErrorText(err)))
+		return nil, newError(reason, "", fmt.Sprintf("reading the discovery document of %s: %s", gv, memberaccess.ErrorText(err)))
 	}
 	return &present, nil
 }

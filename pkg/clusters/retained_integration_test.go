@@ -12,6 +12,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	kilov1alpha1 "github.com/kilo-mesh/kilo-mesh-apiserver/pkg/apis/kilo/v1alpha1"
+	"github.com/kilo-mesh/kilo-mesh-apiserver/pkg/memberaccess"
 	"github.com/kilo-mesh/kilo-mesh-apiserver/test/framework"
 )
 
@@ -34,13 +35,13 @@ func (h *harness) testSecretGoneBeforeDeletion(t *testing.T) {
 		t.Fatal(err)
 	}
 	framework.EventuallyT(t, 30*time.Second, "the live mesh sees its Secret gone", func() error {
-		if st := m.Snapshot(mesh)["member"]; st.Reason != ErrSecretNotFound || st.Synced {
+		if st := m.Snapshot(mesh)["member"]; st.Reason != memberaccess.ErrSecretNotFound || st.Synced {
 			return fmt.Errorf("reason %q synced %v", st.Reason, st.Synced)
 		}
 		return nil
 	})
-	if _, err := m.PeerClient(mesh, "member"); !errors.Is(err, ErrSecretNotFound) {
-		t.Errorf("PeerClient of a live mesh without its Secret: %v, want %s", err, ErrSecretNotFound)
+	if _, err := m.PeerClient(mesh, "member"); !errors.Is(err, memberaccess.ErrSecretNotFound) {
+		t.Errorf("PeerClient of a live mesh without its Secret: %v, want %s", err, memberaccess.ErrSecretNotFound)
 	}
 
 	deleted := mesh.DeepCopy()

@@ -16,6 +16,8 @@ import (
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/cache"
+
+	"github.com/kilo-mesh/kilo-mesh-apiserver/pkg/memberaccess"
 )
 
 // secretWatch watches one kubeconfig Secret of the local cluster, selected
@@ -31,7 +33,7 @@ type secretWatch struct {
 	cancel context.CancelFunc
 
 	mu  sync.Mutex
-	err *Error // last list/watch failure not followed by a success
+	err *memberaccess.Error // last list/watch failure not followed by a success
 }
 
 var _ observer = (*secretWatch)(nil)
@@ -86,9 +88,9 @@ func (sw *secretWatch) observed(ctx context.Context, _ string, err error) bool {
 	if ctx.Err() != nil {
 		return false
 	}
-	var e *Error
+	var e *memberaccess.Error
 	if err != nil {
-		e = newError(ErrSecretUnreadable, sw.field(), fmt.Sprintf("reading the Secret: %v", err))
+		e = newError(memberaccess.ErrSecretUnreadable, sw.field(), fmt.Sprintf("reading the Secret: %v", err))
 	}
 	sw.mu.Lock()
 	changed := !sameError(sw.err, e)
@@ -103,7 +105,7 @@ func (sw *secretWatch) observed(ctx context.Context, _ string, err error) bool {
 func (sw *secretWatch) field() string { return "Secret " + sw.key.String() }
 
 // kubeconfig returns the data under dataKey, or why there is none.
-func (sw *secretWatch) kubeconfig(dataKey string) ([]byte, *Error) {
+func (sw *secretWatch) kubeconfig(dataKey string) ([]byte, *memberaccess.Error) {
 	if !sw.informer.HasSynced() {
 		sw.mu.Lock()
 		e := sw.err
@@ -111,21 +113,21 @@ func (sw *secretWatch) kubeconfig(dataKey string) ([]byte, *Error) {
 		if e != nil {
 			return nil, e
 		}
-		return nil, newError(ErrPending, sw.field(), "waiting for the Secret to be read")
+		return nil, newError(memberaccess.ErrPending, sw.field(), "waiting for the Secret to be read")
 	}
 	obj, exists, err := sw.informer.GetStore().GetByKey(sw.key.String())
 	if err != nil || !exists {
-		return nil, newError(ErrSecretNotFound, sw.field(), "the Secret does not exist in the mesh's namespace")
+		return nil, newError(memberaccess.ErrSecretNotFound, sw.field(), "the Secret does not exist in the mesh's namespace")
 	}
 	secret, ok := obj.(*corev1.Secret)
 	if !ok {
-		return nil, newError(ErrSecretNotFound, sw.field(), fmt.Sprintf("unexpected %T in the Secret cache", obj))
+		return nil, newError(memberaccess.ErrSecretNotFound, sw.field(), fmt.Sprintf("unexpected %T in the Secret cache", obj))
 	}
 	data, ok := secret.Data[dataKey]
 	if !ok {
 		// Key names are not secret; they help spot a typo.
 		keys := slices.Sorted(maps.Keys(secret.Data))
-		return nil, newError(ErrSecretKeyNotFound, sw.field(), fmt.Sprintf("the Secret has no key %q (it has: %s)", dataKey, strings.Join(keys, ", ")))
+		return nil, newError(memberaccess.ErrSecretKeyNotFound, sw.field(), fmt.Sprintf("the Secret has no key %q (it has: %s)", dataKey, strings.Join(keys, ", ")))
 	}
 	return data, nil
 }

@@ -15,6 +15,7 @@ import (
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 
 	meshv1alpha1 "github.com/kilo-mesh/kilo-mesh-apiserver/pkg/apis/mesh/v1alpha1"
+	"github.com/kilo-mesh/kilo-mesh-apiserver/pkg/memberaccess"
 	"github.com/kilo-mesh/kilo-mesh-apiserver/test/framework"
 )
 
@@ -84,7 +85,7 @@ func (h *harness) testSecretRotation(t *testing.T) {
 	h.putSecret(t, ns, "member", h.kubeconfig(member2, framework.UserTenantA))
 	framework.EventuallyT(t, 30*time.Second, "forbidden credentials reported", func() error {
 		st := m.Snapshot(mesh)["member"]
-		if st.Reason != ErrForbidden || !st.Reachable || st.Synced {
+		if st.Reason != memberaccess.ErrForbidden || !st.Reachable || st.Synced {
 			return fmt.Errorf("reachable=%v synced=%v reason=%q err=%q", st.Reachable, st.Synced, st.Reason, st.LastError)
 		}
 		if strings.Contains(st.LastError, h.env.Token(framework.UserTenantA)) {
@@ -137,9 +138,9 @@ func (h *harness) testRefusals(t *testing.T) {
 		remoteEntry("missing", "missing"), noRef)
 	m, changes := h.startManager(t)
 	m.Follow(mesh)
-	want := map[string]Reason{
-		"exec": ErrExecPlugin, "http": ErrNotHTTPS, "insecure": ErrInsecureSkipTLSVerify, "garbage": ErrKubeconfigInvalid,
-		"wrong-key": ErrSecretKeyNotFound, "missing": ErrSecretNotFound, "no-ref": ErrNoSecretRef,
+	want := map[string]memberaccess.Reason{
+		"exec": memberaccess.ErrExecPlugin, "http": memberaccess.ErrNotHTTPS, "insecure": memberaccess.ErrInsecureSkipTLSVerify, "garbage": memberaccess.ErrKubeconfigInvalid,
+		"wrong-key": memberaccess.ErrSecretKeyNotFound, "missing": memberaccess.ErrSecretNotFound, "no-ref": memberaccess.ErrNoSecretRef,
 	}
 	framework.EventuallyT(t, 30*time.Second, "refusals reported", func() error {
 		snap := m.Snapshot(mesh)
@@ -166,7 +167,7 @@ func (h *harness) testRefusals(t *testing.T) {
 	if s := m.stats(); s.Clusters != 1 {
 		t.Errorf("refused kubeconfigs got caches: %+v", s)
 	}
-	if _, err := m.PeerClient(mesh, "exec"); !errors.Is(err, ErrExecPlugin) {
+	if _, err := m.PeerClient(mesh, "exec"); !errors.Is(err, memberaccess.ErrExecPlugin) {
 		t.Errorf("PeerClient of a refused cluster: %v", err)
 	}
 

@@ -16,6 +16,7 @@ import (
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 
 	kilov1alpha1 "github.com/kilo-mesh/kilo-mesh-apiserver/pkg/apis/kilo/v1alpha1"
+	"github.com/kilo-mesh/kilo-mesh-apiserver/pkg/memberaccess"
 	"github.com/kilo-mesh/kilo-mesh-apiserver/test/framework"
 )
 
@@ -26,14 +27,14 @@ func (h *harness) testServerPolicy(t *testing.T) {
 	ns := h.namespace(t)
 	h.putSecret(t, ns, "member-1", h.kubeconfig(member1, framework.UserAdmin))
 	mesh := newMesh(ns, "m", localEntry("host"), remoteEntry("one", "member-1"))
-	allowed := mustPrefixes("203.0.113.0/24") // not where the member listens
+	allowed := prefixes("203.0.113.0/24") // not where the member listens
 	m, _ := h.startManager(t, func(c *Config) {
-		c.ServerPolicy = ServerPolicyFunc(func(string) []netip.Prefix { return allowed })
+		c.ServerPolicy = memberaccess.ServerPolicyFunc(func(string) []netip.Prefix { return allowed })
 	})
 	m.Follow(mesh)
 	framework.EventuallyT(t, 30*time.Second, "refused by the policy", func() error {
 		st := m.Snapshot(mesh)["one"]
-		if st.Reason != ErrServerNotAllowed || st.Reachable || !strings.Contains(st.LastError, "127.0.0.1") {
+		if st.Reason != memberaccess.ErrServerNotAllowed || st.Reachable || !strings.Contains(st.LastError, "127.0.0.1") {
 			return fmt.Errorf("reason %q err %q", st.Reason, st.LastError)
 		}
 		return nil
@@ -41,7 +42,7 @@ func (h *harness) testServerPolicy(t *testing.T) {
 	if s := m.stats(); s.Clusters != 1 {
 		t.Errorf("a refused server got a connection: %+v", s)
 	}
-	allowed = mustPrefixes(framework.LoopbackServers...)
+	allowed = prefixes(framework.LoopbackServers...)
 	m.ServerPolicyChanged()
 	framework.EventuallyT(t, 30*time.Second, "usable once allowed", allUsable(m, mesh))
 }
@@ -72,10 +73,10 @@ func (h *harness) testIdentity(t *testing.T) {
 				return fmt.Errorf("%s not verified yet: %v", name, ids)
 			}
 		}
-		if st := m.Snapshot(mesh)["b1"]; st.Reason != ErrUnauthorized {
+		if st := m.Snapshot(mesh)["b1"]; st.Reason != memberaccess.ErrUnauthorized {
 			return fmt.Errorf("bogus credentials: %q", st.Reason)
 		}
-		if st := m.Snapshot(mesh)["h0"]; st.Reason != ErrIsLocalCluster || st.Synced || len(st.Nodes) > 0 {
+		if st := m.Snapshot(mesh)["h0"]; st.Reason != memberaccess.ErrIsLocalCluster || st.Synced || len(st.Nodes) > 0 {
 			return fmt.Errorf("the host behind a remote entry: %q, synced %v, %d nodes", st.Reason, st.Synced, len(st.Nodes))
 		}
 		return nil
@@ -92,7 +93,7 @@ func (h *harness) testIdentity(t *testing.T) {
 	case m.LocalIdentity() != ids["host"]:
 		t.Errorf("LocalIdentity %q, the local entry's %q", m.LocalIdentity(), ids["host"])
 	}
-	server, err := ServerIdentity(h.kubeconfig(member1, framework.UserAdmin))
+	server, err := memberaccess.ServerIdentity(h.kubeconfig(member1, framework.UserAdmin))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -118,7 +119,7 @@ func (h *harness) testNodeLimit(t *testing.T) {
 	m.Follow(mesh)
 	framework.EventuallyT(t, 30*time.Second, "too many nodes reported", func() error {
 		st := m.Snapshot(mesh)["two"]
-		if st.Reason != ErrTooManyNodes || st.Synced || len(st.Nodes) != 0 {
+		if st.Reason != memberaccess.ErrTooManyNodes || st.Synced || len(st.Nodes) != 0 {
 			return fmt.Errorf("reason %q synced %v nodes %d: %s", st.Reason, st.Synced, len(st.Nodes), st.LastError)
 		}
 		return nil
@@ -149,7 +150,7 @@ func (h *harness) testPeerLimit(t *testing.T) {
 	m.Follow(mesh)
 	framework.EventuallyT(t, 30*time.Second, "too many Peers reported", func() error {
 		st := m.Snapshot(mesh)["one"]
-		if st.Reason != ErrTooManyPeers || st.Synced || len(st.Peers) != 0 || !strings.Contains(st.LastError, "--max-member-peers") {
+		if st.Reason != memberaccess.ErrTooManyPeers || st.Synced || len(st.Peers) != 0 || !strings.Contains(st.LastError, "--max-member-peers") {
 			return fmt.Errorf("reason %q synced %v peers %d: %s", st.Reason, st.Synced, len(st.Peers), st.LastError)
 		}
 		return nil

@@ -12,6 +12,7 @@ import (
 
 	kilov1alpha1 "github.com/kilo-mesh/kilo-mesh-apiserver/pkg/apis/kilo/v1alpha1"
 	meshv1alpha1 "github.com/kilo-mesh/kilo-mesh-apiserver/pkg/apis/mesh/v1alpha1"
+	"github.com/kilo-mesh/kilo-mesh-apiserver/pkg/memberaccess"
 )
 
 // The caches hold thousands of Nodes and Peers per cluster, of API servers
@@ -51,7 +52,7 @@ var _ cache.TransformFunc = transformSecret
 // addresses. A Node heavier than maxNodeBytes becomes a stub.
 func slimNode(n *corev1.Node) (*corev1.Node, int64) {
 	if why, ok := n.Annotations[meshv1alpha1.AnnotationNodeTooLarge]; ok {
-		if len(why) > maxErrorText {
+		if len(why) > memberaccess.MaxErrorText {
 			why = "the Node is larger than this server keeps of one Node"
 		}
 		return nodeStub(n, why)

@@ -14,6 +14,7 @@ import (
 
 	kilov1alpha1 "github.com/kilo-mesh/kilo-mesh-apiserver/pkg/apis/kilo/v1alpha1"
 	meshv1alpha1 "github.com/kilo-mesh/kilo-mesh-apiserver/pkg/apis/mesh/v1alpha1"
+	"github.com/kilo-mesh/kilo-mesh-apiserver/pkg/memberaccess"
 )
 
 func fullNode() *corev1.Node {
@@ -100,7 +101,7 @@ func TestSlimNode(t *testing.T) {
 	// A member cannot smuggle text through the marker.
 	forged := fullNode()
 	forged.Annotations[meshv1alpha1.AnnotationNodeTooLarge] = strings.Repeat("y", 10000)
-	if n, _ := slimNode(forged); len(n.Annotations[meshv1alpha1.AnnotationNodeTooLarge]) > maxErrorText {
+	if n, _ := slimNode(forged); len(n.Annotations[meshv1alpha1.AnnotationNodeTooLarge]) > memberaccess.MaxErrorText {
 		t.Error("a forged marker is kept at any length")
 	}
 }

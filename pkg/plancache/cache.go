@@ -15,7 +15,7 @@ import (
 	"k8s.io/utils/clock"
 
 	meshv1alpha1 "github.com/kilo-mesh/kilo-mesh-apiserver/pkg/apis/mesh/v1alpha1"
-	"github.com/kilo-mesh/kilo-mesh-apiserver/pkg/clusters"
+	"github.com/kilo-mesh/kilo-mesh-apiserver/pkg/memberaccess"
 	"github.com/kilo-mesh/kilo-mesh-apiserver/pkg/planner"
 )
 
@@ -44,7 +44,7 @@ type Config struct {
 	// ServerPolicy is where member API servers may be; the same networks
 	// open the guarded ranges for the endpoints of Peers on the local
 	// cluster (planner.HostAccess.EndpointNetworks). Nil: none does.
-	ServerPolicy clusters.ServerPolicy
+	ServerPolicy memberaccess.ServerPolicy
 }
 
 // Cache is the per-mesh plan cache. A mesh's plan is recomputed when the

@@ -11,8 +11,8 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	meshv1alpha1 "github.com/kilo-mesh/kilo-mesh-apiserver/pkg/apis/mesh/v1alpha1"
-	"github.com/kilo-mesh/kilo-mesh-apiserver/pkg/clusters"
 	"github.com/kilo-mesh/kilo-mesh-apiserver/pkg/grants"
+	"github.com/kilo-mesh/kilo-mesh-apiserver/pkg/memberaccess"
 	"github.com/kilo-mesh/kilo-mesh-apiserver/pkg/planner"
 )
 
@@ -49,7 +49,7 @@ type hostSource struct {
 	// meshesIn lists the stored meshes of a namespace.
 	meshesIn func(namespace string) []types.NamespacedName
 	// servers is the member server policy, nil for none.
-	servers clusters.ServerPolicy
+	servers memberaccess.ServerPolicy
 }
 
 func (s *hostSource) fill(mesh *meshv1alpha1.ClusterMesh, in *planner.Input) error {

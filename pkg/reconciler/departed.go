@@ -15,6 +15,7 @@ import (
 
 	meshv1alpha1 "github.com/kilo-mesh/kilo-mesh-apiserver/pkg/apis/mesh/v1alpha1"
 	"github.com/kilo-mesh/kilo-mesh-apiserver/pkg/clusters"
+	"github.com/kilo-mesh/kilo-mesh-apiserver/pkg/memberaccess"
 	"github.com/kilo-mesh/kilo-mesh-apiserver/pkg/planner"
 )
 
@@ -195,7 +196,7 @@ func (r *Reconciler) departHeld(ctx context.Context, w *departureWork, mesh *mes
 		}
 	} else {
 		reason, why := meshv1alpha1.DepartureUnreachable, "it does not answer"
-		if st.Reason == clusters.ErrForbidden || st.Reason == clusters.ErrUnauthorized {
+		if st.Reason == memberaccess.ErrForbidden || st.Reason == memberaccess.ErrUnauthorized {
 			reason, why = meshv1alpha1.DepartureRefused, "it refuses the server's credential"
 		}
 		if st.LastError != "" {

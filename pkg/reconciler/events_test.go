@@ -11,6 +11,7 @@ import (
 
 	meshv1alpha1 "github.com/kilo-mesh/kilo-mesh-apiserver/pkg/apis/mesh/v1alpha1"
 	"github.com/kilo-mesh/kilo-mesh-apiserver/pkg/clusters"
+	"github.com/kilo-mesh/kilo-mesh-apiserver/pkg/memberaccess"
 	"github.com/kilo-mesh/kilo-mesh-apiserver/pkg/planner"
 )
 
@@ -83,9 +84,9 @@ func TestEventFilterAnnouncesChangesOnly(t *testing.T) {
 
 func TestLimitEvents(t *testing.T) {
 	states := map[string]clusters.ClusterState{
-		"b":    {Name: "b", Reason: clusters.ErrNamespaceBudgetExceeded, LastError: "over the share (NamespaceMemberBudgetExceeded)"},
-		"a":    {Name: "a", Reason: clusters.ErrTooManyNodes, LastError: "too many (TooManyNodes)"},
-		"down": {Name: "down", Reason: clusters.ErrUnreachable, LastError: "no answer"},
+		"b":    {Name: "b", Reason: memberaccess.ErrNamespaceBudgetExceeded, LastError: "over the share (NamespaceMemberBudgetExceeded)"},
+		"a":    {Name: "a", Reason: memberaccess.ErrTooManyNodes, LastError: "too many (TooManyNodes)"},
+		"down": {Name: "down", Reason: memberaccess.ErrUnreachable, LastError: "no answer"},
 		"ok":   {Name: "ok", Synced: true},
 	}
 	got := limitEvents(states)

@@ -27,6 +27,7 @@ import (
 	kilov1alpha1 "github.com/kilo-mesh/kilo-mesh-apiserver/pkg/apis/kilo/v1alpha1"
 	meshv1alpha1 "github.com/kilo-mesh/kilo-mesh-apiserver/pkg/apis/mesh/v1alpha1"
 	"github.com/kilo-mesh/kilo-mesh-apiserver/pkg/clusters"
+	"github.com/kilo-mesh/kilo-mesh-apiserver/pkg/memberaccess"
 	"github.com/kilo-mesh/kilo-mesh-apiserver/pkg/plancache"
 	"github.com/kilo-mesh/kilo-mesh-apiserver/pkg/planner"
 	"github.com/kilo-mesh/kilo-mesh-apiserver/test/framework"
@@ -85,7 +86,7 @@ func newHarness(t *testing.T, n int) *harness {
 	if h.mgr, err = clusters.NewManager(clusters.Config{
 		Local:         env.RESTConfig(framework.HostCluster, framework.UserAdmin),
 		ProbeInterval: time.Second,
-		ServerPolicy:  clusters.StaticServerPolicy([]netip.Prefix{netip.MustParsePrefix(framework.LoopbackServers[0])}),
+		ServerPolicy:  memberaccess.StaticServerPolicy([]netip.Prefix{netip.MustParsePrefix(framework.LoopbackServers[0])}),
 		HoldDeparted:  DepartureHold(*NewOptions()),
 	}); err != nil {
 		t.Fatal(err)

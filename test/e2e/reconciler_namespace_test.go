@@ -14,7 +14,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"github.com/kilo-mesh/kilo-mesh-apiserver/pkg/clusters"
+	"github.com/kilo-mesh/kilo-mesh-apiserver/pkg/memberaccess"
 	"github.com/kilo-mesh/kilo-mesh-apiserver/test/framework"
 )
 
@@ -52,7 +52,7 @@ func (c *rcTest) testNamespaceDeletion(secretsFirst bool) func(t *testing.T) {
 			}
 			framework.EventuallyT(t, rcConverge, "the mesh without its Secrets", func() error {
 				for _, cs := range in.mesh(t, mesh.Name).Status.Clusters {
-					if cs.Name != clusterName(0) && !strings.Contains(cs.LastError, string(clusters.ErrSecretNotFound)) {
+					if cs.Name != clusterName(0) && !strings.Contains(cs.LastError, string(memberaccess.ErrSecretNotFound)) {
 						return fmt.Errorf("%s: %q", cs.Name, cs.LastError)
 					}
 				}

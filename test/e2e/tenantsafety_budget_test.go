@@ -11,7 +11,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	meshv1alpha1 "github.com/kilo-mesh/kilo-mesh-apiserver/pkg/apis/mesh/v1alpha1"
-	"github.com/kilo-mesh/kilo-mesh-apiserver/pkg/clusters"
+	"github.com/kilo-mesh/kilo-mesh-apiserver/pkg/memberaccess"
 	"github.com/kilo-mesh/kilo-mesh-apiserver/test/framework"
 )
 
@@ -57,7 +57,7 @@ func (ts *tsEnv) testNamespaceBudget(first *meshv1alpha1.ClusterMesh) func(t *te
 				return fmt.Errorf("status of %d clusters", len(m.Status.Clusters))
 			}
 			for _, cs := range m.Status.Clusters {
-				if strings.Contains(cs.LastError, string(clusters.ErrNamespaceBudgetExceeded)) {
+				if strings.Contains(cs.LastError, string(memberaccess.ErrNamespaceBudgetExceeded)) {
 					refused = append(refused, cs.Name)
 				}
 			}
@@ -72,7 +72,7 @@ func (ts *tsEnv) testNamespaceBudget(first *meshv1alpha1.ClusterMesh) func(t *te
 		}
 		framework.EventuallyT(t, rcConverge, "an event on the mesh", func() error {
 			for _, e := range ts.events(t, ns) {
-				if e.Reason == string(clusters.ErrNamespaceBudgetExceeded) && e.InvolvedObject.Name == "hoard-ns" {
+				if e.Reason == string(memberaccess.ErrNamespaceBudgetExceeded) && e.InvolvedObject.Name == "hoard-ns" {
 					return nil
 				}
 			}

@@ -11,8 +11,8 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 
-	"github.com/kilo-mesh/kilo-mesh-apiserver/pkg/clusters"
 	"github.com/kilo-mesh/kilo-mesh-apiserver/pkg/member"
+	"github.com/kilo-mesh/kilo-mesh-apiserver/pkg/memberaccess"
 	"github.com/kilo-mesh/kilo-mesh-apiserver/pkg/planner"
 )
 
@@ -75,7 +75,7 @@ func normalized(t Target, token string) (*rest.Config, error) {
 	if err != nil {
 		return nil, err
 	}
-	return clusters.ParseKubeconfig(data, false)
+	return memberaccess.ParseKubeconfig(data, false)
 }
 
 // verifyToken asks the member cluster whom token authenticates as: a token

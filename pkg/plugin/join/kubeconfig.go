@@ -8,8 +8,8 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 
-	"github.com/kilo-mesh/kilo-mesh-apiserver/pkg/clusters"
 	"github.com/kilo-mesh/kilo-mesh-apiserver/pkg/member"
+	"github.com/kilo-mesh/kilo-mesh-apiserver/pkg/memberaccess"
 )
 
 // Target is how the mesh server reaches a member cluster: what goes into
@@ -46,7 +46,7 @@ func TargetFrom(cfg *rest.Config, server string) (Target, error) {
 // BuildKubeconfig writes the self-contained kubeconfig the mesh server uses
 // for a member cluster: server, CA data and the member identity's token,
 // nothing else. It is checked with the server's own rules
-// (clusters.ParseKubeconfig), so what join writes is what the server takes.
+// (memberaccess.ParseKubeconfig), so what join writes is what the server takes.
 func BuildKubeconfig(cluster string, t Target, token string) ([]byte, error) {
 	cfg := clientcmdapi.NewConfig()
 	cfg.Clusters[cluster] = &clientcmdapi.Cluster{
@@ -61,7 +61,7 @@ func BuildKubeconfig(cluster string, t Target, token string) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	if _, err := clusters.ParseKubeconfig(data, false); err != nil {
+	if _, err := memberaccess.ParseKubeconfig(data, false); err != nil {
 		return nil, fmt.Errorf("the kubeconfig for %s would be refused by the mesh server: %w", cluster, err)
 	}
 	return data, nil
@@ -81,14 +81,14 @@ type existingCredential struct {
 // It fails for anything join would not have written: a client certificate,
 // a token that states no expiry (not one from a TokenRequest).
 func parseExisting(data []byte) (existingCredential, error) {
-	cfg, err := clusters.ParseKubeconfig(data, false)
+	cfg, err := memberaccess.ParseKubeconfig(data, false)
 	if err != nil {
 		return existingCredential{}, err
 	}
 	if cfg.BearerToken == "" {
 		return existingCredential{}, fmt.Errorf("it holds no token")
 	}
-	exp := clusters.TokenExpiry(cfg.BearerToken)
+	exp := memberaccess.TokenExpiry(cfg.BearerToken)
 	if exp.IsZero() {
 		return existingCredential{}, fmt.Errorf("its token states no expiry: not one from a TokenRequest")
 	}

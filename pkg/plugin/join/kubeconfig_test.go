@@ -16,8 +16,8 @@ import (
 
 	"k8s.io/client-go/rest"
 
-	"github.com/kilo-mesh/kilo-mesh-apiserver/pkg/clusters"
 	"github.com/kilo-mesh/kilo-mesh-apiserver/pkg/member"
+	"github.com/kilo-mesh/kilo-mesh-apiserver/pkg/memberaccess"
 )
 
 func testCA(t *testing.T) []byte {
@@ -57,7 +57,7 @@ func TestBuildKubeconfigIsWhatTheServerAccepts(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cfg, err := clusters.ParseKubeconfig(data, false)
+	cfg, err := memberaccess.ParseKubeconfig(data, false)
 	if err != nil {
 		t.Fatalf("the server refuses what join builds: %v", err)
 	}

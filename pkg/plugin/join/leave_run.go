@@ -14,7 +14,7 @@ import (
 	"k8s.io/client-go/rest"
 
 	meshv1alpha1 "github.com/kilo-mesh/kilo-mesh-apiserver/pkg/apis/mesh/v1alpha1"
-	"github.com/kilo-mesh/kilo-mesh-apiserver/pkg/clusters"
+	"github.com/kilo-mesh/kilo-mesh-apiserver/pkg/memberaccess"
 	"github.com/kilo-mesh/kilo-mesh-apiserver/pkg/plugin/cli"
 )
 
@@ -126,7 +126,7 @@ func (o *LeaveOptions) prepare(ctx context.Context, api *cli.MeshAPI, host *cli.
 		}
 	}
 	if len(oldKubeconfig) > 0 {
-		if cfg, err := clusters.ParseKubeconfig(oldKubeconfig, false); err == nil {
+		if cfg, err := memberaccess.ParseKubeconfig(oldKubeconfig, false); err == nil {
 			d.server = cfg.Host
 		}
 	}

@@ -8,7 +8,7 @@ import (
 
 	"k8s.io/client-go/rest"
 
-	"github.com/kilo-mesh/kilo-mesh-apiserver/pkg/clusters"
+	"github.com/kilo-mesh/kilo-mesh-apiserver/pkg/memberaccess"
 )
 
 // identityTimeout bounds each read of a cluster's identity.
@@ -25,7 +25,7 @@ type clusterChange struct {
 
 // detectChange compares the cluster the entry's kubeconfig reaches now
 // (oldKubeconfig, from its Secret) with the one join is about to point it
-// at. Clusters are the same when their identities (clusters.ReadIdentity:
+// at. Clusters are the same when their identities (memberaccess.ReadIdentity:
 // kube-system's UID and the verified CA) are equal; when either cannot be
 // read (an expired token, an unreachable server), when their server URLs
 // are equal, so that a credential can always be renewed. Nothing is
@@ -35,7 +35,7 @@ func detectChange(ctx context.Context, oldKubeconfig []byte, memberCfg *rest.Con
 	if len(oldKubeconfig) == 0 {
 		return nil, nil
 	}
-	oldCfg, err := clusters.ParseKubeconfig(oldKubeconfig, false)
+	oldCfg, err := memberaccess.ParseKubeconfig(oldKubeconfig, false)
 	if err != nil {
 		return nil, nil
 	}
@@ -73,7 +73,7 @@ func readIdentity(ctx context.Context, cfg *rest.Config) (string, error) {
 	// A member API server has no reason to redirect.
 	client.CheckRedirect = func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
 	client.Timeout = identityTimeout
-	id, e, _ := clusters.ReadIdentity(ctx, client, cfg.Host)
+	id, e, _ := memberaccess.ReadIdentity(ctx, client, cfg.Host)
 	if e != nil {
 		return "", e
 	}

@@ -9,7 +9,7 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 
 	meshv1alpha1 "github.com/kilo-mesh/kilo-mesh-apiserver/pkg/apis/mesh/v1alpha1"
-	"github.com/kilo-mesh/kilo-mesh-apiserver/pkg/clusters"
+	"github.com/kilo-mesh/kilo-mesh-apiserver/pkg/memberaccess"
 	"github.com/kilo-mesh/kilo-mesh-apiserver/pkg/plugin/cli"
 )
 
@@ -76,7 +76,7 @@ func openMember(ctx context.Context, host *cli.Clients, mesh *meshv1alpha1.Clust
 	if err != nil {
 		return nil, fmt.Errorf("reading Secret %s/%s: %w (or pass --member-kubeconfig %s=FILE)", ns, ref.Name, err, e.Name)
 	}
-	cfg, err := clusters.ParseKubeconfig(secret.Data[key], false)
+	cfg, err := memberaccess.ParseKubeconfig(secret.Data[key], false)
 	if err != nil {
 		return nil, fmt.Errorf("the kubeconfig in Secret %s/%s (key %s) is not one the server accepts: %w; kubectl mesh join %s --name %s --refresh writes one",
 			ns, ref.Name, key, err, mesh.Name, e.Name)

@@ -18,8 +18,8 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	kilov1alpha1 "github.com/kilo-mesh/kilo-mesh-apiserver/pkg/apis/kilo/v1alpha1"
-	"github.com/kilo-mesh/kilo-mesh-apiserver/pkg/clusters"
 	"github.com/kilo-mesh/kilo-mesh-apiserver/pkg/member"
+	"github.com/kilo-mesh/kilo-mesh-apiserver/pkg/memberaccess"
 	"github.com/kilo-mesh/kilo-mesh-apiserver/pkg/planner"
 	"github.com/kilo-mesh/kilo-mesh-apiserver/test/framework"
 )
@@ -151,7 +151,7 @@ func TestJoin(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		cfg, err := clusters.ParseKubeconfig(secret.Data["kubeconfig"], false)
+		cfg, err := memberaccess.ParseKubeconfig(secret.Data["kubeconfig"], false)
 		if err != nil {
 			t.Fatalf("the Secret's kubeconfig is refused by the server's rules: %v", err)
 		}
@@ -278,7 +278,7 @@ func TestJoin(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if cfg, err := clusters.ParseKubeconfig(secret.Data["kubeconfig"], false); err != nil || jwtSubject(t, cfg.BearerToken) != member.Username() {
+		if cfg, err := memberaccess.ParseKubeconfig(secret.Data["kubeconfig"], false); err != nil || jwtSubject(t, cfg.BearerToken) != member.Username() {
 			t.Errorf("the Secret does not hold the member identity's token again (%v)", err)
 		}
 	})

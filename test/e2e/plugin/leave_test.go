@@ -13,8 +13,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	kilov1alpha1 "github.com/kilo-mesh/kilo-mesh-apiserver/pkg/apis/kilo/v1alpha1"
-	"github.com/kilo-mesh/kilo-mesh-apiserver/pkg/clusters"
 	"github.com/kilo-mesh/kilo-mesh-apiserver/pkg/member"
+	"github.com/kilo-mesh/kilo-mesh-apiserver/pkg/memberaccess"
 	"github.com/kilo-mesh/kilo-mesh-apiserver/pkg/planner"
 	"github.com/kilo-mesh/kilo-mesh-apiserver/test/framework"
 )
@@ -97,7 +97,7 @@ func TestLeave(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		cfg, err := clusters.ParseKubeconfig(s.Data["kubeconfig"], false)
+		cfg, err := memberaccess.ParseKubeconfig(s.Data["kubeconfig"], false)
 		if err != nil {
 			t.Fatal(err)
 		}

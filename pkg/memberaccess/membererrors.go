@@ -1,4 +1,4 @@
-package clusters
+package memberaccess
 
 import (
 	"errors"
@@ -10,6 +10,7 @@ import (
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/watch"
 )
 
 // Errors from member clusters reach what users see: the mesh's status,
@@ -18,10 +19,10 @@ import (
 // could carry anything (another system's data fetched through this server,
 // text made to mislead an administrator, megabytes). Only what this server
 // observed itself is told: the HTTP status code, a reason Kubernetes
-// defines, and transport failures, each cut to maxErrorText bytes.
+// defines, and transport failures, each cut to MaxErrorText bytes.
 
-// maxErrorText bounds the text of one member cluster error.
-const maxErrorText = 300
+// MaxErrorText bounds the text of one member cluster error.
+const MaxErrorText = 300
 
 // knownReasons are the StatusReasons Kubernetes defines; a reason outside
 // them is the member's own text and is left out.
@@ -36,9 +37,9 @@ var knownReasons = map[metav1.StatusReason]bool{
 	metav1.StatusReasonServiceUnavailable: true,
 }
 
-// memberErrorText describes an error of a request to a member cluster
+// ErrorText describes an error of a request to a member cluster
 // without anything of the answer's body.
-func memberErrorText(err error) string {
+func ErrorText(err error) string {
 	if err == nil {
 		return ""
 	}
@@ -56,7 +57,7 @@ func memberErrorText(err error) string {
 func statusText(s metav1.Status) string {
 	code := int(s.Code)
 	if code >= 300 && code < 400 {
-		return redirected(code).Message
+		return Redirected(code).Message
 	}
 	text := fmt.Sprintf("the API server answered HTTP %d", code)
 	if t := http.StatusText(code); t != "" {
@@ -68,7 +69,7 @@ func statusText(s metav1.Status) string {
 	return text
 }
 
-// capText keeps the first maxErrorText bytes of printable text.
+// capText keeps the first MaxErrorText bytes of printable text.
 func capText(s string) string {
 	s = strings.Map(func(r rune) rune {
 		if unicode.IsPrint(r) {
@@ -76,10 +77,10 @@ func capText(s string) string {
 		}
 		return ' '
 	}, s)
-	if len(s) <= maxErrorText {
+	if len(s) <= MaxErrorText {
 		return s
 	}
-	cut := maxErrorText
+	cut := MaxErrorText
 	for cut > 0 && !utf8.RuneStart(s[cut]) {
 		cut--
 	}
@@ -87,7 +88,7 @@ func capText(s string) string {
 }
 
 // memberError is an error of a member cluster request whose text is
-// memberErrorText; the original stays reachable for errors.Is (context
+// ErrorText; the original stays reachable for errors.Is (context
 // errors, connection errors) but is never printed.
 type memberError struct {
 	text  string
@@ -97,10 +98,10 @@ type memberError struct {
 func (e *memberError) Error() string { return e.text }
 func (e *memberError) Unwrap() error { return e.cause }
 
-// sanitize returns err with a text fit for users. An answer keeps its code
+// Sanitize returns err with a text fit for users. An answer keeps its code
 // and (known) reason, so that apierrors.IsNotFound and the like still work
 // on it; its message and details, which the member wrote, are dropped.
-func sanitize(err error) error {
+func Sanitize(err error) error {
 	if err == nil {
 		return nil
 	}
@@ -118,11 +119,11 @@ func sanitize(err error) error {
 			Message: statusText(s),
 		}}
 	}
-	return &memberError{text: memberErrorText(err), cause: err}
+	return &memberError{text: ErrorText(err), cause: err}
 }
 
-// redirectCode is the HTTP status of an answer that was a redirect, or 0.
-func redirectCode(err error) int {
+// RedirectCode is the HTTP status of an answer that was a redirect, or 0.
+func RedirectCode(err error) int {
 	var status apierrors.APIStatus
 	if errors.As(err, &status) {
 		if code := int(status.Status().Code); code >= 300 && code < 400 {
@@ -130,4 +131,21 @@ func redirectCode(err error) int {
 		}
 	}
 	return 0
+}
+
+// SanitizeEvent replaces the text of an error the API server sent in a
+// watch with what this server observed (its code and known reason): the
+// reflector logs it.
+func SanitizeEvent(e watch.Event) watch.Event {
+	s, ok := e.Object.(*metav1.Status)
+	if !ok {
+		return e
+	}
+	clean := *s
+	clean.Message, clean.Details = statusText(*s), nil
+	if !knownReasons[clean.Reason] {
+		clean.Reason = metav1.StatusReasonUnknown
+	}
+	e.Object = &clean
+	return e
 }

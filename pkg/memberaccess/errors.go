@@ -1,4 +1,4 @@
-package clusters
+package memberaccess
 
 import (
 	"strings"
@@ -45,7 +45,7 @@ const (
 	// ErrImpersonation: as, as-uid, as-groups or as-user-extra.
 	ErrImpersonation Reason = "Impersonation"
 	// ErrInsecureSkipTLSVerify: insecure-skip-tls-verify without the
-	// administrator's consent (Config.AllowInsecureSkipTLSVerify).
+	// administrator's consent (clusters.Config.AllowInsecureSkipTLSVerify).
 	ErrInsecureSkipTLSVerify Reason = "InsecureSkipTLSVerify"
 	// ErrNoCertificateAuthority: no certificate-authority-data.
 	ErrNoCertificateAuthority Reason = "NoCertificateAuthority"
@@ -107,32 +107,26 @@ const (
 	// ErrRedirect: the API server answered with a redirect, which is never
 	// followed (it could point anywhere).
 	ErrRedirect Reason = "Redirect"
-	// ErrTooManyNodes: the cluster holds more Nodes than Config.MaxNodes;
+	// ErrTooManyNodes: the cluster holds more Nodes than clusters.Config.MaxNodes;
 	// none of them is used.
 	ErrTooManyNodes Reason = "TooManyNodes"
 	// ErrTooManyPeers: a tenant's cluster holds more Peers than
-	// Config.MaxPeers; none of its Nodes and Peers is used.
+	// clusters.Config.MaxPeers; none of its Nodes and Peers is used.
 	ErrTooManyPeers Reason = "TooManyPeers"
 	// ErrCacheBudgetExceeded: what the caches would keep of a tenant's
 	// cluster, Nodes and Peers together, weighs more than
-	// Config.MaxCacheBytes; none of it is used.
+	// clusters.Config.MaxCacheBytes; none of it is used.
 	ErrCacheBudgetExceeded Reason = "CacheBudgetExceeded"
 	// ErrNamespaceBudgetExceeded: what the caches would keep of the member
 	// clusters of the mesh's namespace, this one with the others, is more
-	// than the namespace's share (Config.MaxNamespaceCacheBytes, or its fair
-	// share of Config.MaxTotalCacheBytes once that is taken); this cluster
+	// than the namespace's share (clusters.Config.MaxNamespaceCacheBytes, or its fair
+	// share of clusters.Config.MaxTotalCacheBytes once that is taken); this cluster
 	// is not used.
 	ErrNamespaceBudgetExceeded Reason = "NamespaceMemberBudgetExceeded"
 	// ErrAnswerTooLarge: an answer of the API server (a list page, one
 	// watch event) is larger than this server reads.
 	ErrAnswerTooLarge Reason = "AnswerTooLarge"
 )
-
-// OverLimit reports whether a reason is one of the limits on what the
-// caches hold: such a cluster's caches are a part of it, never used.
-func OverLimit(r Reason) bool {
-	return r == ErrTooManyNodes || r == ErrTooManyPeers || r == ErrCacheBudgetExceeded || r == ErrNamespaceBudgetExceeded
-}
 
 // Error is an error of this package with its Reason. Its text never holds
 // secret content (tokens, keys, kubeconfig bytes).
@@ -163,18 +157,4 @@ func (e *Error) Unwrap() error { return e.Reason }
 
 func newError(reason Reason, field, message string) *Error {
 	return &Error{Reason: reason, Field: field, Message: message}
-}
-
-func sameError(a, b *Error) bool {
-	if a == nil || b == nil {
-		return a == b
-	}
-	return *a == *b
-}
-
-func errorText(e *Error) string {
-	if e == nil {
-		return ""
-	}
-	return e.Error()
 }

@@ -1,12 +1,9 @@
-package clusters
+package memberaccess
 
 import (
-	"errors"
 	"fmt"
 	"net/netip"
-	"net/url"
 	"slices"
-	"strings"
 
 	"github.com/kilo-mesh/kilo-mesh-apiserver/pkg/apis/mesh/validation"
 )
@@ -92,36 +89,4 @@ func CheckServerAddress(addr netip.Addr, allowed []netip.Prefix) error {
 		}
 	}
 	return newError(ErrServerNotAllowed, "", fmt.Sprintf("%s is outside the networks allowed for member API servers (%s)", addr, validation.JoinPrefixes(allowed)))
-}
-
-// canonicalPolicy writes an allowed set the same way whatever its order,
-// for the cluster identity: two meshes share a client only under the same
-// policy, so a namespace allowed less never rides on a connection dialled
-// for one allowed more.
-func canonicalPolicy(allowed []netip.Prefix) string {
-	ps := make([]string, len(allowed))
-	for i, p := range allowed {
-		ps[i] = p.Masked().String()
-	}
-	slices.Sort(ps)
-	return "allow:" + strings.Join(slices.Compact(ps), ",")
-}
-
-// checkServerLiteral checks a server URL whose host is an IP address
-// before anything is built for it; a host name is checked when dialled.
-func checkServerLiteral(server string, allowed []netip.Prefix) *Error {
-	u, err := url.Parse(server)
-	if err != nil {
-		return newError(ErrServerURL, "", "server is not a valid URL")
-	}
-	addr, err := netip.ParseAddr(u.Hostname())
-	if err != nil {
-		return nil
-	}
-	if err := CheckServerAddress(addr, allowed); err != nil {
-		var e *Error
-		errors.As(err, &e)
-		return e
-	}
-	return nil
 }

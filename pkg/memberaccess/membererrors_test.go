@@ -1,4 +1,4 @@
-package clusters
+package memberaccess
 
 import (
 	"context"
@@ -34,11 +34,11 @@ func TestSanitize(t *testing.T) {
 		{"long transport errors are cut", errors.New(strings.Repeat("x", 5000)), func(error) bool { return true }, "..."},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			got := sanitize(tc.in)
+			got := Sanitize(tc.in)
 			if strings.Contains(got.Error(), "SECRET-BODY") {
 				t.Errorf("the body reached the text: %q", got.Error())
 			}
-			if len(got.Error()) > maxErrorText+3 {
+			if len(got.Error()) > MaxErrorText+3 {
 				t.Errorf("text of %d bytes", len(got.Error()))
 			}
 			if !tc.check(got) {

@@ -1,4 +1,4 @@
-package clusters
+package memberaccess
 
 import (
 	"bytes"
@@ -19,11 +19,13 @@ import (
 // Client settings of member-cluster clients. No overall request timeout is
 // set on the returned rest.Config: it would cut the informers' long-running
 // watches. Requests that must end carry their own deadline (probe, Peer
-// writes); connection setup is bounded here. Rate limits are the Manager's
-// (Config.QPS).
+// writes); connection setup is bounded here. Rate limits are the caller's
+// (the member caches', clusters.Config.QPS).
 const (
 	dialTimeout = 10 * time.Second
-	userAgent   = "kilo-mesh-apiserver/clusters"
+	// UserAgent is what this server calls itself on member clusters and,
+	// by the member caches, on the local one.
+	UserAgent = "kilo-mesh-apiserver/clusters"
 )
 
 // ParseKubeconfig validates a tenant-supplied kubeconfig and returns a client
@@ -73,7 +75,7 @@ func ParseKubeconfig(data []byte, allowInsecure bool) (*rest.Config, error) {
 	cfg := &rest.Config{
 		Host:               host,
 		DisableCompression: cluster.DisableCompression,
-		UserAgent:          userAgent,
+		UserAgent:          UserAgent,
 	}
 	cfg.ServerName = cluster.TLSServerName
 	if cluster.InsecureSkipTLSVerify {

@@ -1,4 +1,4 @@
-package clusters
+package memberaccess
 
 import (
 	"context"
@@ -35,9 +35,9 @@ const (
 	maxWatchEventBytes = 16 << 20
 )
 
-// errRefusedAddress marks a connection the dial policy refused; the
+// ErrRefusedAddress marks a connection the dial policy refused; the
 // *Error beside it says why.
-var errRefusedAddress = errors.New("refused by the member server policy")
+var ErrRefusedAddress = errors.New("refused by the member server policy")
 
 // policyDialer dials only addresses the policy allows. The check runs in
 // the dialer's Control hook, on the address about to be connected, after
@@ -59,19 +59,19 @@ func policyDialer(allowed []netip.Prefix) func(ctx context.Context, network, add
 func checkDialAddress(address string, allowed []netip.Prefix) error {
 	ap, err := netip.ParseAddrPort(address)
 	if err != nil {
-		return fmt.Errorf("%w: %q is not an address", errRefusedAddress, address)
+		return fmt.Errorf("%w: %q is not an address", ErrRefusedAddress, address)
 	}
 	if err := CheckServerAddress(ap.Addr(), allowed); err != nil {
-		return fmt.Errorf("%w: %w", errRefusedAddress, err)
+		return fmt.Errorf("%w: %w", ErrRefusedAddress, err)
 	}
 	return nil
 }
 
-// memberTransport is the transport to a tenant's member cluster: TLS and
+// Transport is the transport to a tenant's member cluster: TLS and
 // credentials from cfg (a ParseKubeconfig result), the policy dialer, no
 // proxy (the policy must judge the API server, not a proxy in front of
 // it), and bounded waits and answers.
-func memberTransport(cfg *rest.Config, allowed []netip.Prefix) (http.RoundTripper, error) {
+func Transport(cfg *rest.Config, allowed []netip.Prefix) (http.RoundTripper, error) {
 	tlsConfig, err := rest.TLSConfigFor(cfg)
 	if err != nil {
 		return nil, fmt.Errorf("TLS configuration: %w", err)
@@ -90,14 +90,14 @@ func memberTransport(cfg *rest.Config, allowed []netip.Prefix) (http.RoundTrippe
 	return rest.HTTPWrappersForConfig(cfg, &limitedBodies{next: t})
 }
 
-// noRedirects makes an http.Client return a redirect as the answer: a
+// NoRedirects makes an http.Client return a redirect as the answer: a
 // member API server has no reason to redirect, and following it would
 // connect wherever the redirect points, with the tenant's credentials.
-func noRedirects(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
+func NoRedirects(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
 
-// redirected turns a redirect answer into an error of this package: the
+// Redirected turns a redirect answer into an error of this package: the
 // redirect itself is the problem, whatever its body says.
-func redirected(code int) *Error {
+func Redirected(code int) *Error {
 	return newError(ErrRedirect, "", fmt.Sprintf("the API server answered with a redirect (HTTP %d); redirects are never followed", code))
 }
 

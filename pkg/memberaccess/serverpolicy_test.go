@@ -1,4 +1,4 @@
-package clusters
+package memberaccess
 
 import (
 	"context"
@@ -97,7 +97,7 @@ func TestPolicyDialer(t *testing.T) {
 			c.Close()
 			t.Fatalf("dialling %s succeeded", address)
 		}
-		if !errors.Is(err, errRefusedAddress) {
+		if !errors.Is(err, ErrRefusedAddress) {
 			t.Fatalf("dialling %s: %v, want a refusal by the policy", address, err)
 		}
 	}

@@ -1,4 +1,4 @@
-package clusters
+package memberaccess
 
 import (
 	"crypto/ecdsa"
@@ -322,7 +322,7 @@ func TestParseKubeconfigAccepts(t *testing.T) {
 				cfg.Impersonate.UserName != "" || len(cfg.Impersonate.Groups) > 0 {
 				t.Errorf("unsafe field set in %+v", cfg)
 			}
-			// Only memberTransport's policy dialer may connect to a member.
+			// Only Transport's policy dialer may connect to a member.
 			if cfg.Dial != nil {
 				t.Errorf("a dialer of its own would bypass the server policy")
 			}
