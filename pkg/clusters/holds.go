@@ -175,7 +175,7 @@ func (m *Manager) Held(mesh types.NamespacedName) []Held {
 		switch {
 		case r.conn != nil:
 			h.Server, h.Settled, h.State = r.conn.server, r.conn.settled(), r.conn.state()
-			h.Identity = h.State.Identity
+			h.Identity, h.State.Connection = h.State.Identity, r.conn.name()
 		case r.err != nil:
 			h.Settled = r.err.Reason != ErrPending
 			h.State = ClusterState{Reason: r.err.Reason, LastError: r.err.Error()}
