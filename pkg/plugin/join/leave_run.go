@@ -101,6 +101,13 @@ func (o *LeaveOptions) prepare(ctx context.Context, api *cli.MeshAPI, host *cli.
 	if i < 0 {
 		return nil, fmt.Errorf("%s has no entry %s (kubectl mesh status %s -n %s lists a cluster still leaving under DEPARTED)", what, o.Name, o.Mesh, ns)
 	}
+	if atFewestClusters(mesh) {
+		return nil, fmt.Errorf("%s has %d clusters, the fewest a mesh may have, so entry %s cannot leave it; nothing was changed. "+
+			"To move %s to another cluster: kubectl mesh join %s --name %s -n %s --member-kubeconfig FILE --replace. "+
+			"To end the mesh: kubectl delete clustermesh %s -n %s (the server removes its Peers everywhere). "+
+			"Or join another cluster first, then leave",
+			what, len(mesh.Spec.Clusters), o.Name, o.Name, o.Mesh, o.Name, ns, o.Mesh, ns)
+	}
 	d := &departure{ns: ns, index: i, entry: mesh.Spec.Clusters[i]}
 	if d.entry.Local {
 		d.keepWhy = "it is the local cluster: join wrote nothing there"
