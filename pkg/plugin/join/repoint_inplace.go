@@ -2,10 +2,9 @@ package join
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
-	"slices"
-	"strings"
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -51,54 +50,34 @@ func (p *inPlace) announce(w io.Writer, name string) {
 // departure the server gave up on is an error.
 func (p *inPlace) wait(ctx context.Context, w io.Writer, get func(context.Context) (*meshv1alpha1.ClusterMesh, error),
 	count func(context.Context) (int, error), name string, generation int64, timeout time.Duration) error {
-	line := cli.NewProgressLine(w)
-	defer line.Done()
-	start := time.Now()
-	deadline := time.NewTimer(timeout)
-	defer deadline.Stop()
-	tick := time.NewTicker(leaveInterval)
-	defer tick.Stop()
-	status, sawItem := fmt.Sprintf("generation %d not observed yet", generation), false
-	for {
-		line.Show(fmt.Sprintf("waiting for %s to leave %s (%s): %s", name, p.change.oldServer, time.Since(start).Round(time.Second), status))
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-deadline.C:
-			return fmt.Errorf("the server has not finished removing the mesh's Peers from %s after %s: %s", p.change.oldServer, timeout, status)
-		case <-tick.C:
-		}
-		m, err := get(ctx)
-		if err != nil {
-			status = "reading the mesh: " + err.Error()
-			continue
-		}
-		if m.Status.ObservedGeneration < generation {
-			status = fmt.Sprintf("generation %d not observed yet (status is of %d)", generation, m.Status.ObservedGeneration)
-			continue
-		}
-		if i := slices.IndexFunc(m.Status.DepartedClusters, func(d meshv1alpha1.DepartedCluster) bool { return d.Name == name }); i >= 0 {
-			d := m.Status.DepartedClusters[i]
-			if d.Reason != meshv1alpha1.DepartureRemoving {
-				return fmt.Errorf("the server gave up removing the Peers of the mesh from %s: %s: %s", serverOr(d.Server), d.Reason, strings.Join(strings.Fields(d.Message), " "))
+	sawItem := false
+	status, err := cli.Poll(ctx, w, fmt.Sprintf("waiting for %s to leave %s", name, p.change.oldServer), fmt.Sprintf("generation %d not observed yet", generation),
+		leaveInterval, timeout, func(ctx context.Context) (bool, string, error) {
+			m, err := get(ctx)
+			if err != nil {
+				return false, "reading the mesh: " + err.Error(), nil
 			}
-			sawItem = true
-			status = fmt.Sprintf("%s: %s", d.Reason, strings.Join(strings.Fields(d.Message), " "))
-			continue
-		}
-		n, err := count(ctx)
-		switch {
-		case err == nil && n == 0:
-			return nil
-		case err == nil:
-			status = fmt.Sprintf("%s still holds %d Peers of the mesh", p.change.oldServer, n)
-		case sawItem:
-			// Unreadable here, but the server's departure came and went.
-			return nil
-		default:
-			status = fmt.Sprintf("waiting for the server to take up the departure (%s cannot be read with the old credential: %v)", p.change.oldServer, err)
-		}
+			d := departureIn(m, name, generation)
+			sawItem = sawItem || d.removing
+			if !d.gone {
+				return false, d.status, d.err
+			}
+			n, err := count(ctx)
+			switch {
+			case err == nil && n == 0:
+				return true, "", nil
+			case err == nil:
+				return false, fmt.Sprintf("%s still holds %d Peers of the mesh", p.change.oldServer, n), nil
+			case sawItem:
+				// Unreadable here, but the server's departure came and went.
+				return true, "", nil
+			}
+			return false, fmt.Sprintf("waiting for the server to take up the departure (%s cannot be read with the old credential: %v)", p.change.oldServer, err), nil
+		})
+	if errors.Is(err, cli.ErrTimedOut) {
+		return fmt.Errorf("the server has not finished removing the mesh's Peers from %s after %s: %s", p.change.oldServer, timeout, status)
 	}
+	return err
 }
 
 // oldPeers returns how to count the mesh's Peers on the old cluster with

@@ -39,7 +39,7 @@ func TestInPlaceWait(t *testing.T) {
 		{"unreadable: done once the departure came and went", []*meshv1alpha1.ClusterMesh{mesh(5), mesh(5, removing), mesh(5)}, nil, unreadable, ""},
 		{"unreadable and no departure seen", []*meshv1alpha1.ClusterMesh{mesh(5)}, nil, unreadable, "cannot be read with the old credential: Unauthorized"},
 		{"a stuck departure", []*meshv1alpha1.ClusterMesh{mesh(5, meshv1alpha1.DepartedCluster{Name: "west", Server: "https://old", Reason: meshv1alpha1.DepartureRefused, Message: "by hand"})},
-			[]int{2}, nil, "gave up removing the Peers of the mesh from https://old: Refused: by hand"},
+			[]int{2}, nil, "gave up removing the Peers of west (https://old): Refused: by hand"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
