@@ -376,6 +376,10 @@ type ClusterState struct {
 	Identity string
 	Nodes    []*corev1.Node
 	Peers    []*kilov1alpha1.Peer
+
+	// Connection names the connection the state was read through (see
+	// PeerClient.Connection); "" when there is none.
+	Connection string
 }
 
 // state is what the caches hold now; no I/O.

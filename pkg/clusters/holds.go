@@ -56,9 +56,12 @@ type Held struct {
 }
 
 // Hold keeps the connection that entry key.Entry of mesh uses now (or kept
-// after its Secret went away, or that a departed hold keeps) open until
-// Release or timeout; when none is open it connects anew with the entry's
-// Secret. A hold that exists already is left as it is.
+// after its Secret went away) open until Release or timeout; when none is
+// open it connects anew with what the entry's Secret holds now. A
+// departed hold of the same entry is never taken for it by name: it may
+// keep a cluster the Secret no longer names, and its connection is shared
+// only when the Secret's content resolves to it. A hold that exists
+// already is left as it is.
 func (m *Manager) Hold(key HoldKey, mesh *meshv1alpha1.ClusterMesh, timeout time.Duration) {
 	var entry *meshv1alpha1.ClusterEntry
 	for i := range mesh.Spec.Clusters {
@@ -82,9 +85,6 @@ func (m *Manager) Hold(key HoldKey, mesh *meshv1alpha1.ClusterMesh, timeout time
 		if conn == nil {
 			conn = b.retained
 		}
-	}
-	if d := m.holds[HoldKey{Mesh: key.Mesh, Entry: key.Entry, Owner: OwnerDeparted}]; conn == nil && d != nil && d.binding.spec == spec {
-		conn = d.binding.cluster
 	}
 	var b *binding
 	if conn != nil {
@@ -175,7 +175,7 @@ func (m *Manager) Held(mesh types.NamespacedName) []Held {
 		switch {
 		case r.conn != nil:
 			h.Server, h.Settled, h.State = r.conn.server, r.conn.settled(), r.conn.state()
-			h.Identity = h.State.Identity
+			h.Identity, h.State.Connection = h.State.Identity, r.conn.name()
 		case r.err != nil:
 			h.Settled = r.err.Reason != ErrPending
 			h.State = ClusterState{Reason: r.err.Reason, LastError: r.err.Error()}

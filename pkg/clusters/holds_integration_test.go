@@ -74,3 +74,66 @@ func (h *harness) testDepartedHeld(t *testing.T) {
 		return nil
 	})
 }
+
+// testHoldAfterRepoint: a hold taken for an entry whose Secret was replaced
+// by one for another cluster reaches the cluster the Secret names now,
+// never the departed hold's cluster of the same entry name; a hold for the
+// same content shares the departed hold's connection.
+func (h *harness) testHoldAfterRepoint(t *testing.T) {
+	ns := h.namespace(t)
+	h.putSecret(t, ns, "member", h.kubeconfig(member1, framework.UserAdmin))
+	mesh := newMesh(ns, "repointed", localEntry("host"), remoteEntry("member", "member"))
+	m, _ := h.startManager(t, func(c *Config) { c.HoldDeparted = time.Minute })
+	m.Follow(mesh)
+	framework.EventuallyT(t, 30*time.Second, "usable", allUsable(m, mesh))
+	oldIdentity := m.Identities(mesh)["member"]
+
+	h.putSecret(t, ns, "member", h.kubeconfig(member2, framework.UserAdmin))
+	var newIdentity string
+	framework.EventuallyT(t, 30*time.Second, "the entry on the new cluster, the old one held", func() error {
+		newIdentity = m.Identities(mesh)["member"]
+		held := m.Held(meshKey(mesh))
+		if newIdentity == "" || newIdentity == oldIdentity || len(held) != 1 || held[0].Identity != oldIdentity {
+			return fmt.Errorf("identity %q (was %q), held %+v", newIdentity, oldIdentity, held)
+		}
+		return nil
+	})
+	// The mesh is deleted: its bindings go before a hold is taken for it.
+	m.Forget(ns, mesh.Name)
+	key := HoldKey{Mesh: meshKey(mesh), Entry: "member", Owner: "deleted"}
+	m.Hold(key, mesh, time.Minute)
+	framework.EventuallyT(t, 30*time.Second, "the hold on the cluster the Secret names", func() error {
+		for _, hd := range m.Held(meshKey(mesh)) {
+			if hd.Key != key {
+				continue
+			}
+			if hd.Identity == oldIdentity {
+				t.Fatalf("the hold reaches the departed cluster %q, not the one the Secret names", hd.Identity)
+			}
+			if hd.Identity != newIdentity {
+				return fmt.Errorf("hold %+v", hd)
+			}
+			return nil
+		}
+		return errors.New("no hold")
+	})
+	m.Release(key)
+
+	// The Secret names the old cluster again: a hold shares the departed
+	// hold's connection, as the same content resolves to it.
+	h.putSecret(t, ns, "member", h.kubeconfig(member1, framework.UserAdmin))
+	before := m.stats().Clusters
+	m.Hold(key, mesh, time.Minute)
+	framework.EventuallyT(t, 30*time.Second, "the hold on the departed hold's connection", func() error {
+		for _, hd := range m.Held(meshKey(mesh)) {
+			if hd.Key == key && hd.Identity == oldIdentity {
+				return nil
+			}
+		}
+		return fmt.Errorf("held %+v", m.Held(meshKey(mesh)))
+	})
+	if after := m.stats().Clusters; after != before {
+		t.Errorf("connections %d -> %d: the same content opened another", before, after)
+	}
+	m.Release(key)
+}

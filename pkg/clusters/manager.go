@@ -309,7 +309,7 @@ func (m *Manager) Snapshot(mesh *meshv1alpha1.ClusterMesh) map[string]ClusterSta
 			out[e.Name] = ClusterState{Name: e.Name, Since: r.since, Reason: r.err.Reason, LastError: r.err.Error()}
 		default:
 			st := r.cluster.state()
-			st.Name = e.Name
+			st.Name, st.Connection = e.Name, r.cluster.name()
 			out[e.Name] = st
 		}
 	}

@@ -62,8 +62,8 @@ func snapshot(s clusters.ClusterState) planner.ClusterSnapshot {
 		if msg == "" {
 			msg = "the caches of this cluster have not synced yet"
 		}
-		return planner.ClusterSnapshot{Reachable: false, Error: msg, CredentialExpiry: s.CredentialExpiry, Identity: s.Identity}
+		return planner.ClusterSnapshot{Reachable: false, Error: msg, CredentialExpiry: s.CredentialExpiry, Identity: s.Identity, Connection: s.Connection}
 	}
 	return planner.ClusterSnapshot{Reachable: s.Reachable, Error: s.LastError, Nodes: s.Nodes, Peers: s.Peers,
-		CredentialExpiry: s.CredentialExpiry, Identity: s.Identity}
+		CredentialExpiry: s.CredentialExpiry, Identity: s.Identity, Connection: s.Connection}
 }

@@ -72,4 +72,7 @@ type ClusterSnapshot struct {
 	// Identity is the cluster's verified identity, "" while unknown: two
 	// entries with one identity are one cluster listed twice.
 	Identity string
+	// Connection names what the snapshot was read through (it changes with
+	// the content of the entry's Secret): a plan holds only for it.
+	Connection string
 }

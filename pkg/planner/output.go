@@ -20,6 +20,10 @@ type Plan struct {
 	// cached and served to several callers at once. DeepCopy a Peer before
 	// modifying it.
 	DesiredPeers map[string][]*kilov1alpha1.Peer
+	// Measured is, per cluster, the Connection its snapshot was read
+	// through: the plan's diffs and figures are of that connection's
+	// cluster, and stale once the entry resolves to another.
+	Measured map[string]string
 }
 
 // Target returns the diff of one target cluster.

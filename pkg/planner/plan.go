@@ -80,6 +80,10 @@ func Compute(in Input) (*Plan, error) {
 			HostAccess:  hostAccessView(&in.HostAccess),
 		},
 		DesiredPeers: make(map[string][]*kilov1alpha1.Peer, len(pl.sources)),
+		Measured:     make(map[string]string, len(pl.sources)),
+	}
+	for _, c := range in.Spec.Clusters {
+		plan.Measured[c.Name] = in.Clusters[c.Name].Connection
 	}
 	for _, s := range pl.sources {
 		plan.View.Clusters = append(plan.View.Clusters, s.view)

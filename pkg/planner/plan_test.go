@@ -1,6 +1,7 @@
 package planner
 
 import (
+	"maps"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
@@ -58,4 +59,22 @@ func groupPlan(t testing.TB, p *Plan, cluster, name string) meshv1alpha1.GroupPl
 	}
 	t.Fatalf("no group %s in %s", name, cluster)
 	return meshv1alpha1.GroupPlan{}
+}
+
+// TestMeasured: the plan records, per cluster, the connection its snapshot
+// was read through, unreachable or not, so that a plan of an entry's old
+// connection is told from one of its new.
+func TestMeasured(t *testing.T) {
+	in := testInput(t)
+	for name, conn := range map[string]string{"eu": "local", "us": "https://us#1a2b"} {
+		s := in.Clusters[name]
+		s.Connection = conn
+		in.Clusters[name] = s
+	}
+	in.Clusters["us"] = ClusterSnapshot{Reachable: false, Error: "down", Connection: "https://us#1a2b"}
+	p := mustCompute(t, in)
+	want := map[string]string{"eu": "local", "us": "https://us#1a2b", "home": ""}
+	if !maps.Equal(p.Measured, want) {
+		t.Errorf("Measured = %v, want %v", p.Measured, want)
+	}
 }

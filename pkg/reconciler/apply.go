@@ -204,7 +204,7 @@ func (p *targetPass) deleteOwned(names []string) {
 // name was made by an earlier pass that the cache, and so the plan, has not
 // caught up with; such a Peer counts as planned.
 func (p *targetPass) skipDone(name string, want, have *kilov1alpha1.Peer) bool {
-	done, seen := p.recent.done(p.key(name), want, have)
+	done, seen := p.recent.done(p.key(name), p.client.Connection(), want, have)
 	if done {
 		p.record(func(r *targetResult) {
 			if want != nil {

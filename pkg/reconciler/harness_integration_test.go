@@ -125,8 +125,9 @@ func secretName(i int) string { return fmt.Sprintf("cluster-%d-kubeconfig", i) }
 
 func clusterName(i int) string { return fmt.Sprintf("cluster-%d", i) }
 
-// reconciler starts a reconciler until the test ends or stop is called.
-func (h *harness) reconciler(t *testing.T, identity string, tune func(*Options)) (r *Reconciler, stop func()) {
+// reconciler starts a reconciler until the test ends or stop is called;
+// prepare runs on it before it starts.
+func (h *harness) reconciler(t *testing.T, identity string, tune func(*Options), prepare ...func(*Reconciler)) (r *Reconciler, stop func()) {
 	t.Helper()
 	opts := NewOptions()
 	opts.LeaderElection.ResourceNamespace = h.ns
@@ -147,6 +148,9 @@ func (h *harness) reconciler(t *testing.T, identity string, tune func(*Options))
 	})
 	if err != nil {
 		t.Fatal(err)
+	}
+	for _, f := range prepare {
+		f(r)
 	}
 	ctx, cancel := context.WithCancel(h.ctx)
 	done := make(chan struct{})

@@ -145,17 +145,19 @@ func (r *recentWrites) dropLocked(k recentKey) {
 }
 
 // done reports whether the write of want (nil: a delete) at k was made by
-// this replica within writeMemory, and nothing but that write happened to
-// the Peer since: the cached Peer is the one the write replaced (the cache
-// has not seen it yet; seen is false) or the one it left (seen).
-func (r *recentWrites) done(k recentKey, want, cached *kilov1alpha1.Peer) (done, seen bool) {
+// this replica within writeMemory, through conn, and nothing but that write
+// happened to the Peer since: the cached Peer is the one the write replaced
+// (the cache has not seen it yet; seen is false) or the one it left (seen).
+// A write through another connection is not done: the entry's Secret now
+// reaches another cluster, whose cache never held what was written.
+func (r *recentWrites) done(k recentKey, conn string, want, cached *kilov1alpha1.Peer) (done, seen bool) {
 	if r == nil {
 		return false, false
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	w, ok := r.m[k]
-	if !ok || r.now().Sub(w.at) > writeMemory {
+	if !ok || w.conn != conn || r.now().Sub(w.at) > writeMemory {
 		r.dropLocked(k)
 		return false, false
 	}

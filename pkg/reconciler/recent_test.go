@@ -21,6 +21,8 @@ import (
 type writes struct {
 	applies, deletes atomic.Int32
 	rv               atomic.Int64
+	// conn names the connection ("writes" when empty).
+	conn string
 }
 
 var _ clusters.PeerClient = (*writes)(nil)
@@ -36,7 +38,12 @@ func (w *writes) Update(_ context.Context, p *kilov1alpha1.Peer, _ metav1.Update
 	return p, nil
 }
 
-func (w *writes) Connection() string { return "writes" }
+func (w *writes) Connection() string {
+	if w.conn == "" {
+		return "writes"
+	}
+	return w.conn
+}
 
 func (w *writes) Delete(context.Context, string, metav1.DeleteOptions) error {
 	w.deletes.Add(1)
@@ -108,6 +115,42 @@ func TestSecondPassFromAStaleCache(t *testing.T) {
 	recent.forget(types.NamespacedName{Namespace: "ns", Name: "m"})
 	if len(recent.m) != 0 {
 		t.Errorf("forget left %d writes", len(recent.m))
+	}
+}
+
+// TestWritesOfAnotherConnection: an entry whose Secret now reaches another
+// cluster gets the Peers written there, even right after they were written
+// through the old connection: those writes are not the new cluster's, and
+// counting them as done would report Peers applied that it does not hold.
+func TestWritesOfAnotherConnection(t *testing.T) {
+	mesh := &meshv1alpha1.ClusterMesh{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "m", UID: "uid-1"}}
+	desired := []*kilov1alpha1.Peer{{ObjectMeta: metav1.ObjectMeta{Name: "east", Labels: planner.ManagedLabels("ns", "m", "uid-1", "east")}}}
+	target := &meshv1alpha1.TargetPlan{Create: []string{"east"}}
+	recent := newRecentWrites()
+	at := time.Now()
+	recent.now = func() time.Time { return at } // well within writeMemory
+	pass := func(conn string) (*writes, targetResult) {
+		client := &writes{conn: conn}
+		res := applyTarget(context.Background(), targetWork{mesh: mesh, cluster: "west", target: target, desired: desired,
+			cached: map[string]*kilov1alpha1.Peer{}, client: client, recent: recent, writer: newFairWriter()})
+		return client, res
+	}
+	for _, c := range []struct {
+		name    string
+		conn    string
+		applies int32
+		unseen  bool
+	}{
+		{"the first write", "https://old#a", 1, false},
+		{"again through the same connection, before its cache shows it", "https://old#a", 0, true},
+		{"through the connection the repointed Secret reaches", "https://new#b", 1, false},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			client, res := pass(c.conn)
+			if client.applies.Load() != c.applies || res.applied != 1 || res.unseen != c.unseen {
+				t.Errorf("%d applies, %+v; want %d applies, 1 applied, unseen %v", client.applies.Load(), res.targetOutcome, c.applies, c.unseen)
+			}
+		})
 	}
 }
 

@@ -80,12 +80,14 @@ func (r *Reconciler) syncMesh(ctx context.Context, key types.NamespacedName, tra
 
 	r.series.keep(key.String(), clusterNames(mesh))
 	now := time.Now()
-	plan, planErr := r.planner.Plan(mesh)
+	m, ok := r.planMeasured(mesh)
 	trace.planned = time.Now()
-	var states map[string]clusters.ClusterState
+	if !ok {
+		return syncResult{requeueAfter: cacheRecheck}, nil
+	}
+	plan, planErr, states := m.plan, m.err, m.states
 	results := map[string]targetResult{}
 	if plan != nil {
-		states = r.clusters.Snapshot(mesh)
 		results = r.applyPlan(ctx, mesh, plan, states)
 	}
 

@@ -1,10 +1,13 @@
 package cli
 
 import (
+	"context"
+	"errors"
 	"fmt"
 	"io"
 	"os"
 	"strings"
+	"time"
 
 	"golang.org/x/term"
 )
@@ -54,4 +57,37 @@ func withoutElapsed(s string) string {
 		return s
 	}
 	return before + after
+}
+
+// ErrTimedOut is Poll's error when its timeout passed first.
+var ErrTimedOut = errors.New("timed out")
+
+// Poll calls check every interval until it is done or fails, or timeout
+// passes (ErrTimedOut), keeping one progress line on w: what, the time
+// so far, and the status check last gave (status until its first call),
+// which Poll returns.
+func Poll(ctx context.Context, w io.Writer, what, status string, interval, timeout time.Duration,
+	check func(context.Context) (done bool, status string, err error)) (string, error) {
+	line := NewProgressLine(w)
+	defer line.Done()
+	start := time.Now()
+	deadline := time.NewTimer(timeout)
+	defer deadline.Stop()
+	tick := time.NewTicker(interval)
+	defer tick.Stop()
+	for {
+		line.Show(fmt.Sprintf("%s (%s): %s", what, time.Since(start).Round(time.Second), status))
+		select {
+		case <-ctx.Done():
+			return status, ctx.Err()
+		case <-deadline.C:
+			return status, ErrTimedOut
+		case <-tick.C:
+		}
+		done, s, err := check(ctx)
+		status = s
+		if done || err != nil {
+			return status, err
+		}
+	}
 }

@@ -79,7 +79,11 @@ An entry that reaches another cluster (its kube-system UID or CA differ, or its
 server differs and either identity cannot be read) is not repointed: join
 fails naming both servers, unless --replace, which makes the entry leave first
 (as kubectl mesh leave, without deleting the old cluster's member identity)
-and then joins.
+and then joins. A mesh of two clusters cannot lose one: there --replace
+repoints the entry in place (the new cluster's kubeconfig in its Secret, its
+networks in the entry), which the server takes as the old cluster's departure,
+and waits until the old cluster holds none of the mesh's Peers (exit 2 when
+the server has not finished within 5m or gave up).
 
 It does not install the Multi-Cluster Services CRDs (ServiceExport,
 ServiceImport: cluster-wide, possibly shared with another implementation); a
@@ -137,7 +141,7 @@ nothing (the server checks each write with a dry run).`,
 	f.DurationVar(&opts.TokenExpiry, "token-expiry", DefaultTokenValidity, "validity of a new token (the member cluster may grant less)")
 	f.BoolVar(&opts.Refresh, "refresh", false, "mint a new token even if the current one is valid for more than 30 days")
 	f.BoolVar(&opts.DryRun, "dry-run", false, "print every object that would be written, write nothing")
-	f.BoolVar(&opts.Replace, "replace", false, "when the entry reaches another cluster: leave it first (kubectl mesh leave), then join")
+	f.BoolVar(&opts.Replace, "replace", false, "when the entry reaches another cluster: leave it first (kubectl mesh leave), then join; in a mesh of two, repoint it in place")
 	f.StringSliceVar(&podCIDRs, "pod-cidrs", nil, "pod networks of the member (default: proposed from its Nodes)")
 	f.StringVar(&serviceCIDR, "service-cidr", "", `service network of the member (default: from its ServiceCIDR objects; "" for none)`)
 	f.StringSliceVar(&additional, "additional-cidrs", nil, "further networks of the member (default: further ServiceCIDRs)")

@@ -53,6 +53,11 @@ func NewLeaveCommand(o *cli.Options) *cobra.Command {
 --dry-run prints what would be done and changes nothing (the server checks the
 patch with a dry run).
 
+A mesh keeps two clusters: in a mesh of two, leave is refused and changes
+nothing. Delete the mesh instead (the server removes its Peers everywhere),
+join another cluster first, or move the entry to another cluster with
+kubectl mesh join --replace.
+
 Exit codes: 0 the cluster left and what joining wrote is removed (or kept as
 asked); 2 the server did not finish removing the Peers within --timeout, or
 gave up (the reason and the manual step are printed; the Secret and identity

@@ -3,6 +3,7 @@ package join
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"slices"
@@ -100,6 +101,13 @@ func (o *LeaveOptions) prepare(ctx context.Context, api *cli.MeshAPI, host *cli.
 	i := slices.IndexFunc(mesh.Spec.Clusters, func(c meshv1alpha1.ClusterEntry) bool { return c.Name == o.Name })
 	if i < 0 {
 		return nil, fmt.Errorf("%s has no entry %s (kubectl mesh status %s -n %s lists a cluster still leaving under DEPARTED)", what, o.Name, o.Mesh, ns)
+	}
+	if atFewestClusters(mesh) {
+		return nil, fmt.Errorf("%s has %d clusters, the fewest a mesh may have, so entry %s cannot leave it; nothing was changed. "+
+			"To move %s to another cluster: kubectl mesh join %s --name %s -n %s --member-kubeconfig FILE --replace. "+
+			"To end the mesh: kubectl delete clustermesh %s -n %s (the server removes its Peers everywhere). "+
+			"Or join another cluster first, then leave",
+			what, len(mesh.Spec.Clusters), o.Name, o.Name, o.Mesh, o.Name, ns, o.Mesh, ns)
 	}
 	d := &departure{ns: ns, index: i, entry: mesh.Spec.Clusters[i]}
 	if d.entry.Local {
@@ -201,43 +209,49 @@ func removalPatch(index int, name string) ([]byte, error) {
 // status.departedClusters item of name), keeping one progress line on w.
 // A reason other than Removing means the server gave up.
 func waitDeparted(ctx context.Context, w io.Writer, get func(context.Context) (*meshv1alpha1.ClusterMesh, error), name string, generation int64, timeout time.Duration) error {
-	line := cli.NewProgressLine(w)
-	defer line.Done()
-	start := time.Now()
-	deadline := time.NewTimer(timeout)
-	defer deadline.Stop()
-	tick := time.NewTicker(leaveInterval)
-	defer tick.Stop()
-	status := fmt.Sprintf("generation %d not observed yet", generation)
-	for {
-		line.Show(fmt.Sprintf("waiting for %s to leave (%s): %s", name, time.Since(start).Round(time.Second), status))
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-deadline.C:
-			return fmt.Errorf("%s has not finished leaving after %s: %s", name, timeout, status)
-		case <-tick.C:
-		}
-		m, err := get(ctx)
-		if err != nil {
-			// An aggregated server restarting is waited out.
-			status = "reading the mesh: " + err.Error()
-			continue
-		}
-		if m.Status.ObservedGeneration < generation {
-			status = fmt.Sprintf("generation %d not observed yet (status is of %d)", generation, m.Status.ObservedGeneration)
-			continue
-		}
-		i := slices.IndexFunc(m.Status.DepartedClusters, func(d meshv1alpha1.DepartedCluster) bool { return d.Name == name })
-		if i < 0 {
-			return nil
-		}
-		d := m.Status.DepartedClusters[i]
-		if d.Reason != meshv1alpha1.DepartureRemoving {
-			return fmt.Errorf("the server gave up removing the Peers of %s (%s): %s: %s", name, serverOr(d.Server), d.Reason, strings.Join(strings.Fields(d.Message), " "))
-		}
-		status = fmt.Sprintf("%s: %s", d.Reason, strings.Join(strings.Fields(d.Message), " "))
+	status, err := cli.Poll(ctx, w, "waiting for "+name+" to leave", fmt.Sprintf("generation %d not observed yet", generation), leaveInterval, timeout,
+		func(ctx context.Context) (bool, string, error) {
+			m, err := get(ctx)
+			if err != nil {
+				// An aggregated server restarting is waited out.
+				return false, "reading the mesh: " + err.Error(), nil
+			}
+			d := departureIn(m, name, generation)
+			return d.gone, d.status, d.err
+		})
+	if errors.Is(err, cli.ErrTimedOut) {
+		return fmt.Errorf("%s has not finished leaving after %s: %s", name, timeout, status)
 	}
+	return err
+}
+
+// departureState is what a mesh's status says of one departure.
+type departureState struct {
+	// gone: the status of the generation waited for has no item of it.
+	gone bool
+	// removing: its item says Removing.
+	removing bool
+	status   string
+	// err: the server gave up on it.
+	err error
+}
+
+// departureIn reads the departure of name from the status of m, which
+// counts once it is of generation or later.
+func departureIn(m *meshv1alpha1.ClusterMesh, name string, generation int64) departureState {
+	if m.Status.ObservedGeneration < generation {
+		return departureState{status: fmt.Sprintf("generation %d not observed yet (status is of %d)", generation, m.Status.ObservedGeneration)}
+	}
+	i := slices.IndexFunc(m.Status.DepartedClusters, func(d meshv1alpha1.DepartedCluster) bool { return d.Name == name })
+	if i < 0 {
+		return departureState{gone: true}
+	}
+	d := m.Status.DepartedClusters[i]
+	msg := strings.Join(strings.Fields(d.Message), " ")
+	if d.Reason != meshv1alpha1.DepartureRemoving {
+		return departureState{err: fmt.Errorf("the server gave up removing the Peers of %s (%s): %s: %s", name, serverOr(d.Server), d.Reason, msg)}
+	}
+	return departureState{removing: true, status: fmt.Sprintf("%s: %s", d.Reason, msg)}
 }
 
 // cleanup deletes the Secret and the member identity, as decided.

@@ -81,10 +81,13 @@ func readIdentity(ctx context.Context, cfg *rest.Config) (string, error) {
 }
 
 // refusal is the error of a refused repointing; it names the servers,
-// never a credential.
-func (c *clusterChange) refusal(ns, mesh, name string) error {
+// never a credential. inPlace: the mesh has too few clusters to leave one.
+func (c *clusterChange) refusal(ns, mesh, name string, inPlace bool) error {
+	what := fmt.Sprintf("Run `kubectl mesh leave %s --name %s -n %s` first, or join with --replace, which does that leave and then this join", mesh, name, ns)
+	if inPlace {
+		what = "Join with --replace, which repoints the entry in place (a mesh of two clusters cannot lose one) and waits until the server has removed the mesh's Peers from " + c.oldServer
+	}
 	return fmt.Errorf("entry %s of clustermesh %s/%s reaches %s, and the member kubeconfig reaches another cluster, %s (%s): "+
-		"repointing the entry would leave the mesh's Peers on %s with nothing to manage them; nothing was changed. "+
-		"Run `kubectl mesh leave %s --name %s -n %s` first, or join with --replace, which does that leave and then this join",
-		name, ns, mesh, c.oldServer, c.newServer, c.why, c.oldServer, mesh, name, ns)
+		"repointing the entry would leave the mesh's Peers on %s with nothing to manage them; nothing was changed. %s",
+		name, ns, mesh, c.oldServer, c.newServer, c.why, c.oldServer, what)
 }

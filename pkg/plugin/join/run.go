@@ -74,15 +74,20 @@ func (o *Options) Run(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("reading Secret %s/%s: %w", ns, secretName, err)
 	}
+	var repoint *inPlace
 	if entry != nil && have != nil {
 		change, err := detectChange(ctx, have.Data[key], memberCfg, target)
 		if err != nil {
 			return err
 		}
-		if change != nil {
-			if !o.Replace {
-				return change.refusal(ns, o.Mesh, o.Name)
-			}
+		switch {
+		case change == nil:
+		case !o.Replace:
+			return change.refusal(ns, o.Mesh, o.Name, atFewestClusters(mesh))
+		case atFewestClusters(mesh):
+			repoint = &inPlace{change: change, oldKubeconfig: have.Data[key]}
+			repoint.announce(w, o.Name)
+		default:
 			if err := o.leaveFirst(ctx, w, change); err != nil {
 				return err
 			}
@@ -96,12 +101,18 @@ func (o *Options) Run(ctx context.Context) error {
 	}
 	fmt.Fprintf(w, "Joining %s (%s) into clustermesh %s/%s as %q.\n\n", describeMember(o.MemberKubeconfig, o.MemberContext), target.Server, ns, o.Mesh, o.Name)
 
-	nets, err := o.proposeNetworks(ctx, memberClients.Kube, entry, otherNetworks(mesh, o.Name))
+	// What the entry and its Secret hold of the old cluster of a repointed
+	// entry is not the new one's.
+	kept, credSecret := entry, have
+	if repoint != nil {
+		kept, credSecret = nil, nil
+	}
+	nets, err := o.proposeNetworks(ctx, memberClients.Kube, kept, otherNetworks(mesh, o.Name))
 	if err != nil {
 		return err
 	}
 	printNetworks(w, nets)
-	patch, upToDate, err := o.admittedEntry(ctx, api, mesh, entry, secretName, key, &nets, w)
+	patch, upToDate, err := o.admittedEntry(ctx, api, mesh, kept, secretName, key, &nets, w)
 	if err != nil {
 		return err
 	}
@@ -119,7 +130,7 @@ func (o *Options) Run(ctx context.Context) error {
 		fmt.Fprintf(w, "  %s\n", line)
 	}
 
-	token, credMsg, err := o.credential(ctx, have, key, memberCfg, memberClients.Kube, target)
+	token, credMsg, err := o.credential(ctx, credSecret, key, memberCfg, memberClients.Kube, target)
 	if err != nil {
 		return err
 	}
@@ -141,7 +152,7 @@ func (o *Options) Run(ctx context.Context) error {
 	}
 	fmt.Fprintf(w, "Secret %s/%s (key %s): %s\n", ns, secretName, key, secretOutcome)
 
-	meshOutcome := outcomeUnchanged
+	meshOutcome, generation := outcomeUnchanged, mesh.Generation
 	switch {
 	case upToDate:
 	case o.DryRun:
@@ -151,6 +162,7 @@ func (o *Options) Run(ctx context.Context) error {
 		if err != nil {
 			return fmt.Errorf("adding entry %s to clustermesh %s/%s: %w", o.Name, ns, o.Mesh, err)
 		}
+		generation = applied.Generation
 		switch {
 		case entry == nil:
 			meshOutcome = fmt.Sprintf("entry %s added (generation %d)", o.Name, applied.Generation)
@@ -162,6 +174,14 @@ func (o *Options) Run(ctx context.Context) error {
 	if o.DryRun {
 		fmt.Fprintln(w, "\nDry run: nothing was written.")
 		return nil
+	}
+	if repoint != nil {
+		get := func(ctx context.Context) (*meshv1alpha1.ClusterMesh, error) { return api.Get(ctx, ns, o.Mesh) }
+		if err := repoint.wait(ctx, o.ErrOut, get, repoint.oldPeers(string(mesh.UID)), o.Name, generation, DefaultLeaveTimeout); err != nil {
+			return cli.WithExitCode(cli.ExitNotReady, fmt.Errorf("entry %s reaches %s now; %w (kubectl mesh status %s -n %s lists it under DEPARTED until done)",
+				o.Name, repoint.change.newServer, err, o.Mesh, ns))
+		}
+		repoint.done(w, ns, o.Mesh)
 	}
 	fmt.Fprintf(w, "\nNext: kubectl mesh status %s -n %s --wait\n", o.Mesh, ns)
 	return nil

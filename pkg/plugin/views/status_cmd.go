@@ -2,6 +2,7 @@ package views
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"strings"
@@ -92,34 +93,23 @@ func runStatus(ctx context.Context, o *cli.Options, name string, wait bool, time
 // mesh (an aggregated server restarting) are shown and waited out; a mesh
 // that is gone ends the wait.
 func waitReady(ctx context.Context, w io.Writer, get func(context.Context) (*meshv1alpha1.ClusterMesh, error), mesh *meshv1alpha1.ClusterMesh, timeout time.Duration) (*meshv1alpha1.ClusterMesh, error) {
-	line := cli.NewProgressLine(w)
-	defer line.Done()
-	start := time.Now()
-	deadline := time.NewTimer(timeout)
-	defer deadline.Stop()
-	tick := time.NewTicker(waitInterval)
-	defer tick.Stop()
-	status := Progress(mesh)
-	for {
-		line.Show(fmt.Sprintf("waiting for %s/%s to be Ready (%s): %s", mesh.Namespace, mesh.Name, time.Since(start).Round(time.Second), status))
-		select {
-		case <-ctx.Done():
-			return mesh, ctx.Err()
-		case <-deadline.C:
-			return mesh, nil
-		case <-tick.C:
-		}
-		m, err := get(ctx)
-		switch {
-		case apierrors.IsNotFound(err):
-			return nil, err
-		case err != nil:
-			status = "reading the mesh: " + err.Error()
-			continue
-		}
-		mesh, status = m, Progress(m)
-		if Ready(mesh) {
-			return mesh, nil
-		}
+	_, err := cli.Poll(ctx, w, fmt.Sprintf("waiting for %s/%s to be Ready", mesh.Namespace, mesh.Name), Progress(mesh), waitInterval, timeout,
+		func(ctx context.Context) (bool, string, error) {
+			m, err := get(ctx)
+			switch {
+			case apierrors.IsNotFound(err):
+				return false, "", err
+			case err != nil:
+				return false, "reading the mesh: " + err.Error(), nil
+			}
+			mesh = m
+			return Ready(m), Progress(m), nil
+		})
+	switch {
+	case errors.Is(err, cli.ErrTimedOut):
+		return mesh, nil
+	case apierrors.IsNotFound(err):
+		return nil, err
 	}
+	return mesh, err
 }

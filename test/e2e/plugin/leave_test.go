@@ -27,7 +27,8 @@ var leaveServiceCIDRs = []string{"10.43.0.0/16", "10.53.0.0/16", "10.63.0.0/16",
 // --replace; leave removes an entry and waits until no cluster holds
 // Peers of it, then removes the Secret and, unless kept, the member
 // identity; --dry-run changes nothing. A mesh needs two clusters at any
-// time, so the mesh has three and a fourth cluster is where west moves.
+// time, so the mesh has three and a fourth cluster is where west moves;
+// once it has two, leave is refused and --replace repoints in place.
 func TestLeave(t *testing.T) {
 	env := framework.StartT(t, framework.Options{Clusters: 4, ServiceCIDRs: leaveServiceCIDRs})
 	env.StartMeshServerT(t, framework.MeshServerOptions{})
@@ -227,5 +228,48 @@ func TestLeave(t *testing.T) {
 			t.Errorf("namespace %s on cluster 3 is not being deleted", member.Namespace)
 		}
 		ready(t)
+	})
+
+	// The mesh is east and north now: the fewest clusters a mesh may have.
+	t.Run("in a mesh of two, leave is refused and join --replace repoints in place", func(t *testing.T) {
+		before := generation()
+		r := mesh(t, env, framework.UserAdmin, "leave", "demo", "-n", ns, "--name", "north")
+		for _, want := range []string{"the fewest a mesh may have", "nothing was changed", "kubectl delete clustermesh demo -n " + ns, "--replace", "join another cluster first"} {
+			if r.code != 1 || !strings.Contains(r.stderr, want) {
+				t.Errorf("leave in a mesh of two: want exit 1 saying %q, got %s", want, r)
+			}
+		}
+		if after := generation(); after != before {
+			t.Errorf("a refused leave changed the mesh: generation %d -> %d", before, after)
+		}
+		if r := join("north", 1); r.code != 1 || !strings.Contains(r.stderr, "repoints the entry in place") {
+			t.Errorf("join north at cluster 1 without --replace: want exit 1 proposing --replace, got %s", r)
+		}
+
+		r = join("north", 1, "--replace")
+		old := env.Cluster(2).URL
+		for _, want := range []string{"repointed in place", "entry north updated", "The server removed the Peers of clustermesh " + ns + "/demo from " + old,
+			"Member identity on " + old + ": kept"} {
+			if r.code != 0 || !strings.Contains(r.stdout, want) {
+				t.Fatalf("join --replace in a mesh of two: want exit 0 saying %q, got %s", want, r)
+			}
+		}
+		// join returned once the old cluster held none of the mesh's Peers.
+		if n := peers(2, ""); n != 0 {
+			t.Errorf("once join --replace returned, the cluster north left holds %d Peers of the mesh", n)
+		}
+		if s := secretServer("north-kubeconfig"); s != env.Cluster(1).URL {
+			t.Errorf("north's Secret names %s, want %s", s, env.Cluster(1).URL)
+		}
+		ready(t)
+		// Ready only once the new cluster holds what the status counts.
+		if peers(1, "") != 1 || peers(framework.HostCluster, planner.LabelSourceCluster+"=north") != 1 || peers(2, "") != 0 {
+			t.Errorf("once Ready, north's new cluster holds %d Peers of the mesh (want 1: east's), east %d of north (want 1), the old cluster %d (want 0)\n%s",
+				peers(1, ""), peers(framework.HostCluster, planner.LabelSourceCluster+"=north"), peers(2, ""),
+				mesh(t, env, framework.UserAdmin, "status", "demo", "-n", ns))
+		}
+		if !identityOn(2) {
+			t.Errorf("--replace deleted the identity on the old cluster, which it has no credentials for")
+		}
 	})
 }

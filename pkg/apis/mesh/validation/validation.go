@@ -15,8 +15,10 @@ import (
 	meshv1alpha1 "github.com/kilo-mesh/kilo-mesh-apiserver/pkg/apis/mesh/v1alpha1"
 )
 
+// MinClusters is how few clusters a mesh may have: a mesh joins clusters.
+const MinClusters = 2
+
 const (
-	minClusters  = 2
 	maxPort      = 65535
 	maxKeepalive = 65535
 )
@@ -67,8 +69,8 @@ func ValidateClusterMeshSpec(spec *meshv1alpha1.ClusterMeshSpec, path *field.Pat
 	}
 	var errs field.ErrorList
 	clustersPath := path.Child("clusters")
-	if len(spec.Clusters) < minClusters {
-		errs = append(errs, field.Invalid(clustersPath, len(spec.Clusters), fmt.Sprintf("a mesh needs at least %d clusters", minClusters)))
+	if len(spec.Clusters) < MinClusters {
+		errs = append(errs, field.Invalid(clustersPath, len(spec.Clusters), fmt.Sprintf("a mesh needs at least %d clusters", MinClusters)))
 	}
 	names := sets.New[string]()
 	// A mesh without a local cluster joins the tenant's own clusters and
