@@ -95,12 +95,7 @@ func Start(in Input) (*Plan, *State, error) {
 			if n.key != "" {
 				st.keys[n.key]++
 			}
-			switch {
-			case n.kiloReady:
-				if at, err := kilov1alpha1.CheckInExpires(n.node); err == nil && (st.expiry.IsZero() || at.Before(st.expiry)) {
-					st.expiry = at
-				}
-			case n.reason == ReasonNotReady:
+			if !n.kiloReady && n.reason == ReasonNotReady {
 				st.notReady[s.idx] = append(st.notReady[s.idx], i)
 			}
 		}
@@ -116,9 +111,39 @@ func Start(in Input) (*Plan, *State, error) {
 		}
 		st.peerDups[s.idx] = listed != len(x.managed)+len(x.foreign)
 	}
+	st.refreshExpiry()
 	ha := &in.HostAccess
 	st.hostLimited = st.hasLocal && ha.Mode == HostBounded && (ha.MaxPeers > 0 || ha.MaxPeerBytes > 0)
 	return plan, st, nil
+}
+
+// refreshExpiry finds the earliest check-in expiry of the nodes Kilo counts.
+func (st *State) refreshExpiry() {
+	st.expiry = time.Time{}
+	for _, s := range st.pl.sources {
+		if !s.reachable {
+			continue
+		}
+		for i := range s.nodes {
+			if n := &s.nodes[i]; n.kiloReady {
+				if at, err := kilov1alpha1.CheckInExpires(n.node); err == nil && (st.expiry.IsZero() || at.Before(st.expiry)) {
+					st.expiry = at
+				}
+			}
+		}
+	}
+}
+
+// countedAt reports whether every node Kilo counted at the last plan is
+// still counted at now. The expiry kept is the earliest of the nodes as
+// first seen, so once it passes, the nodes' check-ins since are read again
+// (one pass over the nodes, no plan).
+func (st *State) countedAt(now time.Time) bool {
+	if st.expiry.IsZero() || now.Before(st.expiry) {
+		return true
+	}
+	st.refreshExpiry()
+	return st.expiry.IsZero() || now.Before(st.expiry)
 }
 
 // Plan is the last plan; read-only, like every plan.
@@ -215,7 +240,7 @@ func diffPeers(cluster string, old, cur []*kilov1alpha1.Peer, ch *Changes) bool 
 // otherwise. It also returns whether it planned whole. st must not be used
 // afterwards, also on error: use the State returned.
 func (st *State) Next(in Input, ch Changes) (*Plan, *State, bool, error) {
-	if st == nil || ch.Whole || in.Now.Before(st.pl.in.Now) || (!st.expiry.IsZero() && !in.Now.Before(st.expiry)) {
+	if st == nil || ch.Whole || in.Now.Before(st.pl.in.Now) || !st.countedAt(in.Now) {
 		return startWhole(in)
 	}
 	u := st.begin(in.Now)

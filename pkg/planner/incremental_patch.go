@@ -213,8 +213,10 @@ func (u *patch) leader(s *source, gi int, was *nodeInfo) bool {
 	if k, ok := slices.BinarySearchFunc(pl.order, e.name, func(x *export, name string) int { return strings.Compare(x.name, name) }); ok {
 		pl.templates[k] = &p
 	}
-	groups := u.viewGroups(s.idx)
-	groups[gi].Endpoint, groups[gi].PersistentKeepalive = hostPort, int32(keepalive)
+	if v := &u.plan.View.Clusters[s.idx].Groups[gi]; v.Endpoint != hostPort || v.PersistentKeepalive != int32(keepalive) {
+		groups := u.viewGroups(s.idx)
+		groups[gi].Endpoint, groups[gi].PersistentKeepalive = hostPort, int32(keepalive)
+	}
 	for _, t := range pl.sources {
 		if t.idx == s.idx {
 			continue
