@@ -17,15 +17,16 @@ import (
 //
 // What is patched in place of a whole plan: a node whose change leaves its
 // cluster's groups, addresses, readiness and notes as they were (its key,
-// endpoint, keepalive, leader hint, or only its check-in time), while its
-// group keeps its leader; a Peer this mesh manages created, edited or
-// deleted on a target holding no Peer of others; the clock moving on while
-// no node's check-in expires. Everything else is planned whole, because it
-// can move what the whole mesh shares: a group appearing or going
-// renumbers the WireGuard IPs of its cluster, a leader change moves notes
-// and messages across its group, addresses are swept mesh-wide for
-// collisions, keys are checked mesh-wide, and the spec, grants, other
-// meshes' claims and a cluster's reachability reach every target.
+// endpoint, keepalive, leader hint, or only its check-in time), also when
+// its group's leadership moves between two nodes without notes or warnings
+// that depend on leading (incremental_leader.go); a Peer this mesh manages
+// created, edited or deleted on a target holding no Peer of others; the
+// clock moving on while no node's check-in expires. Everything else is
+// planned whole, because it can move what the whole mesh shares: a group
+// appearing or going renumbers the WireGuard IPs of its cluster, addresses
+// are swept mesh-wide for collisions, keys are checked mesh-wide, and the
+// spec, grants, other meshes' claims and a cluster's reachability reach
+// every target.
 // Correctness comes first: whenever a change cannot be shown to stay within
 // one group's Peer and its diff entries, Next plans whole.
 

@@ -146,98 +146,13 @@ func (u *patch) node(c *NodeChange) bool {
 		return false
 	}
 	g := &s.groups[gi]
-	if findLeader(s.nodes, g.members) != g.leader {
-		return false
-	}
-	if i != g.leader {
+	from := g.leader
+	g.leader = findLeader(s.nodes, g.members)
+	if i != from && i != g.leader {
 		// checkNodes notes a member's malformed clustermesh-endpoint.
 		return c.Old.Annotations[kilov1alpha1.AnnotationClusterMeshEndpoint] == c.New.Annotations[kilov1alpha1.AnnotationClusterMeshEndpoint]
 	}
-	return u.leader(s, gi, &was)
-}
-
-// leader re-exports group gi of s after its leader changed in place; was
-// is the leader as it was.
-func (u *patch) leader(s *source, gi int, was *nodeInfo) bool {
-	st, pl := u.st, u.st.pl
-	n, e := &s.nodes[s.groups[gi].leader], &s.exports[gi]
-	if !e.ready || st.hostLimited {
-		return false
-	}
-	ep, epSource, err := meshEndpoint(n, s.entry.WireguardPort)
-	if err != nil {
-		return false
-	}
-	keepalive := int(s.entry.PersistentKeepalive)
-	if keepalive <= 0 {
-		keepalive = n.keepalive
-	}
-	if ep.IsZero() && keepalive == 0 {
-		return false
-	}
-	oldEP, oldSource, _ := meshEndpoint(was, s.entry.WireguardPort)
-	k0, p0 := endpointWarnings(s, was, oldEP, oldSource)
-	k1, p1 := endpointWarnings(s, n, ep, epSource)
-	if k0 != k1 || p0 != p1 {
-		return false
-	}
-	if n.key == e.key && ep == e.endpoint && keepalive == e.keepalive {
-		return true // the same Peer
-	}
-	if st.hasLocal && (pl.refusedEndpoints[e] != "" || pl.endpointRefusal(e, ep) != "") {
-		return false
-	}
-	if _, inUse := st.foreignKeys[e.key]; inUse {
-		return false // withheld where a Peer of others has the key, its managed Peer kept
-	}
-	old := e.peer
-	hostPort := ep.String()
-	p := *old // shares labels, annotations and addresses, which stay
-	p.Spec.PublicKey = n.key
-	p.Spec.Endpoint = ep.peerEndpoint(&kilov1alpha1.PeerEndpoint{}, hostPort)
-	p.Spec.PersistentKeepalive = keepalive
-	if len(p.Validate()) > 0 {
-		return false
-	}
-	if e.keyClusters != nil || e.keyShared != nil {
-		return false // its key clashes: withheld somewhere
-	}
-	for _, t := range pl.sources {
-		_, taken := pl.held[t.idx].foreignByName[e.name]
-		kept := slices.ContainsFunc(u.plan.View.Targets[t.idx].Kept, func(k meshv1alpha1.KeptPeer) bool { return k.Name == e.name })
-		if t.idx != s.idx && (taken || kept) {
-			return false // withheld there, its managed Peer kept
-		}
-	}
-	e.key, e.endpoint, e.keepalive, e.hostPort, e.peer = n.key, ep, keepalive, hostPort, &p
-	if k, ok := slices.BinarySearchFunc(pl.order, e.name, func(x *export, name string) int { return strings.Compare(x.name, name) }); ok {
-		pl.templates[k] = &p
-	}
-	if v := &u.plan.View.Clusters[s.idx].Groups[gi]; v.Endpoint != hostPort || v.PersistentKeepalive != int32(keepalive) {
-		groups := u.viewGroups(s.idx)
-		groups[gi].Endpoint, groups[gi].PersistentKeepalive = hostPort, int32(keepalive)
-	}
-	for _, t := range pl.sources {
-		if t.idx == s.idx {
-			continue
-		}
-		k, ok := slices.BinarySearchFunc(u.plan.DesiredPeers[t.name], e.name, byPeerName)
-		if !ok {
-			continue // not planned there: withheld by policy, or no address left
-		}
-		desired := u.desiredOf(t)
-		if desired[k] == old {
-			desired[k] = &p
-		} else {
-			q := p // trimmed for the target as before: its addresses stay
-			q.Spec.AllowedIPs = desired[k].Spec.AllowedIPs
-			desired[k] = &q
-		}
-		if t.reachable {
-			u.rediff(t, e.name, desired[k])
-		}
-	}
-	return true
+	return u.reexport(s, gi, from, i, &was)
 }
 
 func byPeerName(p *kilov1alpha1.Peer, name string) int { return strings.Compare(p.Name, name) }

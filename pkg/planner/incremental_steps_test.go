@@ -293,6 +293,11 @@ func sequenceMesh(r *rand.Rand) Input {
 		clusters, nodes := 2+r.Intn(3), 1+r.Intn(6)
 		in = benchInput(clusters, nodes, []string{"location", "full"}[r.Intn(2)])
 		in.Now = fixtureNow
+		for _, snap := range in.Clusters {
+			for k, n := range snap.Nodes { // two locations, so that leaders can move
+				n.Labels[meshv1alpha1.DefaultTopologyLabel] = fmt.Sprintf("zone-%d", k%2)
+			}
+		}
 		if p, err := Compute(in); err == nil && r.Intn(4) > 0 {
 			in = withPeers(in, p)
 		}
