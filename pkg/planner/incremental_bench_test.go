@@ -14,12 +14,12 @@ import (
 	kilov1alpha1 "github.com/kilo-mesh/kilo-mesh-apiserver/pkg/apis/kilo/v1alpha1"
 )
 
-// BenchmarkPlanChange plans a mesh at rest (every Peer held) after one
+// BenchmarkIncremental plans a mesh at rest (every Peer held) after one
 // node's key changed, node after node, three ways: Next given the change,
 // Diff and Next as the plan cache calls them (Diff compares every Node and
 // Peer of the input by pointer), and Compute, the whole plan. The node is a
 // location's leader under location granularity, so that its Peer changes.
-func BenchmarkPlanChange(b *testing.B) {
+func BenchmarkIncremental(b *testing.B) {
 	for _, g := range []string{"location", "full"} {
 		for _, n := range []int{100, 1000, 5000} {
 			in := benchInput(10, n, g)
