@@ -2,7 +2,6 @@ package planner
 
 import (
 	"reflect"
-	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -210,16 +209,7 @@ func diffPeers(cluster string, old, cur []*kilov1alpha1.Peer, ch *Changes) bool 
 			(j < len(cur) && (cur[j] == nil || (j > 0 && cur[j-1].Name >= cur[j].Name))) {
 			return false // not sorted, or a name twice
 		}
-		c := 0
-		switch {
-		case i == len(old):
-			c = 1
-		case j == len(cur):
-			c = -1
-		default:
-			c = strings.Compare(old[i].Name, cur[j].Name)
-		}
-		switch {
+		switch c := headOrder(old, i, cur, j); {
 		case c < 0:
 			ch.Peers = append(ch.Peers, PeerChange{Cluster: cluster, Old: old[i]})
 			i++

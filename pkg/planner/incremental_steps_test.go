@@ -155,16 +155,7 @@ var stepKinds = []struct {
 		if name == "" || err != nil {
 			return in
 		}
-		var peers []*kilov1alpha1.Peer
-		for _, q := range snap.Peers {
-			if !IsManagedBy(q, in.MeshNamespace, in.MeshName, in.MeshUID) {
-				peers = append(peers, q)
-			}
-		}
-		for _, d := range p.DesiredPeers[name] {
-			peers = append(peers, d.DeepCopy())
-		}
-		snap.Peers = peers
+		snap.Peers = appliedPeers(&in, snap.Peers, p.DesiredPeers[name])
 		return withSnapshot(in, name, sortedSnapshot(snap))
 	}},
 	{"foreign", 1, func(r *rand.Rand, in Input) Input {
