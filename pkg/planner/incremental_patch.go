@@ -102,7 +102,7 @@ func (u *patch) node(c *NodeChange) bool {
 		return false
 	}
 	s := pl.sources[si]
-	if !s.reachable || s.keepReason != "" {
+	if !s.reachable || s.keepReason != "" || len(s.nodes) == 0 {
 		return false
 	}
 	i, found := slices.BinarySearchFunc(s.nodes, c.New.Name, func(n nodeInfo, name string) int { return strings.Compare(n.name, name) })
@@ -113,13 +113,9 @@ func (u *patch) node(c *NodeChange) bool {
 	if _, tooLarge := c.New.Annotations[meshv1alpha1.AnnotationNodeTooLarge]; tooLarge {
 		return false
 	}
-	topologyLabel := s.entry.TopologyLabel
-	if topologyLabel == "" {
-		topologyLabel = meshv1alpha1.DefaultTopologyLabel
-	}
 	var was, is nodeInfo
-	parseNode(&was, c.Old, topologyLabel, u.now, nil)
-	parseNode(&is, c.New, topologyLabel, u.now, nil)
+	parseNode(&was, c.Old, topologyLabelOf(s.entry), u.now, nil)
+	parseNode(&is, c.New, topologyLabelOf(s.entry), u.now, nil)
 	if !sameAnalysis(&was, &is) {
 		return false
 	}
