@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 )
 
 // incrementalSequences and incrementalSteps size the property: thousands of
@@ -132,4 +133,59 @@ func planDifference(got, want *Plan) string {
 		return p.name + " differ:\n" + strings.ReplaceAll(firstDifference(a, b), "want", "whole")
 	}
 	return "the plans differ"
+}
+
+// TestNextPlansWholeWhenUnsure: changes that do not match the last plan's
+// input, or that Next cannot pin down, are planned whole, never guessed.
+func TestNextPlansWholeWhenUnsure(t *testing.T) {
+	base := benchInput(3, 2, "full")
+	stranger := base.Clusters["cluster-01"].Nodes[0].DeepCopy()
+	for _, tc := range []struct {
+		name   string
+		in     func(Input) Input
+		change func(Input) Changes
+		shift  time.Duration // of the clock between the two plans
+	}{
+		{"a cluster the mesh does not list", func(in Input) Input { return in },
+			func(in Input) Changes {
+				return Changes{Nodes: []NodeChange{{Cluster: "nowhere", Old: stranger, New: stranger}}}
+			}, 0},
+		{"a node object the last plan did not read", func(in Input) Input { return in },
+			func(in Input) Changes {
+				return Changes{Nodes: []NodeChange{{Cluster: "cluster-01", Old: stranger, New: in.Clusters["cluster-01"].Nodes[0]}}}
+			}, 0},
+		{"a cluster without nodes", func(in Input) Input {
+			return withSnapshot(in, "cluster-02", ClusterSnapshot{Reachable: true})
+		}, func(in Input) Changes {
+			return Changes{Nodes: []NodeChange{{Cluster: "cluster-02", Old: stranger, New: stranger}}}
+		}, 0},
+		{"the clock going back", func(in Input) Input { return in },
+			func(Input) Changes { return Changes{} }, -time.Second},
+		{"a Peer the last plan did not read", func(in Input) Input { return in },
+			func(in Input) Changes {
+				p := in.Clusters["cluster-00"].Peers[0]
+				return Changes{Peers: []PeerChange{{Cluster: "cluster-00", Old: p.DeepCopy(), New: p}}}
+			}, 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			in := tc.in(base)
+			first := mustCompute(t, in)
+			in = withPeers(in, first)
+			_, st, err := Start(in)
+			if err != nil {
+				t.Fatal(err)
+			}
+			in.Now = in.Now.Add(tc.shift)
+			got, _, whole, err := st.Next(in, tc.change(in))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !whole {
+				t.Error("patched, want a whole plan")
+			}
+			if want := mustCompute(t, in); !reflect.DeepEqual(got, want) {
+				t.Errorf("differs from the whole plan:\n%s", planDifference(got, want))
+			}
+		})
+	}
 }
