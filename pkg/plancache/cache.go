@@ -78,6 +78,8 @@ type entry struct {
 	changes         uint64 // reported when the plan was computed
 	at              time.Time
 	plan            *planner.Plan
+	// state is the planner's state of plan, for the next plan (incremental.go).
+	state *planner.State
 
 	reported uint64 // changes reported so far, guarded by Cache.mu
 }
@@ -209,7 +211,7 @@ func (c *Cache) Plan(mesh *meshv1alpha1.ClusterMesh) (*planner.Plan, error) {
 	if err != nil {
 		return nil, err
 	}
-	plan, err := planner.Compute(in)
+	plan, err := e.compute(in)
 	if err != nil {
 		return nil, err
 	}

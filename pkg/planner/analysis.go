@@ -51,10 +51,7 @@ func (pl *planner) analyze(s *source, snap *ClusterSnapshot) {
 	}
 	slices.SortStableFunc(nodes, func(a, b *corev1.Node) int { return strings.Compare(a.Name, b.Name) })
 
-	topologyLabel := s.entry.TopologyLabel
-	if topologyLabel == "" {
-		topologyLabel = meshv1alpha1.DefaultTopologyLabel
-	}
+	topologyLabel := topologyLabelOf(s.entry)
 	s.nodes = make([]nodeInfo, len(nodes))
 	// One array holds every node's pod CIDRs.
 	size := 0
@@ -120,6 +117,15 @@ func (pl *planner) analyze(s *source, snap *ClusterSnapshot) {
 	for _, p := range s.nets.extras() {
 		s.extras = append(s.extras, claim{prefix: p, kind: claimExtra, node: -1})
 	}
+}
+
+// topologyLabelOf is the node label that names a location when no
+// location annotation does.
+func topologyLabelOf(e *meshv1alpha1.ClusterEntry) string {
+	if e.TopologyLabel == "" {
+		return meshv1alpha1.DefaultTopologyLabel
+	}
+	return e.TopologyLabel
 }
 
 // checkNodes applies containment to every node Kilo counts: its pod CIDR must

@@ -16,15 +16,23 @@ const CredentialRenewWithin = 30 * 24 * time.Hour
 // holds the expiry, never a countdown, so that the status condition built
 // from it changes when the credential does, not every day.
 func (pl *planner) checkCredential(cluster string, expiry time.Time) {
-	if expiry.IsZero() || expiry.Sub(pl.in.Now) > CredentialRenewWithin {
-		return
+	if reason, message := credentialWarning(pl.in, cluster, expiry, pl.in.Now); reason != "" {
+		pl.issues.warning(reason, cluster, "", message, "")
+	}
+}
+
+// credentialWarning is checkCredential's warning at now, "" for none:
+// incremental planning compares it at two times.
+func credentialWarning(in *Input, cluster string, expiry, now time.Time) (reason, message string) {
+	if expiry.IsZero() || expiry.Sub(now) > CredentialRenewWithin {
+		return "", ""
 	}
 	reason, verb := WarningCredentialExpiring, "expires"
-	if !expiry.After(pl.in.Now) {
+	if !expiry.After(now) {
 		reason, verb = WarningCredentialExpired, "expired"
 	}
-	pl.issues.warning(reason, cluster, "", fmt.Sprintf(
+	return reason, fmt.Sprintf(
 		"the credential in the kubeconfig Secret of cluster %s %s at %s; renew it with "+
 			"`kubectl mesh join %s -n %s --name %s --member-kubeconfig <kubeconfig of the member cluster> --refresh`",
-		cluster, verb, expiry.UTC().Format(time.RFC3339), pl.in.MeshName, pl.in.MeshNamespace, cluster), "")
+		cluster, verb, expiry.UTC().Format(time.RFC3339), in.MeshName, in.MeshNamespace, cluster)
 }

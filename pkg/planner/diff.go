@@ -20,16 +20,7 @@ func diff(tp *meshv1alpha1.TargetPlan, desired []*kilov1alpha1.Peer, kept map[st
 	}
 	i, j := 0, 0
 	for i < len(desired) || j < len(managed) {
-		var c int
-		switch {
-		case i == len(desired):
-			c = 1
-		case j == len(managed):
-			c = -1
-		default:
-			c = strings.Compare(desired[i].Name, managed[j].Name)
-		}
-		switch {
+		switch c := headOrder(desired, i, managed, j); {
 		case c < 0: // desired only
 			if !kept[desired[i].Name] {
 				tp.Create = append(tp.Create, desired[i].Name)
@@ -54,6 +45,19 @@ func diff(tp *meshv1alpha1.TargetPlan, desired []*kilov1alpha1.Peer, kept map[st
 			j++
 		}
 	}
+}
+
+// headOrder orders the heads (at i and j) of two lists of Peers sorted by
+// name in a merge: -1 when a's comes first or b is done, 1 when b's comes
+// first or a is done, 0 for one name.
+func headOrder(a []*kilov1alpha1.Peer, i int, b []*kilov1alpha1.Peer, j int) int {
+	switch {
+	case i == len(a):
+		return 1
+	case j == len(b):
+		return -1
+	}
+	return strings.Compare(a[i].Name, b[j].Name)
 }
 
 // changedFields lists the paths of the managed fields that differ; have is

@@ -88,6 +88,11 @@
 //   - Targets (targets.go, diff.go): the Peers each target must hold,
 //     trimmed by what the target already holds, and the changes to it.
 //
+// Start, Diff and Next (incremental.go, incremental_patch.go) plan a mesh
+// again after a few changes by patching its last plan, and plan whole
+// whenever a change may reach beyond one group's Peer; the result is
+// Compute's, exactly.
+//
 // The stable reasons, and which conflicts are about networks, are in
 // reasons.go; issues.go aggregates them; names.go names and labels Peers;
 // render_*.go turn a plan into Peer YAML, WireGuard configuration and DOT.

@@ -114,12 +114,12 @@ func (pl *planner) prepareExport(s *source, gi int, pool []claim) []claim {
 			leader.name, kilov1alpha1.AnnotationClusterMeshEndpoint, kilov1alpha1.AnnotationPersistentKeepalive))
 	}
 	if e.ready {
-		natted := ep.IsZero() || s.entry.PersistentKeepalive > 0
-		if natted && leader.keepalive == 0 {
-			pl.issues.warning(WarningKeepaliveNotSent, s.name, "", fmt.Sprintf("leaders of a roaming or NATed cluster that send no keepalives: set %s on them, or the tunnel closes when idle", kilov1alpha1.AnnotationPersistentKeepalive), leader.name)
+		keepalive, private := endpointWarnings(s, leader, ep, epSource)
+		if keepalive != "" {
+			pl.issues.warning(WarningKeepaliveNotSent, s.name, "", fmt.Sprintf("leaders of a roaming or NATed cluster that send no keepalives: set %s on them, or the tunnel closes when idle", kilov1alpha1.AnnotationPersistentKeepalive), keepalive)
 		}
-		if ep.Addr.IsValid() && !ep.IsPublic() {
-			pl.issues.warning(WarningPrivateEndpoint, s.name, "", "endpoints that are private addresses; other clusters reach them only over a private network", fmt.Sprintf("%s (leader %s, from %s)", ep, leader.name, epSource))
+		if private != "" {
+			pl.issues.warning(WarningPrivateEndpoint, s.name, "", "endpoints that are private addresses; other clusters reach them only over a private network", private)
 		}
 	}
 
@@ -148,6 +148,18 @@ func (pl *planner) prepareExport(s *source, gi int, pool []claim) []claim {
 		e.claims = append(e.claims, claim{prefix: hostPrefix(g.wireguardIP), kind: claimWireGuardIP, node: -1})
 	}
 	return pool
+}
+
+// endpointWarnings are the items of the warnings a ready export's leader
+// and endpoint give, "" for none: incremental planning compares them.
+func endpointWarnings(s *source, leader *nodeInfo, ep Endpoint, epSource string) (keepalive, private string) {
+	if natted := ep.IsZero() || s.entry.PersistentKeepalive > 0; natted && leader.keepalive == 0 {
+		keepalive = leader.name
+	}
+	if ep.Addr.IsValid() && !ep.IsPublic() {
+		private = fmt.Sprintf("%s (leader %s, from %s)", ep, leader.name, epSource)
+	}
+	return keepalive, private
 }
 
 // finalize runs after the mesh-wide claim check: it drops the addresses

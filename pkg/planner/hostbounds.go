@@ -74,18 +74,28 @@ func (pl *planner) checkHostEndpoints() {
 		return
 	}
 	for _, e := range pl.order {
-		if pl.sources[e.src].entry.Local || !e.endpoint.Addr.IsValid() {
-			continue
-		}
-		what, guarded, refused := validation.GuardedAddress(e.endpoint.Addr, pl.in.HostAccess.EndpointNetworks)
-		if !refused {
+		why := pl.endpointRefusal(e, e.endpoint)
+		if why == "" {
 			continue
 		}
 		if pl.refusedEndpoints == nil {
 			pl.refusedEndpoints = map[*export]string{}
 		}
-		pl.refusedEndpoints[e] = fmt.Sprintf("group %s: endpoint %s is %s (outside the networks allowed inside %s)", pl.sources[e.src].groups[e.group].name, e.endpoint, what, guarded)
+		pl.refusedEndpoints[e] = why
 	}
+}
+
+// endpointRefusal says why export e, with endpoint ep, may not be a Peer on
+// the local cluster; "" when it may.
+func (pl *planner) endpointRefusal(e *export, ep Endpoint) string {
+	if pl.sources[e.src].entry.Local || !ep.Addr.IsValid() {
+		return ""
+	}
+	what, guarded, refused := validation.GuardedAddress(ep.Addr, pl.in.HostAccess.EndpointNetworks)
+	if !refused {
+		return ""
+	}
+	return fmt.Sprintf("group %s: endpoint %s is %s (outside the networks allowed inside %s)", pl.sources[e.src].groups[e.group].name, ep, what, guarded)
 }
 
 // refusedEndpoint reports whether export e may not be a Peer on target t

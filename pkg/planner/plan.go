@@ -44,6 +44,9 @@ type planner struct {
 	// refusedEndpoints say why a ready export may not be a Peer on the
 	// local cluster for its endpoint; nil when none is refused.
 	refusedEndpoints map[*export]string
+	// held keeps what each target holds, by source index, for incremental
+	// planning (incremental.go); nil when nobody needs it.
+	held []existingPeers
 }
 
 // Compute plans a mesh: for every member cluster, the decision on each of
@@ -52,10 +55,20 @@ type planner struct {
 // deterministic: the same input, in any order, gives the same plan. It only
 // fails on input no plan can be made of.
 func Compute(in Input) (*Plan, error) {
+	plan, _, err := compute(in, false)
+	return plan, err
+}
+
+// compute is Compute, which also returns its working state; with keepHeld
+// that state keeps what every target holds.
+func compute(in Input, keepHeld bool) (*Plan, *planner, error) {
 	if err := validateInput(&in); err != nil {
-		return nil, fmt.Errorf("planning ClusterMesh %s/%s: %w", in.MeshNamespace, in.MeshName, err)
+		return nil, nil, fmt.Errorf("planning ClusterMesh %s/%s: %w", in.MeshNamespace, in.MeshName, err)
 	}
 	pl := &planner{in: &in, issues: newIssues(), byName: map[string]int{}}
+	if keepHeld {
+		pl.held = make([]existingPeers, len(in.Spec.Clusters))
+	}
 	pl.loadSources()
 	pl.checkSameClusters()
 	pl.checkDeclaredOverlaps()
@@ -92,7 +105,7 @@ func Compute(in Input) (*Plan, error) {
 		plan.DesiredPeers[s.name] = peers
 	}
 	plan.View.Conflicts, plan.View.Warnings = pl.issues.lists()
-	return plan, nil
+	return plan, pl, nil
 }
 
 func validateInput(in *Input) error {

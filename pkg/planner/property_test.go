@@ -258,16 +258,7 @@ func TestPropertyApplyingAPlanConverges(t *testing.T) {
 		next.Clusters = map[string]ClusterSnapshot{}
 		for name, snap := range in.Clusters {
 			if snap.Reachable {
-				var peers []*kilov1alpha1.Peer
-				for _, e := range snap.Peers {
-					if !IsManagedBy(e, in.MeshNamespace, in.MeshName, in.MeshUID) {
-						peers = append(peers, e)
-					}
-				}
-				for _, d := range p1.DesiredPeers[name] {
-					peers = append(peers, d.DeepCopy())
-				}
-				snap.Peers = peers
+				snap.Peers = appliedPeers(&in, snap.Peers, p1.DesiredPeers[name])
 			}
 			next.Clusters[name] = snap
 		}
@@ -284,6 +275,21 @@ func TestPropertyApplyingAPlanConverges(t *testing.T) {
 			t.Fatalf("seed %d: desired Peers changed after applying them", seed)
 		}
 	}
+}
+
+// appliedPeers is what a target holds once the reconciler applied desired to
+// it: the Peers the mesh does not manage, and copies of desired.
+func appliedPeers(in *Input, held, desired []*kilov1alpha1.Peer) []*kilov1alpha1.Peer {
+	var peers []*kilov1alpha1.Peer
+	for _, e := range held {
+		if !IsManagedBy(e, in.MeshNamespace, in.MeshName, in.MeshUID) {
+			peers = append(peers, e)
+		}
+	}
+	for _, d := range desired {
+		peers = append(peers, d.DeepCopy())
+	}
+	return peers
 }
 
 func peersBytes(t testing.TB, p *Plan) []byte {

@@ -85,6 +85,9 @@ func (pl *planner) planTarget(t *source) (meshv1alpha1.TargetPlan, []*kilov1alph
 		tp.DiffState = meshv1alpha1.DiffStateComputed
 		x = pl.existing(t.snapshot)
 	}
+	if pl.held != nil {
+		pl.held[t.idx] = x
+	}
 
 	// Peers representing a cluster that cannot be observed stay as they are:
 	// no Peer is deleted or rewritten on a guess.

@@ -1,0 +1,89 @@
+package planner
+
+import (
+	"encoding/base64"
+	"encoding/binary"
+	"fmt"
+	"maps"
+	"runtime"
+	"slices"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+
+	kilov1alpha1 "github.com/kilo-mesh/kilo-mesh-apiserver/pkg/apis/kilo/v1alpha1"
+)
+
+// BenchmarkIncremental plans a mesh at rest (every Peer held) after one
+// node's key changed, node after node, three ways: Next given the change,
+// Diff and Next as the plan cache calls them (Diff compares every Node and
+// Peer of the input by pointer), and Compute, the whole plan. The node is a
+// location's leader under location granularity, so that its Peer changes.
+func BenchmarkIncremental(b *testing.B) {
+	for _, g := range []string{"location", "full"} {
+		for _, n := range []int{100, 1000, 5000} {
+			in := benchInput(10, n, g)
+			p, err := Compute(in)
+			if err != nil {
+				b.Fatal(err)
+			}
+			in = withPeers(in, p)
+			for _, mode := range []string{"next", "diff+next", "whole"} {
+				b.Run(fmt.Sprintf("%s/10x%d/%s", g, n, mode), func(b *testing.B) { changeLoop(b, in, mode) })
+			}
+		}
+	}
+}
+
+// changeLoop changes the key of one of ten nodes of one cluster per plan,
+// each back and forth between its own key and another.
+func changeLoop(b *testing.B, in Input, mode string) {
+	const cluster = "cluster-01"
+	snap := in.Clusters[cluster]
+	in.Clusters = maps.Clone(in.Clusters)
+	snap.Nodes = slices.Clone(snap.Nodes)
+	in.Clusters[cluster] = snap
+	var versions [10][2]*corev1.Node
+	for j := range versions {
+		other := snap.Nodes[j].DeepCopy()
+		var key [32]byte
+		binary.BigEndian.PutUint64(key[:], uint64(j)|1<<62)
+		other.Annotations[kilov1alpha1.AnnotationKey] = base64.StdEncoding.EncodeToString(key[:])
+		versions[j] = [2]*corev1.Node{snap.Nodes[j], other}
+	}
+	_, st, err := Start(in)
+	if err != nil {
+		b.Fatal(err)
+	}
+	runtime.GC() // the fixtures' garbage is not the plans'
+	b.ReportAllocs()
+	start := cpuTime(b)
+	i := 0
+	for b.Loop() {
+		j := i % len(versions)
+		old, cur := versions[j][(i/len(versions))%2], versions[j][(i/len(versions)+1)%2]
+		i++
+		var whole bool
+		switch mode {
+		case "next":
+			snap.Nodes[j] = cur // st's input shares the list: only the change says what moved
+			_, st, whole, err = st.Next(in, Changes{Nodes: []NodeChange{{Cluster: cluster, Old: old, New: cur}}})
+		case "diff+next":
+			next := in
+			next.Clusters = maps.Clone(in.Clusters)
+			s := next.Clusters[cluster]
+			s.Nodes = slices.Clone(s.Nodes)
+			s.Nodes[j] = cur
+			next.Clusters[cluster] = s
+			in = next
+			_, st, whole, err = st.Next(in, st.Diff(&in))
+		default:
+			snap.Nodes[j] = cur
+			_, err = Compute(in)
+		}
+		if err != nil || whole {
+			b.Fatalf("plan %d: planned whole %v, error %v", i, whole, err)
+		}
+	}
+	b.ReportMetric(float64(cpuTime(b)-start)/float64(i), "cpu-ns/op")
+}

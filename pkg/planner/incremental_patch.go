@@ -1,0 +1,259 @@
+package planner
+
+import (
+	"maps"
+	"slices"
+	"strings"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	kilov1alpha1 "github.com/kilo-mesh/kilo-mesh-apiserver/pkg/apis/kilo/v1alpha1"
+	meshv1alpha1 "github.com/kilo-mesh/kilo-mesh-apiserver/pkg/apis/mesh/v1alpha1"
+)
+
+// patch builds the next plan from the last one. The last plan may still
+// be read by others, so every list it changes is copied first, once.
+type patch struct {
+	st      *State
+	now     time.Time
+	plan    *Plan
+	nodes   []bool // View.Clusters[i].Nodes copied
+	groups  []bool // View.Clusters[i].Groups copied
+	desired []bool // DesiredPeers of source i copied
+}
+
+func (st *State) begin(now time.Time) *patch {
+	old := st.plan
+	p := &Plan{View: old.View, DesiredPeers: maps.Clone(old.DesiredPeers)}
+	p.View.GeneratedAt = metav1.NewTime(now.UTC())
+	p.View.Clusters = slices.Clone(old.View.Clusters)
+	p.View.Targets = slices.Clone(old.View.Targets)
+	n := len(st.pl.sources)
+	return &patch{st: st, now: now, plan: p, nodes: make([]bool, n), groups: make([]bool, n), desired: make([]bool, n)}
+}
+
+func (u *patch) viewNodes(s int) []meshv1alpha1.NodeDecision {
+	c := &u.plan.View.Clusters[s]
+	if !u.nodes[s] {
+		c.Nodes, u.nodes[s] = slices.Clone(c.Nodes), true
+	}
+	return c.Nodes
+}
+
+func (u *patch) viewGroups(s int) []meshv1alpha1.GroupPlan {
+	c := &u.plan.View.Clusters[s]
+	if !u.groups[s] {
+		c.Groups, u.groups[s] = slices.Clone(c.Groups), true
+	}
+	return c.Groups
+}
+
+func (u *patch) desiredOf(t *source) []*kilov1alpha1.Peer {
+	if !u.desired[t.idx] {
+		u.plan.DesiredPeers[t.name], u.desired[t.idx] = slices.Clone(u.plan.DesiredPeers[t.name]), true
+	}
+	return u.plan.DesiredPeers[t.name]
+}
+
+// clock moves the plan to the new time: the credential warnings must say
+// the same, and the messages of nodes whose check-in ran out name the new
+// age. Next has made sure no node Kilo counts ran out meanwhile.
+func (u *patch) clock() bool {
+	pl := u.st.pl
+	for _, s := range pl.sources {
+		exp := pl.in.Clusters[s.name].CredentialExpiry
+		r0, m0 := credentialWarning(pl.in, s.name, exp, pl.in.Now)
+		r1, m1 := credentialWarning(pl.in, s.name, exp, u.now)
+		if r0 != r1 || m0 != m1 {
+			return false
+		}
+		for _, i := range u.st.notReady[s.idx] {
+			n := &s.nodes[i]
+			ready, msg := checkedIn(n.node, u.now)
+			if ready {
+				return false
+			}
+			if msg != n.message {
+				n.message = msg
+				u.viewNodes(s.idx)[i].Message = msg
+			}
+		}
+	}
+	return true
+}
+
+// sameAnalysis reports whether two parses of a node agree on everything
+// the cluster's analysis reads besides the key, the endpoints, the
+// keepalive and the leader hint: its groups, addresses, readiness and notes.
+func sameAnalysis(a, b *nodeInfo) bool {
+	return a.name == b.name && slices.Equal(a.podCIDRs, b.podCIDRs) && a.internalIP == b.internalIP &&
+		a.location == b.location && slices.Equal(a.locationIPs, b.locationIPs) && a.wireguardIP == b.wireguardIP &&
+		a.granularity == b.granularity && a.kiloReady == b.kiloReady && a.reason == b.reason &&
+		a.message == b.message && slices.Equal(a.notes, b.notes)
+}
+
+// node patches the plan for a node whose object was replaced; false when
+// the change may reach beyond its group's Peer.
+func (u *patch) node(c *NodeChange) bool {
+	st, pl := u.st, u.st.pl
+	si, ok := pl.byName[c.Cluster]
+	if !ok || c.Old == nil || c.New == nil || c.Old.Name != c.New.Name {
+		return false
+	}
+	s := pl.sources[si]
+	if !s.reachable || s.keepReason != "" || len(s.nodes) == 0 {
+		return false
+	}
+	i, found := slices.BinarySearchFunc(s.nodes, c.New.Name, func(n nodeInfo, name string) int { return strings.Compare(n.name, name) })
+	n := &s.nodes[min(i, len(s.nodes)-1)]
+	if !found || n.node != c.Old || n.reason == ReasonDuplicateNode || n.reason == ReasonInvalidNodeName || n.reason == ReasonNodeTooLarge {
+		return false
+	}
+	if _, tooLarge := c.New.Annotations[meshv1alpha1.AnnotationNodeTooLarge]; tooLarge {
+		return false
+	}
+	var was, is nodeInfo
+	parseNode(&was, c.Old, topologyLabelOf(s.entry), u.now, nil)
+	parseNode(&is, c.New, topologyLabelOf(s.entry), u.now, nil)
+	if !sameAnalysis(&was, &is) {
+		return false
+	}
+	if was.key != is.key {
+		_, oldForeign := st.foreignKeys[was.key]
+		_, newForeign := st.foreignKeys[is.key]
+		if pl.keyClashes || st.keys[is.key] > 0 || oldForeign || newForeign {
+			return false
+		}
+		if st.keys[was.key]--; st.keys[was.key] <= 0 {
+			delete(st.keys, was.key)
+		}
+		st.keys[is.key]++
+	}
+	n.key, n.kiloEndpoint, n.leaderHint, n.keepalive, n.node = is.key, is.kiloEndpoint, is.leaderHint, is.keepalive, c.New
+	if !is.kiloReady {
+		return true // in no group: only its key counts, above
+	}
+	if at, err := kilov1alpha1.CheckInExpires(c.New); err == nil && at.Before(st.expiry) {
+		st.expiry = at
+	}
+	gi, found := slices.BinarySearchFunc(s.groups, groupName(n, s.gran.value), func(g group, name string) int { return strings.Compare(g.name, name) })
+	if !found {
+		return false
+	}
+	g := &s.groups[gi]
+	from := g.leader
+	g.leader = findLeader(s.nodes, g.members)
+	if i != from && i != g.leader {
+		// checkNodes notes a member's malformed clustermesh-endpoint.
+		return c.Old.Annotations[kilov1alpha1.AnnotationClusterMeshEndpoint] == c.New.Annotations[kilov1alpha1.AnnotationClusterMeshEndpoint]
+	}
+	return u.reexport(s, gi, from, i, &was)
+}
+
+func byPeerName(p *kilov1alpha1.Peer, name string) int { return strings.Compare(p.Name, name) }
+
+// peer patches the plan for a Peer of this mesh created, replaced or
+// deleted on a target where nothing is kept and no Peer of others is
+// held: there the desired Peers do not depend on the held ones, so only
+// the Peer's diff entry moves.
+func (u *patch) peer(c *PeerChange) bool {
+	pl := u.st.pl
+	ti, ok := pl.byName[c.Cluster]
+	if !ok || (c.Old == nil && c.New == nil) || (c.Old != nil && c.New != nil && c.Old.Name != c.New.Name) {
+		return false
+	}
+	t := pl.sources[ti]
+	x := &pl.held[ti]
+	if !t.reachable || pl.anyKept || pl.keyClashes || len(x.foreign) > 0 || u.st.peerDups[ti] {
+		return false
+	}
+	name := ""
+	for _, p := range []*kilov1alpha1.Peer{c.Old, c.New} {
+		if p != nil && !IsManagedBy(p, pl.in.MeshNamespace, pl.in.MeshName, pl.in.MeshUID) {
+			return false
+		}
+		if p != nil {
+			name = p.Name
+		}
+	}
+	k, held := slices.BinarySearchFunc(x.managed, name, byPeerName)
+	switch {
+	case held != (c.Old != nil) || (held && x.managed[k] != c.Old):
+		return false // not what the last plan read
+	case c.New == nil:
+		x.managed = slices.Delete(x.managed, k, k+1)
+	case held:
+		x.managed[k] = c.New
+	default:
+		x.managed = slices.Insert(x.managed, k, c.New)
+	}
+	var want *kilov1alpha1.Peer
+	if k, ok := slices.BinarySearchFunc(u.plan.DesiredPeers[t.name], name, byPeerName); ok {
+		want = u.plan.DesiredPeers[t.name][k]
+	}
+	u.rediff(t, name, want)
+	return true
+}
+
+// rediff moves one name to the list of target t's diff it now belongs to,
+// as diff would have put it there; want is its desired Peer, nil if none.
+// Nothing of t is kept.
+func (u *patch) rediff(t *source, name string, want *kilov1alpha1.Peer) {
+	tp := &u.plan.View.Targets[t.idx]
+	managed := u.st.pl.held[t.idx].managed
+	tp.Create = withoutName(tp.Create, name)
+	tp.Unchanged = withoutName(tp.Unchanged, name)
+	tp.Delete = withoutName(tp.Delete, name)
+	if k, ok := slices.BinarySearchFunc(tp.Update, name, func(p meshv1alpha1.PeerUpdate, n string) int { return strings.Compare(p.Name, n) }); ok {
+		tp.Update = slices.Delete(slices.Clone(tp.Update), k, k+1)
+	}
+	var have *kilov1alpha1.Peer
+	if k, ok := slices.BinarySearchFunc(managed, name, byPeerName); ok {
+		have = managed[k]
+	}
+	switch {
+	case want != nil && have != nil:
+		if fields := changedFields(want, have); len(fields) > 0 {
+			k, _ := slices.BinarySearchFunc(tp.Update, name, func(p meshv1alpha1.PeerUpdate, n string) int { return strings.Compare(p.Name, n) })
+			tp.Update = slices.Insert(slices.Clone(tp.Update), k, meshv1alpha1.PeerUpdate{Name: name, Fields: fields})
+		} else {
+			tp.Unchanged = withName(tp.Unchanged, name)
+		}
+	case want != nil:
+		tp.Create = withName(tp.Create, name)
+	case have != nil:
+		tp.Delete = withName(tp.Delete, name)
+	}
+	// diff leaves a list nil unless it appends to it, but for the one it
+	// sizes in advance: Create with nothing held, Unchanged otherwise.
+	for _, l := range []*[]string{&tp.Create, &tp.Unchanged, &tp.Delete} {
+		if len(*l) == 0 {
+			*l = nil
+		}
+	}
+	if len(tp.Update) == 0 {
+		tp.Update = nil
+	}
+	if len(managed) == 0 && tp.Create == nil {
+		tp.Create = []string{}
+	}
+	if len(managed) > 0 && tp.Unchanged == nil {
+		tp.Unchanged = []string{}
+	}
+}
+
+// withoutName returns a copy of a sorted list without name, or the list
+// itself when it does not hold it.
+func withoutName(list []string, name string) []string {
+	if k, ok := slices.BinarySearch(list, name); ok {
+		return slices.Delete(slices.Clone(list), k, k+1)
+	}
+	return list
+}
+
+// withName returns a copy of a sorted list with name added.
+func withName(list []string, name string) []string {
+	k, _ := slices.BinarySearch(list, name)
+	return slices.Insert(slices.Clone(list), k, name)
+}
