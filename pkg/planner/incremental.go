@@ -164,7 +164,7 @@ func (st *State) Diff(in *Input) Changes {
 	var ch Changes
 	for name, snap := range in.Clusters {
 		old, ok := prev.Clusters[name]
-		if !ok || old.Reachable != snap.Reachable || old.Error != snap.Error || old.Identity != snap.Identity ||
+		if !ok || old.Reachable != snap.Reachable || old.Error != snap.Error || old.Identity != snap.Identity || old.Connection != snap.Connection ||
 			!old.CredentialExpiry.Equal(snap.CredentialExpiry) {
 			return Changes{Whole: true}
 		}

@@ -25,7 +25,7 @@ type patch struct {
 
 func (st *State) begin(now time.Time) *patch {
 	old := st.plan
-	p := &Plan{View: old.View, DesiredPeers: maps.Clone(old.DesiredPeers)}
+	p := &Plan{View: old.View, DesiredPeers: maps.Clone(old.DesiredPeers), Measured: old.Measured}
 	p.View.GeneratedAt = metav1.NewTime(now.UTC())
 	p.View.Clusters = slices.Clone(old.View.Clusters)
 	p.View.Targets = slices.Clone(old.View.Targets)

@@ -208,6 +208,13 @@ var stepKinds = []struct {
 		snap.CredentialExpiry = in.Now.Add(CredentialRenewWithin + time.Duration(r.Intn(6))*time.Second)
 		return withSnapshot(in, name, snap)
 	}},
+	// The entry's Secret replaced by another credential for the same cluster.
+	{"connection", 1, func(r *rand.Rand, in Input) Input {
+		name := in.Spec.Clusters[r.Intn(len(in.Spec.Clusters))].Name
+		snap := in.Clusters[name]
+		snap.Connection = fmt.Sprintf("connection-%d", r.Intn(3))
+		return withSnapshot(in, name, snap)
+	}},
 }
 
 func randomKey(r *rand.Rand) string {
