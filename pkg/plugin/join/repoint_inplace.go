@@ -12,7 +12,7 @@ import (
 	kilov1alpha1 "github.com/kilo-mesh/kilo-mesh-apiserver/pkg/apis/kilo/v1alpha1"
 	meshv1alpha1 "github.com/kilo-mesh/kilo-mesh-apiserver/pkg/apis/mesh/v1alpha1"
 	"github.com/kilo-mesh/kilo-mesh-apiserver/pkg/apis/mesh/validation"
-	"github.com/kilo-mesh/kilo-mesh-apiserver/pkg/clusters"
+	"github.com/kilo-mesh/kilo-mesh-apiserver/pkg/memberaccess"
 	"github.com/kilo-mesh/kilo-mesh-apiserver/pkg/planner"
 	"github.com/kilo-mesh/kilo-mesh-apiserver/pkg/plugin/cli"
 )
@@ -83,7 +83,7 @@ func (p *inPlace) wait(ctx context.Context, w io.Writer, get func(context.Contex
 // oldPeers returns how to count the mesh's Peers on the old cluster with
 // the old kubeconfig, checked as the server checks a tenant's.
 func (p *inPlace) oldPeers(uid string) func(context.Context) (int, error) {
-	cfg, err := clusters.ParseKubeconfig(p.oldKubeconfig, false)
+	cfg, err := memberaccess.ParseKubeconfig(p.oldKubeconfig, false)
 	var c *cli.Clients
 	if err == nil {
 		cfg.Timeout = identityTimeout
