@@ -186,7 +186,7 @@ func (c CompletedConfig) New() (*Server, error) {
 	}); err != nil {
 		return nil, fmt.Errorf("adding post-start hook: %w", err)
 	}
-	if err := installReconciler(generic, c.ExtraConfig.Reconciler, local, c.ExtraConfig.Installation, informer, members, plans); err != nil {
+	if err := installReconciler(generic, c.ExtraConfig.Reconciler, local, c.ExtraConfig.Installation, informer, members, plans, plans); err != nil {
 		return nil, err
 	}
 	return &Server{GenericAPIServer: generic}, nil

@@ -336,28 +336,9 @@ func (m *Manager) Snapshot(mesh *meshv1alpha1.ClusterMesh) map[string]ClusterSta
 // PeerClient. A deleted mesh whose Secret is gone still gets the connection
 // the Secret last named, to remove its Peers.
 func (m *Manager) PeerClient(mesh *meshv1alpha1.ClusterMesh, cluster string) (PeerClient, error) {
-	m.mu.RLock()
-	var b binding
-	ms := m.meshes[types.NamespacedName{Namespace: mesh.Namespace, Name: mesh.Name}]
-	if ms != nil && ms.bindings[cluster] != nil {
-		b = *ms.bindings[cluster]
-	}
-	conn := b.forCleanup(mesh)
-	m.mu.RUnlock()
-
-	var entry *meshv1alpha1.ClusterEntry
-	for i := range mesh.Spec.Clusters {
-		if mesh.Spec.Clusters[i].Name == cluster {
-			entry = &mesh.Spec.Clusters[i]
-		}
-	}
-	switch {
-	case entry == nil:
-		return nil, newError(ErrUnknownCluster, "", fmt.Sprintf("mesh %s/%s has no cluster %q", mesh.Namespace, mesh.Name, cluster))
-	case b.name == "" || b.spec != specOf(entry):
-		return nil, newError(ErrPending, "", fmt.Sprintf("cluster %q of mesh %s/%s is not ensured yet", cluster, mesh.Namespace, mesh.Name))
-	case conn == nil:
-		return nil, b.err
+	conn, err := m.connection(mesh, cluster)
+	if err != nil {
+		return nil, err
 	}
 	if h := conn.health.view(); h.crdKnown && !h.peerCRD {
 		return nil, newError(ErrPeerCRDMissing, "", fmt.Sprintf("cluster %q does not serve %s", cluster, kilov1alpha1.PeerResource))

@@ -18,6 +18,8 @@ import (
 type Clusters interface {
 	Snapshot(mesh *meshv1alpha1.ClusterMesh) map[string]clusters.ClusterState
 	PeerClient(mesh *meshv1alpha1.ClusterMesh, cluster string) (clusters.PeerClient, error)
+	// ServicesClient writes multi-cluster services objects.
+	ServicesClient(mesh *meshv1alpha1.ClusterMesh, cluster string) (*clusters.ServicesClient, error)
 	Settled(mesh *meshv1alpha1.ClusterMesh) bool
 	Identities(mesh *meshv1alpha1.ClusterMesh) map[string]string
 	Hold(key clusters.HoldKey, mesh *meshv1alpha1.ClusterMesh, timeout time.Duration)

@@ -59,6 +59,9 @@ type Config struct {
 	Kube kubernetes.Interface
 	// Identity names this replica in the Lease.
 	Identity string
+	// Services computes multi-cluster services (the plan cache, like
+	// Planner); nil: no services are written.
+	Services ServicesPlanner
 	// Installation names this installation on the Peers it writes
 	// (planner.LabelInstallation, the plan cache's); its Peers whose mesh
 	// storage does not hold are removed. Empty: only the Peers of meshes
@@ -72,6 +75,7 @@ type Reconciler struct {
 	meshes       cache.SharedIndexInformer
 	clusters     Clusters
 	planner      Planner
+	services     ServicesPlanner
 	meshAPI      meshAPI
 	kube         kubernetes.Interface
 	identity     string
@@ -115,6 +119,7 @@ func New(cfg Config) (*Reconciler, error) {
 		meshes:       cfg.Meshes,
 		clusters:     cfg.Clusters,
 		planner:      cfg.Planner,
+		services:     cfg.Services,
 		meshAPI:      meshAPI{client: cfg.MeshREST},
 		kube:         cfg.Kube,
 		identity:     cfg.Identity,
