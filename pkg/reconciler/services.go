@@ -68,7 +68,13 @@ func (r *Reconciler) syncServices(ctx context.Context, mesh *meshv1alpha1.Cluste
 	var res servicesResult
 	deletions := true
 	for _, name := range slices.Sorted(maps.Keys(states)) {
-		if svc := states[name].Services; svc == nil || (svc.Since.IsZero() && svc.Reason != clusters.ErrMCSCRDMissing) {
+		svc := states[name].Services
+		if svc != nil && svc.Reason != "" && svc.Reason != clusters.ErrPending {
+			// A limit, missing CRDs, a refusal: said once, with the cluster's reason.
+			res.facts = append(res.facts, meshEvent{Type: corev1.EventTypeWarning, Reason: string(svc.Reason),
+				Message: fmt.Sprintf("cluster %s: its services are not used: %s", name, svc.LastError)})
+		}
+		if svc == nil || (svc.Since.IsZero() && svc.Reason != clusters.ErrMCSCRDMissing) {
 			deletions = false
 			res.facts = append(res.facts, meshEvent{Type: corev1.EventTypeNormal, Reason: EventServicesDeletionsHeld,
 				Message: fmt.Sprintf("cluster %s: its services were never read; no import is removed until they are", name)})

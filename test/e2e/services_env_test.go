@@ -26,6 +26,12 @@ import (
 // svcConverge bounds how long an export takes to show everywhere.
 const svcConverge = 30 * time.Second
 
+// The server's limits here: low, so that the attacks cross them cheaply.
+const (
+	svcMaxExports   = 12
+	svcMaxEndpoints = 20
+)
+
 // svcMesh joins clusters 1 and 2 (the host runs the server and is not a
 // member: its own identity has no services rights) with services enabled.
 // Cluster 2 is reached as the shipped member identity.
@@ -60,7 +66,8 @@ func startServicesEnv(t *testing.T) *svcEnv {
 	env := framework.StartT(t, framework.Options{Clusters: 3})
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(cancel)
-	s := &svcEnv{env: env, server: env.StartMeshServerT(t, framework.MeshServerOptions{ExtraArgs: []string{"-v=2"}})}
+	s := &svcEnv{env: env, server: env.StartMeshServerT(t, framework.MeshServerOptions{ExtraArgs: []string{"-v=2",
+		fmt.Sprintf("--max-service-exports-per-cluster=%d", svcMaxExports), fmt.Sprintf("--max-endpoints-per-service=%d", svcMaxEndpoints)}})}
 	t.Cleanup(func() {
 		if strings.Contains(s.server.Logs(), "is forbidden") {
 			t.Errorf("the server met Forbidden errors with the shipped RBAC (artifacts/deploy, artifacts/member)")

@@ -30,6 +30,9 @@ func TestServices(t *testing.T) {
 	t.Run("an ExternalName Service is refused", s.testExternalName)
 	t.Run("an endpoint outside the podCIDRs is never written", s.testOutsidePodCIDRs)
 	t.Run("a user's ServiceImport is left alone", s.testUserImport)
+	// The attacks come last: they take a member over the server's limits.
+	t.Run("a giant EndpointSlice takes nothing over", s.testGiantSlice)
+	t.Run("an export flood takes nothing over", s.testExportFlood)
 }
 
 func (s *svcEnv) testClusterSetIP(t *testing.T) {
