@@ -199,7 +199,7 @@ func (m *Manager) acquireClusterLocked(mesh types.NamespacedName, id clusterID, 
 			onChange:       m.clusterChanged,
 			isEcho:         m.isEcho,
 			localUID:       m.localSystemUID,
-			servicesWanted: m.servicesWanted, maxServiceExports: m.cfg.MaxServiceExports, maxEndpointsPerService: m.cfg.MaxEndpointsPerService,
+			servicesWanted: m.servicesWanted, isServicesEcho: m.isServicesEcho, maxServiceExports: m.cfg.MaxServiceExports, maxEndpointsPerService: m.cfg.MaxEndpointsPerService,
 		}, id != localID, allowed)
 		if err != nil {
 			return nil, newError(ErrKubeconfigInvalid, "", fmt.Sprintf("cannot build a client: %v", err))

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	utilnet "k8s.io/apimachinery/pkg/util/net"
@@ -57,6 +58,7 @@ type clusterOptions struct {
 	// servicesWanted reports whether a mesh using the cluster has services
 	// enabled; maxServiceExports and maxEndpointsPerService are Config's.
 	servicesWanted                            func(*cluster) bool
+	isServicesEcho                            func(c *cluster, kind string, obj metav1.Object) bool
 	maxServiceExports, maxEndpointsPerService int
 }
 
@@ -224,7 +226,7 @@ func (c *cluster) newInformer(resource string, example runtime.Object, l *object
 // object, to tell which event started a reconcile.
 func (c *cluster) changed(resource, event string, obj any) {
 	p, isPeer := obj.(*kilov1alpha1.Peer)
-	echo := isPeer && event != "delete" && c.opts.isEcho != nil && c.opts.isEcho(c, p)
+	echo := (isPeer && event != "delete" && c.opts.isEcho != nil && c.opts.isEcho(c, p)) || c.servicesEcho(resource, event, obj)
 	if logger := klog.Background().V(5); logger.Enabled() {
 		key, _ := cache.DeletionHandlingMetaNamespaceKeyFunc(obj)
 		logger.Info("Member cache change", "cluster", c.name(), "resource", resource, "event", event, "object", key, "ownWrite", echo)

@@ -114,7 +114,8 @@ type Manager struct {
 	holds    map[HoldKey]*hold
 	handlers []func(types.NamespacedName)
 	// echo recognises the echoes of the caller's own Peer writes.
-	echo atomic.Pointer[EchoFilter]
+	echo    atomic.Pointer[EchoFilter]
+	svcEcho atomic.Pointer[ServicesEchoFilter]
 
 	// localUID caches the local cluster's kube-system UID (never recreated).
 	localUIDMu sync.Mutex

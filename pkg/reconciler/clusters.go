@@ -30,6 +30,7 @@ type Clusters interface {
 	// SetEchoFilter keeps the echoes of the reconciler's own writes from
 	// the change handlers.
 	SetEchoFilter(f clusters.EchoFilter)
+	SetServicesEchoFilter(f clusters.ServicesEchoFilter)
 }
 
 var _ Clusters = (*clusters.Manager)(nil)

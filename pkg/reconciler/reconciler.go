@@ -88,6 +88,7 @@ type Reconciler struct {
 	// departedHere: the departures of entries this process completed.
 	departedHere departedHere
 	recent       *recentWrites
+	svcWrites    *servicesWrites
 	writer       *fairWriter
 	series       *clusterSeries
 	clock        *changeClock
@@ -129,6 +130,7 @@ func New(cfg Config) (*Reconciler, error) {
 		events:       newEventFilter(),
 		departures:   newDepartures(),
 		recent:       newRecentWrites(),
+		svcWrites:    newServicesWrites(),
 		writer:       newFairWriter(),
 		series:       newClusterSeries(),
 		clock:        newChangeClock(),
@@ -142,6 +144,7 @@ func New(cfg Config) (*Reconciler, error) {
 	}
 	cfg.Planner.AddChangeHandler(r.changed)
 	cfg.Clusters.SetEchoFilter(r.ownWrite)
+	cfg.Clusters.SetServicesEchoFilter(r.ownServicesWrite)
 	return r, nil
 }
 

@@ -95,6 +95,7 @@ func (r *Reconciler) syncServices(ctx context.Context, mesh *meshv1alpha1.Cluste
 			continue
 		}
 		p := newServicesPass(ctx, mesh, co, exportsOf(out, co.Name), st.Services, client, deletions)
+		p.recent = r.svcWrites
 		wg.Add(1)
 		go func() {
 			defer wg.Done()

@@ -31,6 +31,8 @@ type servicesPass struct {
 	exports   []services.ExportResult
 	client    *clusters.ServicesClient
 	deletions bool
+	// recent remembers the writes' answers, whose echoes start no pass.
+	recent *servicesWrites
 
 	imports map[types.NamespacedName]*mcsv1beta1.ServiceImport
 	svcs    map[types.NamespacedName]*corev1.Service
@@ -119,8 +121,13 @@ func (p *servicesPass) owned(o metav1.Object) bool {
 }
 
 // done records the outcome of one write: a conflict, an object already
-// there or already gone means the cache was behind, not a failure.
-func (p *servicesPass) done(counter *int, what string, obj metav1.Object, err error) bool {
+// there or already gone means the cache was behind, not a failure. The
+// answer of a write of kind is remembered (kind "": not), so that its echo
+// starts no pass.
+func (p *servicesPass) done(counter *int, what string, obj metav1.Object, err error, kind string, answer metav1.Object) bool {
+	if err == nil && kind != "" && answer != nil && p.recent != nil {
+		p.recent.remember(p.client.Connection, kind, types.NamespacedName{Namespace: p.mesh.Namespace, Name: p.mesh.Name}, answer)
+	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	switch {
@@ -151,15 +158,15 @@ func writeErrorText(err error) string {
 
 func (p *servicesPass) delete(del func(context.Context, string, metav1.DeleteOptions) error, what string, obj metav1.Object) {
 	err := del(p.ctx, obj.GetName(), metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: ptr.To(obj.GetUID())}})
-	p.done(&p.deleted, what, obj, err)
+	p.done(&p.deleted, what, obj, err, "", nil)
 }
 
 // exportStatus writes an export's conditions through its status.
 func (p *servicesPass) exportStatus(have *mcsv1beta1.ServiceExport, conds []metav1.Condition) {
 	obj := have.DeepCopy()
 	obj.Status.Conditions = conds
-	_, err := p.client.MCS.MulticlusterV1beta1().ServiceExports(obj.Namespace).UpdateStatus(p.ctx, obj, metav1.UpdateOptions{FieldManager: FieldManager})
-	p.done(&p.updated, "ServiceExport status", obj, err)
+	answer, err := p.client.MCS.MulticlusterV1beta1().ServiceExports(obj.Namespace).UpdateStatus(p.ctx, obj, metav1.UpdateOptions{FieldManager: FieldManager})
+	p.done(&p.updated, "ServiceExport status", obj, err, "ServiceExport", answer)
 }
 
 // mergeConditions sets want into have, keeping lastTransitionTime where
@@ -215,7 +222,7 @@ func (p *servicesPass) applyImport(imp *services.Import) {
 	case si == nil:
 		created, err := imports.Create(p.ctx, &mcsv1beta1.ServiceImport{ObjectMeta: metav1.ObjectMeta{Namespace: want.Namespace, Name: want.Name,
 			Labels: want.Labels, Annotations: want.Annotations}, Spec: want.Spec}, metav1.CreateOptions{FieldManager: FieldManager})
-		if !p.done(&p.created, "ServiceImport", want, err) {
+		if !p.done(&p.created, "ServiceImport", want, err, "ServiceImport", created) {
 			return
 		}
 		si = created
@@ -223,7 +230,7 @@ func (p *servicesPass) applyImport(imp *services.Import) {
 		obj := si.DeepCopy()
 		obj.Labels, obj.Annotations, obj.Spec = mergedMap(obj.Labels, want.Labels), mergedMap(obj.Annotations, want.Annotations), want.Spec
 		updated, err := imports.Update(p.ctx, obj, metav1.UpdateOptions{FieldManager: FieldManager})
-		if !p.done(&p.updated, "ServiceImport", want, err) {
+		if !p.done(&p.updated, "ServiceImport", want, err, "ServiceImport", updated) {
 			return
 		}
 		si = updated
@@ -232,7 +239,7 @@ func (p *servicesPass) applyImport(imp *services.Import) {
 		obj := si.DeepCopy()
 		obj.Status = status
 		updated, err := imports.UpdateStatus(p.ctx, obj, metav1.UpdateOptions{FieldManager: FieldManager})
-		if !p.done(&p.updated, "ServiceImport status", want, err) {
+		if !p.done(&p.updated, "ServiceImport status", want, err, "ServiceImport", updated) {
 			return
 		}
 		si = updated
@@ -250,8 +257,9 @@ func (p *servicesPass) applyDerived(want *corev1.Service) bool {
 	have := p.svcs[keyOf(want)]
 	switch {
 	case have == nil:
+		// Not remembered: its echo carries the cluster IPs the import needs.
 		_, err := svcs.Create(p.ctx, want, metav1.CreateOptions{FieldManager: FieldManager})
-		return p.done(&p.created, "Service", want, err)
+		return p.done(&p.created, "Service", want, err, "", nil)
 	case derivedCurrent(want, have):
 		return true
 	case !p.owned(have):
@@ -262,8 +270,8 @@ func (p *servicesPass) applyDerived(want *corev1.Service) bool {
 	clusterIP, clusterIPs := obj.Spec.ClusterIP, obj.Spec.ClusterIPs
 	obj.Spec = want.Spec
 	obj.Spec.ClusterIP, obj.Spec.ClusterIPs = clusterIP, clusterIPs // allocated, immutable
-	_, err := svcs.Update(p.ctx, obj, metav1.UpdateOptions{FieldManager: FieldManager})
-	return p.done(&p.updated, "Service", want, err)
+	answer, err := svcs.Update(p.ctx, obj, metav1.UpdateOptions{FieldManager: FieldManager})
+	return p.done(&p.updated, "Service", want, err, "Service", answer)
 }
 
 func (p *servicesPass) applySlice(want *discoveryv1.EndpointSlice) {
@@ -275,12 +283,12 @@ func (p *servicesPass) applySlice(want *discoveryv1.EndpointSlice) {
 	case have != nil && p.owned(have) && have.AddressType == want.AddressType:
 		obj := have.DeepCopy()
 		obj.Labels, obj.Ports, obj.Endpoints = mergedMap(obj.Labels, want.Labels), want.Ports, want.Endpoints
-		_, err := slices.Update(p.ctx, obj, metav1.UpdateOptions{FieldManager: FieldManager})
-		p.done(&p.updated, "EndpointSlice", want, err)
+		answer, err := slices.Update(p.ctx, obj, metav1.UpdateOptions{FieldManager: FieldManager})
+		p.done(&p.updated, "EndpointSlice", want, err, "EndpointSlice", answer)
 		return
 	case have != nil:
 		return // another writer's, or of another address type (names include it)
 	}
-	_, err := slices.Create(p.ctx, want, metav1.CreateOptions{FieldManager: FieldManager})
-	p.done(&p.created, "EndpointSlice", want, err)
+	answer, err := slices.Create(p.ctx, want, metav1.CreateOptions{FieldManager: FieldManager})
+	p.done(&p.created, "EndpointSlice", want, err, "EndpointSlice", answer)
 }
