@@ -66,10 +66,8 @@ func (s *svcEnv) testGiantSlice(t *testing.T) {
 	if err := s.kube(1).DiscoveryV1().EndpointSlices(ns).Delete(ctx, giant.Name, metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	framework.EventuallyT(t, svcConverge, "the member used again once the slice is gone", func() error {
-		_, err := s.imported(2, ns, "big")
-		return err
-	})
+	// The member is used again once the slice is gone.
+	s.waitImported(t, 2, ns, "big")
 }
 
 // testExportFlood: a member (reached as the shipped member identity)
@@ -79,10 +77,7 @@ func (s *svcEnv) testExportFlood(t *testing.T) {
 	before := s.namespace(t, 1, 2)
 	s.backend(t, 2, before, "before", []string{"10.12.2.1"}, nil)
 	s.export(t, 2, before, "before")
-	framework.EventuallyT(t, svcConverge, "an import before the flood", func() error {
-		_, err := s.imported(1, before, "before")
-		return err
-	})
+	s.waitImported(t, 1, before, "before")
 
 	flood := s.namespace(t, 1, 2)
 	for i := range svcMaxExports + 1 {

@@ -230,6 +230,15 @@ func (s *svcEnv) imported(cluster int, ns, name string) (*imported, error) {
 	return out, nil
 }
 
+// waitImported waits until cluster holds the import of ns/name.
+func (s *svcEnv) waitImported(t *testing.T, cluster int, ns, name string) {
+	t.Helper()
+	framework.EventuallyT(t, svcConverge, fmt.Sprintf("import of %s/%s in cluster %d", ns, name, cluster), func() error {
+		_, err := s.imported(cluster, ns, name)
+		return err
+	})
+}
+
 // endpoints are the addresses of the import's slices.
 func (i *imported) endpoints() []string {
 	var out []string

@@ -87,10 +87,7 @@ func (s *svcEnv) testClusterSetIP(t *testing.T) {
 		return nil
 	})
 	// The namespace is never created where it does not exist.
-	framework.EventuallyT(t, svcConverge, "import where the namespace exists", func() error {
-		_, err := s.imported(1, onlyOne, "cart")
-		return err
-	})
+	s.waitImported(t, 1, onlyOne, "cart")
 	if _, err := s.kube(2).CoreV1().Namespaces().Get(context.Background(), onlyOne, metav1.GetOptions{}); err == nil {
 		t.Errorf("namespace %s was created in cluster 2", onlyOne)
 	}
@@ -160,10 +157,7 @@ func (s *svcEnv) testConflict(t *testing.T) {
 	ns := s.namespace(t, 1, 2)
 	s.backend(t, 1, ns, "api", []string{"10.11.1.30"}, nil)
 	s.export(t, 1, ns, "api")
-	framework.EventuallyT(t, svcConverge, "first export imported", func() error {
-		_, err := s.imported(2, ns, "api")
-		return err
-	})
+	s.waitImported(t, 2, ns, "api")
 	// The younger export differs in port and type.
 	time.Sleep(1100 * time.Millisecond) // creation times have a second's resolution
 	s.backend(t, 2, ns, "api", []string{"10.12.1.30"}, func(svc *corev1.Service) {
