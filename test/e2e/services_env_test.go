@@ -152,8 +152,15 @@ func (s *svcEnv) mcs(i int) mcsclient.Interface {
 func (s *svcEnv) namespace(t *testing.T, clusters ...int) string {
 	t.Helper()
 	name := framework.UniqueName("shop")
+	ctx := context.Background()
 	for _, i := range clusters {
-		if _, err := s.kube(i).CoreV1().Namespaces().Create(context.Background(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}}, metav1.CreateOptions{}); err != nil {
+		if _, err := s.kube(i).CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}}, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		// Pods need it; the controller manager makes it, but later after a
+		// restart of its API server (testClusterSetIP stops one).
+		sa := &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: "default", Namespace: name}}
+		if _, err := s.kube(i).CoreV1().ServiceAccounts(name).Create(ctx, sa, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
 			t.Fatal(err)
 		}
 	}
@@ -176,21 +183,29 @@ func (s *svcEnv) backend(t *testing.T, cluster int, ns, name string, ips []strin
 	if _, err := s.kube(cluster).CoreV1().Services(ns).Create(ctx, svc, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	pods := s.kube(cluster).CoreV1().Pods(ns)
 	for i, ip := range ips {
-		pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("%s-%d", name, i), Namespace: ns, Labels: map[string]string{"app": name}},
-			Spec: corev1.PodSpec{NodeName: svcNode(cluster), Containers: []corev1.Container{{Name: "app", Image: "registry.invalid/app:1"}}}}
-		created, err := pods.Create(ctx, pod, metav1.CreateOptions{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		now := metav1.Now()
-		created.Status = corev1.PodStatus{Phase: corev1.PodRunning, PodIP: ip, PodIPs: []corev1.PodIP{{IP: ip}}, StartTime: &now,
-			Conditions: []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionTrue, LastTransitionTime: now},
-				{Type: corev1.ContainersReady, Status: corev1.ConditionTrue, LastTransitionTime: now}}}
-		if _, err := pods.UpdateStatus(ctx, created, metav1.UpdateOptions{}); err != nil {
-			t.Fatal(err)
-		}
+		s.readyPod(t, cluster, ns, name, fmt.Sprintf("%s-%d", name, i), ip)
+	}
+}
+
+// readyPod creates a Pod of app on the cluster's Node, made Running and
+// Ready with ip through the status subresource, as a kubelet would.
+func (s *svcEnv) readyPod(t *testing.T, cluster int, ns, app, name, ip string) {
+	t.Helper()
+	ctx := context.Background()
+	pods := s.kube(cluster).CoreV1().Pods(ns)
+	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns, Labels: map[string]string{"app": app}},
+		Spec: corev1.PodSpec{NodeName: svcNode(cluster), Containers: []corev1.Container{{Name: "app", Image: "registry.invalid/app:1"}}}}
+	created, err := pods.Create(ctx, pod, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	now := metav1.Now()
+	created.Status = corev1.PodStatus{Phase: corev1.PodRunning, PodIP: ip, PodIPs: []corev1.PodIP{{IP: ip}}, StartTime: &now,
+		Conditions: []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionTrue, LastTransitionTime: now},
+			{Type: corev1.ContainersReady, Status: corev1.ConditionTrue, LastTransitionTime: now}}}
+	if _, err := pods.UpdateStatus(ctx, created, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
 	}
 }
 

@@ -106,6 +106,44 @@ func (s *svcEnv) testClusterSetIP(t *testing.T) {
 		t.Errorf("objects rewritten at rest: %s, then %s", versions(before), versions(after))
 	}
 
+	// A new Pod of the exporter reaches the import everywhere.
+	s.readyPod(t, 1, ns, "cart", "cart-new", "10.11.1.13")
+	took := framework.EventuallyT(t, svcConverge, "the new endpoint imported in cluster 2", func() error {
+		imp, err := s.imported(2, ns, "cart")
+		if err != nil {
+			return err
+		}
+		if got := imp.endpoints(); !slices.Contains(got, "10.11.1.13") {
+			return fmt.Errorf("endpoints %v", got)
+		}
+		return nil
+	})
+	t.Logf("a new endpoint reached cluster 2 %s after its Pod was Ready (through cluster 1's endpointslice controller)", took.Round(time.Millisecond))
+
+	// An exporter that stops answering keeps its endpoints where they are
+	// imported: nothing is removed on a guess.
+	if err := s.env.StopCluster(1); err != nil {
+		t.Fatal(err)
+	}
+	stopped := true
+	defer func() {
+		if stopped {
+			if err := s.env.StartCluster(context.Background(), 1); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}()
+	for deadline := time.Now().Add(svcHold + 5*time.Second); time.Now().Before(deadline); time.Sleep(time.Second) {
+		imp, err := s.imported(2, ns, "cart")
+		if err != nil || len(imp.endpoints()) != 3 {
+			t.Fatalf("with the exporter unreachable, the import in cluster 2 is %v, %v; want its 3 endpoints kept", imp, err)
+		}
+	}
+	stopped = false
+	if err := s.env.StartCluster(context.Background(), 1); err != nil {
+		t.Fatal(err)
+	}
+
 	// Unexporting removes the import everywhere, its derived Service with it.
 	if err := s.mcs(1).MulticlusterV1beta1().ServiceExports(ns).Delete(context.Background(), "cart", metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
