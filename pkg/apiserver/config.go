@@ -56,6 +56,9 @@ type ExtraConfig struct {
 	// tenant's member cluster, and what all its caches weigh.
 	MaxMemberPeers      int
 	MaxMemberCacheBytes int64
+	// MaxServiceExports and MaxEndpointsPerService bound the services
+	// caches of one member cluster.
+	MaxServiceExports, MaxEndpointsPerService int
 	// MaxNamespaceCacheBytes and MaxMemberCacheTotalBytes bound what is
 	// cached of one namespace's member clusters and of all tenants'.
 	MaxNamespaceCacheBytes   int64
@@ -129,6 +132,8 @@ func (c CompletedConfig) New() (*Server, error) {
 		ServerPolicy:               policy,
 		MaxNodes:                   c.ExtraConfig.MaxMemberNodes,
 		MaxPeers:                   c.ExtraConfig.MaxMemberPeers,
+		MaxServiceExports:          c.ExtraConfig.MaxServiceExports,
+		MaxEndpointsPerService:     c.ExtraConfig.MaxEndpointsPerService,
 		MaxCacheBytes:              c.ExtraConfig.MaxMemberCacheBytes,
 		MaxNamespaceCacheBytes:     c.ExtraConfig.MaxNamespaceCacheBytes,
 		MaxTotalCacheBytes:         c.ExtraConfig.MaxMemberCacheTotalBytes,
@@ -184,7 +189,7 @@ func (c CompletedConfig) New() (*Server, error) {
 	}); err != nil {
 		return nil, fmt.Errorf("adding post-start hook: %w", err)
 	}
-	if err := installReconciler(generic, c.ExtraConfig.Reconciler, local, c.ExtraConfig.Installation, informer, members, plans); err != nil {
+	if err := installReconciler(generic, c.ExtraConfig.Reconciler, local, c.ExtraConfig.Installation, informer, members, plans, plans); err != nil {
 		return nil, err
 	}
 	return &Server{GenericAPIServer: generic}, nil

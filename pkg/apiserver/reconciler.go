@@ -22,7 +22,7 @@ const reconcilerHook = "kilo-mesh-reconciler"
 // The hook only starts it: /readyz waits for the hook to return, and the
 // reconciler waits for leadership, which may take long.
 func installReconciler(generic *genericapiserver.GenericAPIServer, opts *reconciler.Options, local *rest.Config, installation string,
-	meshes cache.SharedIndexInformer, clusters reconciler.Clusters, planner reconciler.Planner) error {
+	meshes cache.SharedIndexInformer, clusters reconciler.Clusters, planner reconciler.Planner, services reconciler.ServicesPlanner) error {
 	meshREST, err := meshRESTClient(generic.LoopbackClientConfig)
 	if err != nil {
 		return err
@@ -36,6 +36,7 @@ func installReconciler(generic *genericapiserver.GenericAPIServer, opts *reconci
 		Meshes:       meshes,
 		Clusters:     clusters,
 		Planner:      planner,
+		Services:     services,
 		MeshREST:     meshREST,
 		Kube:         kube,
 		Identity:     replicaIdentity(),

@@ -1,12 +1,10 @@
 package clusters
 
 import (
-	"cmp"
 	"context"
 	"fmt"
 	"net/http"
 	"net/netip"
-	"slices"
 	"sync"
 	"time"
 
@@ -58,6 +56,11 @@ type clusterOptions struct {
 	// localUID is the UID of the local cluster's kube-system namespace: a
 	// remote cluster answering with it is refused (ErrIsLocalCluster).
 	localUID func(context.Context) (string, error)
+	// servicesWanted reports whether a mesh using the cluster has services
+	// enabled; maxServiceExports and maxEndpointsPerService are Config's.
+	servicesWanted                            func(*cluster) bool
+	isServicesEcho                            func(c *cluster, kind string, obj metav1.Object) bool
+	maxServiceExports, maxEndpointsPerService int
 }
 
 // cluster is one distinct member cluster (see clusterID): its clients, its
@@ -89,7 +92,8 @@ type cluster struct {
 	peerLimit *objectLimit
 	// budget bounds what the caches of a tenant's cluster weigh; nil for
 	// the local cluster.
-	budget *budget
+	budget     *budget
+	svcClients *servicesClients
 
 	// refs and meshes are guarded by Manager.mu.
 	refs   int
@@ -101,6 +105,9 @@ type cluster struct {
 	wg       *sync.WaitGroup
 	released bool
 	peers    *runningInformer // nil while the Peer CRD is not served
+	// svc runs while svcWanted and the mcs-api CRDs are served (services.go).
+	svc                            *servicesCaches
+	svcWanted, svcCRDKnown, svcCRD bool
 }
 
 type runningInformer struct {
@@ -161,6 +168,9 @@ func newCluster(id clusterID, cfg *rest.Config, opts clusterOptions, remote bool
 	if err != nil {
 		return nil, fmt.Errorf("building the probe client: %w", err)
 	}
+	if c.svcClients, err = newServicesClients(kubeCfg, cfg, watchClient, requestClient); err != nil {
+		return nil, err
+	}
 	c.peerWrite = dynWrite.Resource(kilov1alpha1.PeerResource)
 	c.probeREST = probeKube.Discovery().RESTClient()
 
@@ -217,7 +227,7 @@ func (c *cluster) newInformer(resource string, example runtime.Object, l *object
 // object, to tell which event started a reconcile.
 func (c *cluster) changed(resource, event string, obj any) {
 	p, isPeer := obj.(*kilov1alpha1.Peer)
-	echo := isPeer && event != "delete" && c.opts.isEcho != nil && c.opts.isEcho(c, p)
+	echo := (isPeer && event != "delete" && c.opts.isEcho != nil && c.opts.isEcho(c, p)) || c.servicesEcho(resource, event, obj)
 	if logger := klog.Background().V(5); logger.Enabled() {
 		key, _ := cache.DeletionHandlingMetaNamespaceKeyFunc(obj)
 		logger.Info("Member cache change", "cluster", c.name(), "resource", resource, "event", event, "object", key, "ownWrite", echo)
@@ -376,6 +386,9 @@ type ClusterState struct {
 	Identity string
 	Nodes    []*corev1.Node
 	Peers    []*kilov1alpha1.Peer
+	// Services is what the services caches hold; nil when no mesh using
+	// the cluster has spec.multiClusterServices Enabled.
+	Services *ServicesState
 
 	// Connection names the connection the state was read through (see
 	// PeerClient.Connection); "" when there is none.
@@ -389,28 +402,15 @@ func (c *cluster) state() ClusterState {
 	if h.problem != nil {
 		st.Reason, st.LastError = h.problem.Reason, h.problem.Error()
 	}
+	st.Services = c.servicesState()
 	if OverLimit(st.Reason) || st.Reason == memberaccess.ErrIsLocalCluster {
 		// Whatever the cache holds of such a cluster is a part of it.
 		st.Synced = false
 		return st
 	}
-	st.Nodes = listOf[*corev1.Node](c.nodes.GetStore())
+	st.Nodes = listByKey[*corev1.Node](c.nodes.GetStore())
 	if peers := c.peerInformer(); peers != nil {
-		st.Peers = listOf[*kilov1alpha1.Peer](peers.GetStore())
+		st.Peers = listByKey[*kilov1alpha1.Peer](peers.GetStore())
 	}
 	return st
-}
-
-// listOf returns the objects of a store sorted by name. They are the
-// cache's own: callers must not modify them.
-func listOf[T metav1.Object](store cache.Store) []T {
-	items := store.List()
-	out := make([]T, 0, len(items))
-	for _, item := range items {
-		if obj, ok := item.(T); ok {
-			out = append(out, obj)
-		}
-	}
-	slices.SortFunc(out, func(a, b T) int { return cmp.Compare(a.GetName(), b.GetName()) })
-	return out
 }

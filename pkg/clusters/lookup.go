@@ -1,6 +1,7 @@
 package clusters
 
 import (
+	"fmt"
 	"slices"
 	"strings"
 
@@ -158,4 +159,34 @@ func (m *Manager) ServerPolicyChanged(namespaces ...string) {
 	for _, k := range affected {
 		m.queue.Add(k)
 	}
+}
+
+// connection is the connection mesh uses now for its entry cluster (for a
+// deleted mesh whose Secret is gone, the one the Secret last named), or
+// why there is none.
+func (m *Manager) connection(mesh *meshv1alpha1.ClusterMesh, cluster string) (*cluster, error) {
+	m.mu.RLock()
+	var b binding
+	ms := m.meshes[types.NamespacedName{Namespace: mesh.Namespace, Name: mesh.Name}]
+	if ms != nil && ms.bindings[cluster] != nil {
+		b = *ms.bindings[cluster]
+	}
+	conn := b.forCleanup(mesh)
+	m.mu.RUnlock()
+
+	var entry *meshv1alpha1.ClusterEntry
+	for i := range mesh.Spec.Clusters {
+		if mesh.Spec.Clusters[i].Name == cluster {
+			entry = &mesh.Spec.Clusters[i]
+		}
+	}
+	switch {
+	case entry == nil:
+		return nil, newError(ErrUnknownCluster, "", fmt.Sprintf("mesh %s/%s has no cluster %q", mesh.Namespace, mesh.Name, cluster))
+	case b.name == "" || b.spec != specOf(entry):
+		return nil, newError(ErrPending, "", fmt.Sprintf("cluster %q of mesh %s/%s is not ensured yet", cluster, mesh.Namespace, mesh.Name))
+	case conn == nil:
+		return nil, b.err
+	}
+	return conn, nil
 }

@@ -80,6 +80,13 @@ type Config struct {
 	// A cluster over either is not used.
 	MaxNamespaceCacheBytes int64
 	MaxTotalCacheBytes     int64
+	// MaxServiceExports is the most ServiceExports cached of one member
+	// cluster (default DefaultMaxServiceExports), and
+	// MaxEndpointsPerService the most endpoints of one exported Service
+	// (default DefaultMaxEndpointsPerService); a cluster over either has
+	// its services unused (ServicesState.Reason).
+	MaxServiceExports      int
+	MaxEndpointsPerService int
 	// HoldDeparted, when set, is how long Follow holds the connection of
 	// an entry that leaves its mesh (see OwnerDeparted); 0: it closes at once.
 	HoldDeparted time.Duration
@@ -108,7 +115,8 @@ type Manager struct {
 	holds    map[HoldKey]*hold
 	handlers []func(types.NamespacedName)
 	// echo recognises the echoes of the caller's own Peer writes.
-	echo atomic.Pointer[EchoFilter]
+	echo    atomic.Pointer[EchoFilter]
+	svcEcho atomic.Pointer[ServicesEchoFilter]
 
 	// localUID caches the local cluster's kube-system UID (never recreated).
 	localUIDMu sync.Mutex
@@ -149,6 +157,12 @@ func NewManager(cfg Config) (*Manager, error) {
 	}
 	if cfg.MaxCacheBytes <= 0 {
 		cfg.MaxCacheBytes = DefaultMaxCacheBytes
+	}
+	if cfg.MaxServiceExports <= 0 {
+		cfg.MaxServiceExports = DefaultMaxServiceExports
+	}
+	if cfg.MaxEndpointsPerService <= 0 {
+		cfg.MaxEndpointsPerService = DefaultMaxEndpointsPerService
 	}
 	local := rest.CopyConfig(cfg.Local)
 	// An overall timeout would cut the Secret and Node watches; requests
@@ -257,6 +271,7 @@ func (m *Manager) Follow(mesh *meshv1alpha1.ClusterMesh) {
 			delete(ms.bindings, name)
 		}
 	}
+	m.followServicesLocked(ms, mesh)
 }
 
 // Forget releases what a deleted mesh used; holds are left as they are.
@@ -323,28 +338,9 @@ func (m *Manager) Snapshot(mesh *meshv1alpha1.ClusterMesh) map[string]ClusterSta
 // PeerClient. A deleted mesh whose Secret is gone still gets the connection
 // the Secret last named, to remove its Peers.
 func (m *Manager) PeerClient(mesh *meshv1alpha1.ClusterMesh, cluster string) (PeerClient, error) {
-	m.mu.RLock()
-	var b binding
-	ms := m.meshes[types.NamespacedName{Namespace: mesh.Namespace, Name: mesh.Name}]
-	if ms != nil && ms.bindings[cluster] != nil {
-		b = *ms.bindings[cluster]
-	}
-	conn := b.forCleanup(mesh)
-	m.mu.RUnlock()
-
-	var entry *meshv1alpha1.ClusterEntry
-	for i := range mesh.Spec.Clusters {
-		if mesh.Spec.Clusters[i].Name == cluster {
-			entry = &mesh.Spec.Clusters[i]
-		}
-	}
-	switch {
-	case entry == nil:
-		return nil, newError(memberaccess.ErrUnknownCluster, "", fmt.Sprintf("mesh %s/%s has no cluster %q", mesh.Namespace, mesh.Name, cluster))
-	case b.name == "" || b.spec != specOf(entry):
-		return nil, newError(memberaccess.ErrPending, "", fmt.Sprintf("cluster %q of mesh %s/%s is not ensured yet", cluster, mesh.Namespace, mesh.Name))
-	case conn == nil:
-		return nil, b.err
+	conn, err := m.connection(mesh, cluster)
+	if err != nil {
+		return nil, err
 	}
 	if h := conn.health.view(); h.crdKnown && !h.peerCRD {
 		return nil, newError(memberaccess.ErrPeerCRDMissing, "", fmt.Sprintf("cluster %q does not serve %s", cluster, kilov1alpha1.PeerResource))

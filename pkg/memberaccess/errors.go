@@ -126,6 +126,15 @@ const (
 	// ErrAnswerTooLarge: an answer of the API server (a list page, one
 	// watch event) is larger than this server reads.
 	ErrAnswerTooLarge Reason = "AnswerTooLarge"
+	// ErrMCSCRDMissing: the cluster does not serve the mcs-api CRDs
+	// (multicluster.x-k8s.io/v1beta1 serviceexports and serviceimports).
+	ErrMCSCRDMissing Reason = "MCSCRDMissing"
+	// ErrTooManyServiceExports: the cluster holds more ServiceExports than
+	// clusters.Config.MaxServiceExports; none of its services is used.
+	ErrTooManyServiceExports Reason = "TooManyServiceExports"
+	// ErrTooManyEndpoints: an exported Service has more endpoints than
+	// clusters.Config.MaxEndpointsPerService; none of the cluster's services is used.
+	ErrTooManyEndpoints Reason = "TooManyEndpoints"
 )
 
 // Error is an error of this package with its Reason. Its text never holds

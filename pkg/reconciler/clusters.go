@@ -18,6 +18,8 @@ import (
 type Clusters interface {
 	Snapshot(mesh *meshv1alpha1.ClusterMesh) map[string]clusters.ClusterState
 	PeerClient(mesh *meshv1alpha1.ClusterMesh, cluster string) (clusters.PeerClient, error)
+	// ServicesClient writes multi-cluster services objects.
+	ServicesClient(mesh *meshv1alpha1.ClusterMesh, cluster string) (*clusters.ServicesClient, error)
 	Settled(mesh *meshv1alpha1.ClusterMesh) bool
 	Identities(mesh *meshv1alpha1.ClusterMesh) map[string]string
 	Hold(key clusters.HoldKey, mesh *meshv1alpha1.ClusterMesh, timeout time.Duration)
@@ -28,6 +30,7 @@ type Clusters interface {
 	// SetEchoFilter keeps the echoes of the reconciler's own writes from
 	// the change handlers.
 	SetEchoFilter(f clusters.EchoFilter)
+	SetServicesEchoFilter(f clusters.ServicesEchoFilter)
 }
 
 var _ Clusters = (*clusters.Manager)(nil)

@@ -59,6 +59,9 @@ type Config struct {
 	Kube kubernetes.Interface
 	// Identity names this replica in the Lease.
 	Identity string
+	// Services computes multi-cluster services (the plan cache, like
+	// Planner); nil: no services are written.
+	Services ServicesPlanner
 	// Installation names this installation on the Peers it writes
 	// (planner.LabelInstallation, the plan cache's); its Peers whose mesh
 	// storage does not hold are removed. Empty: only the Peers of meshes
@@ -72,6 +75,7 @@ type Reconciler struct {
 	meshes       cache.SharedIndexInformer
 	clusters     Clusters
 	planner      Planner
+	services     ServicesPlanner
 	meshAPI      meshAPI
 	kube         kubernetes.Interface
 	identity     string
@@ -84,6 +88,7 @@ type Reconciler struct {
 	// departedHere: the departures of entries this process completed.
 	departedHere departedHere
 	recent       *recentWrites
+	svcWrites    *servicesWrites
 	writer       *fairWriter
 	series       *clusterSeries
 	clock        *changeClock
@@ -115,6 +120,7 @@ func New(cfg Config) (*Reconciler, error) {
 		meshes:       cfg.Meshes,
 		clusters:     cfg.Clusters,
 		planner:      cfg.Planner,
+		services:     cfg.Services,
 		meshAPI:      meshAPI{client: cfg.MeshREST},
 		kube:         cfg.Kube,
 		identity:     cfg.Identity,
@@ -124,6 +130,7 @@ func New(cfg Config) (*Reconciler, error) {
 		events:       newEventFilter(),
 		departures:   newDepartures(),
 		recent:       newRecentWrites(),
+		svcWrites:    newServicesWrites(),
 		writer:       newFairWriter(),
 		series:       newClusterSeries(),
 		clock:        newChangeClock(),
@@ -137,6 +144,7 @@ func New(cfg Config) (*Reconciler, error) {
 	}
 	cfg.Planner.AddChangeHandler(r.changed)
 	cfg.Clusters.SetEchoFilter(r.ownWrite)
+	cfg.Clusters.SetServicesEchoFilter(r.ownServicesWrite)
 	return r, nil
 }
 

@@ -114,6 +114,10 @@ func (r *Reconciler) syncMesh(ctx context.Context, key types.NamespacedName, tra
 			klog.InfoS("Peers written", "mesh", key, "cluster", cluster, "created", res.created, "updated", res.updated, "deleted", res.deleted)
 		}
 	}
+	svcRes := r.syncServices(ctx, mesh, states)
+	unseen = unseen || svcRes.unseen
+	actions = append(actions, svcRes.events...)
+	facts = append(facts, svcRes.facts...)
 	if plan != nil {
 		facts = append(facts, planEvents(plan)...)
 		facts = append(facts, grantedEvents(plan)...)
@@ -140,6 +144,8 @@ func (r *Reconciler) syncMesh(ctx context.Context, key types.NamespacedName, tra
 		return syncResult{}, planErr
 	case len(writeErrs) > 0:
 		return syncResult{}, fmt.Errorf("writing Peers of %s: %s", key, strings.Join(writeErrs, "; "))
+	case svcRes.err(key) != nil:
+		return syncResult{}, svcRes.err(key)
 	}
 	next := sooner(sooner(nextExpiry(states, now), untilGraceEnds(plan, now)), departures.next)
 	if unseen {

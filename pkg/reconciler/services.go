@@ -1,0 +1,146 @@
+package reconciler
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"maps"
+	"slices"
+	"strings"
+	"sync"
+
+	"github.com/kilo-mesh/kilo-mesh-apiserver/pkg/memberaccess"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/klog/v2"
+
+	meshv1alpha1 "github.com/kilo-mesh/kilo-mesh-apiserver/pkg/apis/mesh/v1alpha1"
+	"github.com/kilo-mesh/kilo-mesh-apiserver/pkg/clusters"
+	"github.com/kilo-mesh/kilo-mesh-apiserver/pkg/planner/services"
+)
+
+// Event reasons of multi-cluster services.
+const (
+	// EventServicesChanged: this pass wrote services objects on a cluster.
+	EventServicesChanged = "ServicesChanged"
+	// EventServicesFailed: writes of services objects failed on a cluster.
+	EventServicesFailed = "ServicesApplyFailed"
+	// EventServicesNotComputed: the services computation failed.
+	EventServicesNotComputed = "ServicesNotComputed"
+	// EventServicesDeletionsHeld: a cluster's services were never read, so
+	// nothing was deleted anywhere on its account.
+	EventServicesDeletionsHeld = "ServicesDeletionsHeld"
+)
+
+// ServicesPlanner computes what a mesh's multi-cluster services need on
+// each member cluster: the plan cache's Services, the one computation the
+// services view reads too.
+type ServicesPlanner interface {
+	Services(mesh *meshv1alpha1.ClusterMesh) (*services.Output, error)
+}
+
+// servicesResult is what one pass did for a mesh's services.
+type servicesResult struct {
+	// facts persist from pass to pass (announced once); events are what
+	// this pass did.
+	facts, events []meshEvent
+	errs          []string
+	// unseen: a write found the member cache behind (an object created or
+	// changed since it was read); the mesh is looked at again soon.
+	unseen bool
+}
+
+// syncServices writes what the services computation says on every member
+// cluster that answers and whose services caches have synced. Objects are
+// only created, updated (with the resourceVersion read) and deleted (with
+// the UID read), never patched: the member identity may not patch. Only
+// objects carrying the mesh's labels are updated or deleted (the
+// computation lists no other), and no deletion happens while a cluster's
+// services have never been read: its exports are unknown, not absent.
+func (r *Reconciler) syncServices(ctx context.Context, mesh *meshv1alpha1.ClusterMesh, states map[string]clusters.ClusterState) servicesResult {
+	if r.services == nil || mesh.Spec.MultiClusterServices != meshv1alpha1.MultiClusterServicesEnabled {
+		return servicesResult{}
+	}
+	out, err := r.services.Services(mesh)
+	if err != nil {
+		msg := fmt.Sprintf("computing the multi-cluster services: %v", err)
+		return servicesResult{errs: []string{msg}, facts: []meshEvent{{Type: corev1.EventTypeWarning, Reason: EventServicesNotComputed, Message: msg}}}
+	}
+	var res servicesResult
+	deletions := true
+	for _, name := range slices.Sorted(maps.Keys(states)) {
+		svc := states[name].Services
+		if svc != nil && svc.Reason != "" && svc.Reason != clusters.ErrPending {
+			// A limit, missing CRDs, a refusal: said once, with the cluster's reason.
+			res.facts = append(res.facts, meshEvent{Type: corev1.EventTypeWarning, Reason: string(svc.Reason),
+				Message: fmt.Sprintf("cluster %s: its services are not used: %s", name, svc.LastError)})
+		}
+		if svc == nil || (svc.Since.IsZero() && svc.Reason != memberaccess.ErrMCSCRDMissing) {
+			deletions = false
+			res.facts = append(res.facts, meshEvent{Type: corev1.EventTypeNormal, Reason: EventServicesDeletionsHeld,
+				Message: fmt.Sprintf("cluster %s: its services were never read; no import is removed until they are", name)})
+		}
+	}
+	key := types.NamespacedName{Namespace: mesh.Namespace, Name: mesh.Name}
+	var mu sync.Mutex
+	var wg sync.WaitGroup
+	for i := range out.Clusters {
+		co := &out.Clusters[i]
+		st := states[co.Name]
+		if !co.Reachable || !st.Reachable || st.Services == nil || !st.Services.Synced {
+			continue // nothing is written to, or deleted on, a cluster on a guess
+		}
+		client, err := r.clusters.ServicesClient(mesh, co.Name)
+		if err != nil {
+			res.errs = append(res.errs, fmt.Sprintf("cluster %s: %v", co.Name, err))
+			continue
+		}
+		p := newServicesPass(ctx, mesh, co, exportsOf(out, co.Name), st.Services, client, deletions)
+		p.recent = r.svcWrites
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			done := p.run(r.writer, key)
+			mu.Lock()
+			defer mu.Unlock()
+			res.add(co.Name, done)
+		}()
+	}
+	wg.Wait()
+	return res
+}
+
+// add records what one cluster's pass did.
+func (res *servicesResult) add(cluster string, p *servicesPass) {
+	res.unseen = res.unseen || p.unseen
+	if n := p.writes(); n > 0 {
+		res.events = append(res.events, meshEvent{Type: corev1.EventTypeNormal, Reason: EventServicesChanged,
+			Message: fmt.Sprintf("cluster %s: created %d, updated %d, deleted %d services objects", cluster, p.created, p.updated, p.deleted)})
+		klog.InfoS("Services objects written", "cluster", cluster, "created", p.created, "updated", p.updated, "deleted", p.deleted)
+	}
+	if len(p.errs) > 0 {
+		msg := fmt.Sprintf("cluster %s: %d failed: %s", cluster, len(p.errs), summarize(p.errs, 3))
+		res.errs = append(res.errs, msg)
+		res.events = append(res.events, meshEvent{Type: corev1.EventTypeWarning, Reason: EventServicesFailed, Message: msg})
+	}
+}
+
+// err is the pass's failure, if any, for the mesh's requeue.
+func (res servicesResult) err(key types.NamespacedName) error {
+	if len(res.errs) == 0 {
+		return nil
+	}
+	return errors.New("writing services of " + key.String() + ": " + strings.Join(res.errs, "; "))
+}
+
+// exportsOf are the export results of cluster.
+func exportsOf(out *services.Output, cluster string) []services.ExportResult {
+	var rs []services.ExportResult
+	for _, r := range out.Exports {
+		if r.Cluster == cluster {
+			rs = append(rs, r)
+		}
+	}
+	return rs
+}

@@ -1,0 +1,88 @@
+package reconciler
+
+import (
+	"maps"
+
+	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
+	apiequality "k8s.io/apimachinery/pkg/api/equality"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	mcsv1beta1 "sigs.k8s.io/mcs-api/pkg/apis/v1beta1"
+)
+
+// Comparisons of what the services computation wants with what a member
+// cache holds. Only what the computation sets is compared, so the API
+// server's defaults and other writers' labels never look like a change.
+
+// subset reports whether every entry of want is in have.
+func subset(want, have map[string]string) bool {
+	for k, v := range want {
+		if hv, ok := have[k]; !ok || hv != v {
+			return false
+		}
+	}
+	return true
+}
+
+// mergedMap is have with want's entries set: other writers' labels stay.
+func mergedMap(have, want map[string]string) map[string]string {
+	out := maps.Clone(have)
+	if out == nil {
+		out = map[string]string{}
+	}
+	maps.Copy(out, want)
+	return out
+}
+
+func importSpecCurrent(want, have *mcsv1beta1.ServiceImport) bool {
+	return subset(want.Labels, have.Labels) && subset(want.Annotations, have.Annotations) && apiequality.Semantic.DeepEqual(want.Spec, have.Spec)
+}
+
+// importStatus is have's status with want's set, and whether it changed;
+// conditions keep their lastTransitionTime while their status holds.
+func importStatus(have, want *mcsv1beta1.ServiceImport) (mcsv1beta1.ServiceImportStatus, bool) {
+	st := *have.Status.DeepCopy()
+	conds, changed := mergeConditions(st.Conditions, want.Status.Conditions)
+	st.Conditions = conds
+	if !apiequality.Semantic.DeepEqual(st.Clusters, want.Status.Clusters) || st.EndpointSliceObjects != want.Status.EndpointSliceObjects {
+		st.Clusters, st.EndpointSliceObjects = want.Status.Clusters, want.Status.EndpointSliceObjects
+		changed = true
+	}
+	return st, changed
+}
+
+// withOwner is the derived Service owned by its ServiceImport.
+func withOwner(svc *corev1.Service, si *mcsv1beta1.ServiceImport) *corev1.Service {
+	out := svc.DeepCopy()
+	out.OwnerReferences = []metav1.OwnerReference{{APIVersion: mcsv1beta1.GroupVersion.String(), Kind: mcsv1beta1.ServiceImportKindName, Name: si.Name, UID: si.UID}}
+	return out
+}
+
+func derivedCurrent(want, have *corev1.Service) bool {
+	w, h := &want.Spec, &have.Spec
+	return subset(want.Labels, have.Labels) && apiequality.Semantic.DeepEqual(want.OwnerReferences, have.OwnerReferences) &&
+		w.Type == h.Type && len(h.Selector) == 0 && apiequality.Semantic.DeepEqual(w.Ports, h.Ports) &&
+		(w.SessionAffinity == "" || w.SessionAffinity == h.SessionAffinity) &&
+		(w.SessionAffinityConfig == nil || apiequality.Semantic.DeepEqual(w.SessionAffinityConfig, h.SessionAffinityConfig)) &&
+		(len(w.IPFamilies) == 0 || apiequality.Semantic.DeepEqual(w.IPFamilies, h.IPFamilies)) &&
+		(w.IPFamilyPolicy == nil || apiequality.Semantic.DeepEqual(w.IPFamilyPolicy, h.IPFamilyPolicy)) &&
+		(w.InternalTrafficPolicy == nil || apiequality.Semantic.DeepEqual(w.InternalTrafficPolicy, h.InternalTrafficPolicy)) &&
+		(w.TrafficDistribution == nil || apiequality.Semantic.DeepEqual(w.TrafficDistribution, h.TrafficDistribution))
+}
+
+// sliceCurrent compares what the member cache keeps of an endpoint:
+// addresses, conditions, hostname and zone.
+func sliceCurrent(want, have *discoveryv1.EndpointSlice) bool {
+	if !subset(want.Labels, have.Labels) || want.AddressType != have.AddressType || !apiequality.Semantic.DeepEqual(want.Ports, have.Ports) ||
+		len(want.Endpoints) != len(have.Endpoints) {
+		return false
+	}
+	for i := range want.Endpoints {
+		w, h := &want.Endpoints[i], &have.Endpoints[i]
+		if !apiequality.Semantic.DeepEqual(w.Addresses, h.Addresses) || !apiequality.Semantic.DeepEqual(w.Conditions, h.Conditions) ||
+			!apiequality.Semantic.DeepEqual(w.Hostname, h.Hostname) || !apiequality.Semantic.DeepEqual(w.Zone, h.Zone) {
+			return false
+		}
+	}
+	return true
+}

@@ -1,0 +1,129 @@
+//go:build e2e
+
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	discoveryv1 "k8s.io/api/discovery/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+
+	"github.com/kilo-mesh/kilo-mesh-apiserver/test/framework"
+)
+
+// svcHold is how long an attack is watched for an effect it must not have.
+const svcHold = 5 * time.Second
+
+// testGiantSlice: a member writes an EndpointSlice with more endpoints than
+// --max-endpoints-per-service for an exported Service. None of them is
+// written anywhere, what was imported from the member stays as it was, and
+// once the slice is gone the member's services are used again.
+func (s *svcEnv) testGiantSlice(t *testing.T) {
+	ctx := context.Background()
+	kept := s.namespace(t, 1, 2)
+	s.backend(t, 1, kept, "kept", []string{"10.11.2.1"}, nil)
+	s.export(t, 1, kept, "kept")
+	framework.EventuallyT(t, svcConverge, "an import before the attack", func() error {
+		imp, err := s.imported(2, kept, "kept")
+		if err == nil && len(imp.endpoints()) != 1 {
+			err = fmt.Errorf("endpoints %v", imp.endpoints())
+		}
+		return err
+	})
+
+	ns := s.namespace(t, 1, 2)
+	s.backend(t, 1, ns, "big", nil, nil)
+	giant := &discoveryv1.EndpointSlice{ObjectMeta: metav1.ObjectMeta{Name: "big-giant", Namespace: ns,
+		Labels: map[string]string{discoveryv1.LabelServiceName: "big", discoveryv1.LabelManagedBy: "attacker"}},
+		AddressType: discoveryv1.AddressTypeIPv4}
+	for i := range svcMaxEndpoints + 5 {
+		giant.Endpoints = append(giant.Endpoints, discoveryv1.Endpoint{Addresses: []string{fmt.Sprintf("10.11.3.%d", i+1)},
+			Conditions: discoveryv1.EndpointConditions{Ready: ptr.To(true)}})
+	}
+	if _, err := s.kube(1).DiscoveryV1().EndpointSlices(ns).Create(ctx, giant, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	s.export(t, 1, ns, "big")
+	deadline := time.Now().Add(svcHold)
+	for time.Now().Before(deadline) {
+		if err := s.gone(2, ns, "big"); err != nil {
+			t.Fatalf("the Service with a giant slice was imported in cluster 2: %v", err)
+		}
+		imp, err := s.imported(2, kept, "kept")
+		if err != nil || !slices.Equal(imp.endpoints(), []string{"10.11.2.1"}) {
+			t.Fatalf("the import from the attacking member changed: %v, %v", imp, err)
+		}
+		time.Sleep(500 * time.Millisecond)
+	}
+
+	s.wantEvent(t, "TooManyEndpoints", "cluster one")
+	if err := s.kube(1).DiscoveryV1().EndpointSlices(ns).Delete(ctx, giant.Name, metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	// The member is used again once the slice is gone.
+	s.waitImported(t, 2, ns, "big")
+}
+
+// testExportFlood: a member (reached as the shipped member identity)
+// creates more ServiceExports than --max-service-exports-per-cluster. None
+// of the flood is imported, and what was imported from it before stays.
+func (s *svcEnv) testExportFlood(t *testing.T) {
+	before := s.namespace(t, 1, 2)
+	s.backend(t, 2, before, "before", []string{"10.12.2.1"}, nil)
+	s.export(t, 2, before, "before")
+	s.waitImported(t, 1, before, "before")
+
+	flood := s.namespace(t, 1, 2)
+	for i := range svcMaxExports + 1 {
+		name := fmt.Sprintf("flood-%d", i)
+		s.backend(t, 2, flood, name, nil, nil)
+		s.export(t, 2, flood, name)
+	}
+	// Exports made before the limit was crossed may have been imported;
+	// one made after it never is.
+	time.Sleep(2 * time.Second)
+	s.backend(t, 2, flood, "late", nil, nil)
+	s.export(t, 2, flood, "late")
+	deadline := time.Now().Add(svcHold)
+	for time.Now().Before(deadline) {
+		list, err := s.mcs(1).MulticlusterV1beta1().ServiceImports(flood).List(context.Background(), metav1.ListOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if n := len(list.Items); n > svcMaxExports {
+			t.Fatalf("%d ServiceImports of the flood in cluster 1, more than the limit of %d exports", n, svcMaxExports)
+		}
+		if err := s.gone(1, flood, "late"); err != nil {
+			t.Fatalf("an export made over the limit was imported: %v", err)
+		}
+		if _, err := s.imported(1, before, "before"); err != nil {
+			t.Fatalf("the import from before the flood: %v", err)
+		}
+		time.Sleep(500 * time.Millisecond)
+	}
+	s.wantEvent(t, "TooManyServiceExports", "cluster two")
+}
+
+// wantEvent waits for a Warning event of the mesh with reason whose
+// message has text.
+func (s *svcEnv) wantEvent(t *testing.T, reason, text string) {
+	t.Helper()
+	framework.EventuallyT(t, svcConverge, "event "+reason, func() error {
+		list, err := s.kube(framework.HostCluster).CoreV1().Events(s.ns).List(context.Background(), metav1.ListOptions{FieldSelector: "reason=" + reason})
+		if err != nil {
+			return err
+		}
+		for _, e := range list.Items {
+			if e.InvolvedObject.Name == "svc" && strings.Contains(e.Message, text) {
+				return nil
+			}
+		}
+		return fmt.Errorf("no %s event of mesh svc naming %q among %d", reason, text, len(list.Items))
+	})
+}
