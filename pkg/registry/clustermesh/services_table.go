@@ -27,7 +27,8 @@ const (
 // servicesColumns: one row per ServiceImport of every cluster, then one
 // per ServiceExport, so that one table answers both "what does this cluster
 // import" and "how did my export fare". Cells that do not apply to a row's
-// kind are empty.
+// kind are <none>, as kubectl writes a missing value, so that every row has
+// every cell.
 var servicesColumns = []metav1.TableColumnDefinition{
 	{Name: "Cluster", Type: "string", Description: "Member cluster: the importing one for an Import, the exporting one for an Export."},
 	{Name: "Kind", Type: "string", Description: "Import (a ServiceImport the cluster holds) or Export (a ServiceExport of the cluster)."},
@@ -89,7 +90,7 @@ func importCells(c meshv1alpha1.ClusterImports, imp *meshv1alpha1.ImportState) [
 	}
 	return []interface{}{
 		c.Cluster, rowImport, imp.Namespace + "/" + imp.Name, imp.Type, fewItems(ports), fewItems(imp.IPs),
-		fewItems(imp.SourceClusters), int64(imp.Endpoints), status, "", c.Reachable, derived, message,
+		fewItems(imp.SourceClusters), int64(imp.Endpoints), status, cellNone, c.Reachable, derived, message,
 	}
 }
 
@@ -106,8 +107,8 @@ func exportCells(e *meshv1alpha1.ExportState) []interface{} {
 		leftOut = append(leftOut, fmt.Sprintf("%s=%d", rc.Reason, rc.Count))
 	}
 	return []interface{}{
-		e.Cluster, rowExport, e.Namespace + "/" + e.Name, "", "", "", "", int64(e.Endpoints), status,
-		fewItems(leftOut), !e.Stale, "", "",
+		e.Cluster, rowExport, e.Namespace + "/" + e.Name, cellNone, cellNone, cellNone, cellNone, int64(e.Endpoints), status,
+		fewItems(leftOut), !e.Stale, cellNone, cellNone,
 	}
 }
 

@@ -41,11 +41,11 @@ func testServicesView() *meshv1alpha1.ClusterMeshServices {
 }
 
 func TestServicesTable(t *testing.T) {
-	importA := []interface{}{"a", "Import", "shop/cart", "ClusterSetIP", "http:80/TCP,53/UDP", "10.96.0.9,fd00::9", "a,b", int64(3), "Imported", "", true, "derived-abc", "<none>"}
-	importB := []interface{}{"b", "Import", "shop/cart", "ClusterSetIP", "80/TCP", "<none>", "a,b", int64(0), "DerivedServiceTaken", "", false, "<none>", "a Service this mesh did not write holds the name"}
-	exportA := []interface{}{"a", "Export", "shop/cart", "", "", "", "", int64(2), "Exported", "NotReady=1,OutsidePodCIDRs=2", true, "", ""}
-	exportB := []interface{}{"b", "Export", "shop/cart", "", "", "", "", int64(1), "PortConflict,TypeConflict", "<none>", false, "", ""}
-	exportC := []interface{}{"c", "Export", "shop/gone", "", "", "", "", int64(0), "NoService", "<none>", true, "", ""}
+	importA := []interface{}{"a", "Import", "shop/cart", "ClusterSetIP", "http:80/TCP,53/UDP", "10.96.0.9,fd00::9", "a,b", int64(3), "Imported", "<none>", true, "derived-abc", "<none>"}
+	importB := []interface{}{"b", "Import", "shop/cart", "ClusterSetIP", "80/TCP", "<none>", "a,b", int64(0), "DerivedServiceTaken", "<none>", false, "<none>", "a Service this mesh did not write holds the name"}
+	exportA := []interface{}{"a", "Export", "shop/cart", "<none>", "<none>", "<none>", "<none>", int64(2), "Exported", "NotReady=1,OutsidePodCIDRs=2", true, "<none>", "<none>"}
+	exportB := []interface{}{"b", "Export", "shop/cart", "<none>", "<none>", "<none>", "<none>", int64(1), "PortConflict,TypeConflict", "<none>", false, "<none>", "<none>"}
+	exportC := []interface{}{"c", "Export", "shop/gone", "<none>", "<none>", "<none>", "<none>", int64(0), "NoService", "<none>", true, "<none>", "<none>"}
 	ofB := testServicesView()
 	onlyCluster(ofB, "b")
 	for _, tc := range []struct {
