@@ -38,7 +38,7 @@ ClusterMeshServices view.`,
 			if output != "" {
 				return cli.PrintObject(o.Out, v, output)
 			}
-			RenderServices(cli.Terminal(o.Out), v)
+			RenderServices(cli.Terminal(o.Out), v, cluster)
 			return nil
 		},
 	}
@@ -65,8 +65,9 @@ func readServices(ctx context.Context, o *cli.Options, name, cluster string) (*m
 }
 
 // RenderServices writes what every cluster imports, then every export's
-// outcome with its reasons.
-func RenderServices(w io.Writer, v *meshv1alpha1.ClusterMeshServices) {
+// outcome with its reasons; cluster, if not empty, is the one the view was
+// asked for.
+func RenderServices(w io.Writer, v *meshv1alpha1.ClusterMeshServices, cluster string) {
 	fmt.Fprintf(w, "ClusterMesh %s/%s, services computed at %s\n", v.Namespace, v.Name, v.GeneratedAt.UTC().Format("2006-01-02T15:04:05Z"))
 	for _, c := range v.Clusters {
 		fmt.Fprintln(w)
@@ -84,7 +85,11 @@ func RenderServices(w io.Writer, v *meshv1alpha1.ClusterMeshServices) {
 	}
 	fmt.Fprintln(w)
 	if len(v.Exports) == 0 {
-		fmt.Fprintln(w, "No ServiceExport in any member cluster.")
+		if cluster != "" {
+			fmt.Fprintf(w, "No ServiceExport in cluster %s.\n", cluster)
+		} else {
+			fmt.Fprintln(w, "No ServiceExport in any member cluster.")
+		}
 		return
 	}
 	fmt.Fprintln(w, "Exports")

@@ -48,7 +48,7 @@ func testServices() *meshv1alpha1.ClusterMeshServices {
 
 func TestRenderServices(t *testing.T) {
 	for _, tc := range []struct {
-		name          string
+		name, cluster string
 		view          *meshv1alpha1.ClusterMeshServices
 		want, notWant []string
 	}{
@@ -66,10 +66,12 @@ func TestRenderServices(t *testing.T) {
 		{name: "an import without its IP yet", view: &meshv1alpha1.ClusterMeshServices{Clusters: []meshv1alpha1.ClusterImports{{Cluster: "a", Reachable: true,
 			Imports: []meshv1alpha1.ImportState{{Namespace: "s", Name: "n", Type: "ClusterSetIP", SourceClusters: []string{"b"}}}}}},
 			want: []string{"imports s/n (ClusterSetIP) without an IP yet, 0 endpoints from b"}},
+		{name: "?cluster= of a cluster that exports nothing", cluster: "b", view: &meshv1alpha1.ClusterMeshServices{Clusters: []meshv1alpha1.ClusterImports{{Cluster: "b"}}},
+			want: []string{"Cluster b (unreachable", "No ServiceExport in cluster b."}, notWant: []string{"Cluster a", "any member cluster"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			var out bytes.Buffer
-			RenderServices(&out, tc.view)
+			RenderServices(&out, tc.view, tc.cluster)
 			for _, want := range tc.want {
 				if !strings.Contains(out.String(), want) {
 					t.Errorf("lacks %q:\n%s", want, out.String())
