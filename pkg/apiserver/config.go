@@ -53,6 +53,9 @@ type ExtraConfig struct {
 	// tenant's member cluster, and what all its caches weigh.
 	MaxMemberPeers      int
 	MaxMemberCacheBytes int64
+	// MaxServiceExports and MaxEndpointsPerService bound the services
+	// caches of one member cluster.
+	MaxServiceExports, MaxEndpointsPerService int
 	// MaxNamespaceCacheBytes and MaxMemberCacheTotalBytes bound what is
 	// cached of one namespace's member clusters and of all tenants'.
 	MaxNamespaceCacheBytes   int64
@@ -126,6 +129,8 @@ func (c CompletedConfig) New() (*Server, error) {
 		ServerPolicy:               policy,
 		MaxNodes:                   c.ExtraConfig.MaxMemberNodes,
 		MaxPeers:                   c.ExtraConfig.MaxMemberPeers,
+		MaxServiceExports:          c.ExtraConfig.MaxServiceExports,
+		MaxEndpointsPerService:     c.ExtraConfig.MaxEndpointsPerService,
 		MaxCacheBytes:              c.ExtraConfig.MaxMemberCacheBytes,
 		MaxNamespaceCacheBytes:     c.ExtraConfig.MaxNamespaceCacheBytes,
 		MaxTotalCacheBytes:         c.ExtraConfig.MaxMemberCacheTotalBytes,

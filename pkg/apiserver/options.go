@@ -60,6 +60,10 @@ type Options struct {
 	MaxMemberNodes int
 	// MaxMemberPeers bounds the Peers cached of one tenant's member cluster.
 	MaxMemberPeers int
+	// MaxServiceExports and MaxEndpointsPerService bound the services
+	// caches of one member cluster.
+	MaxServiceExports      int
+	MaxEndpointsPerService int
 	// MaxMemberCacheMiB bounds the weight of what is cached of one
 	// tenant's member cluster, in MiB.
 	MaxMemberCacheMiB int
@@ -102,15 +106,17 @@ func NewOptions() *Options {
 	o := &Options{
 		RecommendedOptions: genericoptions.NewRecommendedOptions(etcdPathPrefix,
 			Codecs.LegacyCodec(meshv1alpha1.SchemeGroupVersion)),
-		DataDir:               "/var/lib/kilo-mesh-apiserver/etcd",
-		Reconciler:            reconciler.NewOptions(),
-		ServingCert:           servingcert.NewOptions(),
-		MemberQPS:             clusters.DefaultQPS,
-		MemberBurst:           clusters.DefaultBurst,
-		HostAccessGracePeriod: plancache.DefaultGracePeriod,
-		MaxMemberNodes:        clusters.DefaultMaxNodes,
-		MaxMemberPeers:        clusters.DefaultMaxPeers,
-		MaxMemberCacheMiB:     clusters.DefaultMaxCacheBytes >> 20,
+		DataDir:                "/var/lib/kilo-mesh-apiserver/etcd",
+		Reconciler:             reconciler.NewOptions(),
+		ServingCert:            servingcert.NewOptions(),
+		MemberQPS:              clusters.DefaultQPS,
+		MemberBurst:            clusters.DefaultBurst,
+		HostAccessGracePeriod:  plancache.DefaultGracePeriod,
+		MaxMemberNodes:         clusters.DefaultMaxNodes,
+		MaxMemberPeers:         clusters.DefaultMaxPeers,
+		MaxServiceExports:      clusters.DefaultMaxServiceExports,
+		MaxEndpointsPerService: clusters.DefaultMaxEndpointsPerService,
+		MaxMemberCacheMiB:      clusters.DefaultMaxCacheBytes >> 20,
 	}
 	// Objects are always stored as v1alpha1, whatever a client sent.
 	o.RecommendedOptions.Etcd.StorageConfig.EncodeVersioner = runtime.NewMultiGroupVersioner(
@@ -143,6 +149,12 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	fs.IntVar(&o.MaxMemberPeers, "max-member-peers", o.MaxMemberPeers,
 		"Most Kilo Peers cached of one member cluster reached with a tenant's kubeconfig; a cluster with more is not used, and its meshes say so. "+
 			"The cluster this server runs in is not limited: its Peers are the ones this server writes.")
+	fs.IntVar(&o.MaxServiceExports, "max-service-exports-per-cluster", o.MaxServiceExports,
+		"Most ServiceExports cached of one member cluster of a mesh with multi-cluster services; a cluster with more has its services unused "+
+			"(what was imported from it is kept as last known), and its meshes say so.")
+	fs.IntVar(&o.MaxEndpointsPerService, "max-endpoints-per-service", o.MaxEndpointsPerService,
+		"Most endpoints of one exported Service; a cluster exporting a Service with more has its services unused "+
+			"(what was imported from it is kept as last known), and its meshes say so.")
 	fs.IntVar(&o.MaxMemberCacheMiB, "max-member-cache-mib", o.MaxMemberCacheMiB,
 		"Most memory, in MiB, that what is cached of one member cluster reached with a tenant's kubeconfig may take, its Nodes and Peers together; "+
 			"a cluster needing more is not used, and its meshes say so.")
@@ -233,6 +245,9 @@ func (o *Options) Validate() error {
 	if o.MaxMemberNodes < 1 || o.MaxMemberPeers < 1 || o.MaxMemberCacheMiB < 1 {
 		errs = append(errs, fmt.Errorf("--max-member-nodes, --max-member-peers and --max-member-cache-mib must be positive"))
 	}
+	if o.MaxServiceExports < 1 || o.MaxEndpointsPerService < 1 {
+		errs = append(errs, fmt.Errorf("--max-service-exports-per-cluster and --max-endpoints-per-service must be positive"))
+	}
 	if o.MaxMemberCacheTotalMiB < 0 || o.MaxNamespaceMemberCacheMiB < 0 {
 		errs = append(errs, fmt.Errorf("--max-member-cache-total-mib and --max-namespace-member-cache-mib must not be negative"))
 	}
@@ -307,6 +322,8 @@ func (o *Options) Config() (*Config, error) {
 		MemberServerCIDRs:          o.memberServers,
 		MaxMemberNodes:             o.MaxMemberNodes,
 		MaxMemberPeers:             o.MaxMemberPeers,
+		MaxServiceExports:          o.MaxServiceExports,
+		MaxEndpointsPerService:     o.MaxEndpointsPerService,
 		MaxMemberCacheBytes:        int64(o.MaxMemberCacheMiB) << 20,
 		MaxNamespaceCacheBytes:     memberNamespace,
 		MaxMemberCacheTotalBytes:   memberTotal,

@@ -22,6 +22,7 @@ import (
 // meshState holds the bindings of one mesh, by spec cluster name.
 type meshState struct {
 	bindings map[string]*binding
+	services bool // spec.multiClusterServices is Enabled
 }
 
 // bindingSpec is what of a spec.clusters entry decides its cluster.
@@ -188,16 +189,17 @@ func (m *Manager) acquireClusterLocked(mesh types.NamespacedName, id clusterID, 
 	if c == nil {
 		var err error
 		c, err = newCluster(id, cfg, clusterOptions{
-			probeInterval: m.cfg.ProbeInterval,
-			probeTimeout:  m.cfg.ProbeTimeout,
-			clock:         m.cfg.Clock,
-			maxNodes:      m.cfg.MaxNodes,
-			maxPeers:      m.cfg.MaxPeers,
-			maxCacheBytes: m.cfg.MaxCacheBytes,
-			shared:        m.shared,
-			onChange:      m.clusterChanged,
-			isEcho:        m.isEcho,
-			localUID:      m.localSystemUID,
+			probeInterval:  m.cfg.ProbeInterval,
+			probeTimeout:   m.cfg.ProbeTimeout,
+			clock:          m.cfg.Clock,
+			maxNodes:       m.cfg.MaxNodes,
+			maxPeers:       m.cfg.MaxPeers,
+			maxCacheBytes:  m.cfg.MaxCacheBytes,
+			shared:         m.shared,
+			onChange:       m.clusterChanged,
+			isEcho:         m.isEcho,
+			localUID:       m.localSystemUID,
+			servicesWanted: m.servicesWanted, maxServiceExports: m.cfg.MaxServiceExports, maxEndpointsPerService: m.cfg.MaxEndpointsPerService,
 		}, id != localID, allowed)
 		if err != nil {
 			return nil, newError(ErrKubeconfigInvalid, "", fmt.Sprintf("cannot build a client: %v", err))

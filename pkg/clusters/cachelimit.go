@@ -234,12 +234,14 @@ func sanitizedErrorEvent(e watch.Event) watch.Event {
 	return e
 }
 
+// nameOf keys an object in objectLimit's weights: namespace and name, so
+// that namespaced objects of one name in two namespaces are two objects.
 func nameOf(obj runtime.Object) string {
 	m, err := meta.Accessor(obj)
 	if err != nil {
 		return ""
 	}
-	return m.GetName()
+	return m.GetNamespace() + "/" + m.GetName()
 }
 
 // nodeLimit reads the Nodes of a cluster, at most maxNodes of them.

@@ -1,17 +1,14 @@
 package clusters
 
 import (
-	"cmp"
 	"context"
 	"fmt"
 	"net/http"
 	"net/netip"
-	"slices"
 	"sync"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	utilnet "k8s.io/apimachinery/pkg/util/net"
@@ -57,6 +54,10 @@ type clusterOptions struct {
 	// localUID is the UID of the local cluster's kube-system namespace: a
 	// remote cluster answering with it is refused (ErrIsLocalCluster).
 	localUID func(context.Context) (string, error)
+	// servicesWanted reports whether a mesh using the cluster has services
+	// enabled; maxServiceExports and maxEndpointsPerService are Config's.
+	servicesWanted                            func(*cluster) bool
+	maxServiceExports, maxEndpointsPerService int
 }
 
 // cluster is one distinct member cluster (see clusterID): its clients, its
@@ -88,7 +89,8 @@ type cluster struct {
 	peerLimit *objectLimit
 	// budget bounds what the caches of a tenant's cluster weigh; nil for
 	// the local cluster.
-	budget *budget
+	budget     *budget
+	svcClients *servicesClients
 
 	// refs and meshes are guarded by Manager.mu.
 	refs   int
@@ -100,6 +102,9 @@ type cluster struct {
 	wg       *sync.WaitGroup
 	released bool
 	peers    *runningInformer // nil while the Peer CRD is not served
+	// svc runs while svcWanted and the mcs-api CRDs are served (services.go).
+	svc                            *servicesCaches
+	svcWanted, svcCRDKnown, svcCRD bool
 }
 
 type runningInformer struct {
@@ -159,6 +164,9 @@ func newCluster(id clusterID, cfg *rest.Config, opts clusterOptions, remote bool
 	probeKube, err := kubernetes.NewForConfigAndClient(probeCfg, requestClient)
 	if err != nil {
 		return nil, fmt.Errorf("building the probe client: %w", err)
+	}
+	if c.svcClients, err = newServicesClients(kubeCfg, cfg, watchClient, requestClient); err != nil {
+		return nil, err
 	}
 	c.peerWrite = dynWrite.Resource(kilov1alpha1.PeerResource)
 	c.probeREST = probeKube.Discovery().RESTClient()
@@ -375,6 +383,9 @@ type ClusterState struct {
 	Identity string
 	Nodes    []*corev1.Node
 	Peers    []*kilov1alpha1.Peer
+	// Services is what the services caches hold; nil when no mesh using
+	// the cluster has spec.multiClusterServices Enabled.
+	Services *ServicesState
 }
 
 // state is what the caches hold now; no I/O.
@@ -384,28 +395,15 @@ func (c *cluster) state() ClusterState {
 	if h.problem != nil {
 		st.Reason, st.LastError = h.problem.Reason, h.problem.Error()
 	}
+	st.Services = c.servicesState()
 	if OverLimit(st.Reason) || st.Reason == ErrIsLocalCluster {
 		// Whatever the cache holds of such a cluster is a part of it.
 		st.Synced = false
 		return st
 	}
-	st.Nodes = listOf[*corev1.Node](c.nodes.GetStore())
+	st.Nodes = listByKey[*corev1.Node](c.nodes.GetStore())
 	if peers := c.peerInformer(); peers != nil {
-		st.Peers = listOf[*kilov1alpha1.Peer](peers.GetStore())
+		st.Peers = listByKey[*kilov1alpha1.Peer](peers.GetStore())
 	}
 	return st
-}
-
-// listOf returns the objects of a store sorted by name. They are the
-// cache's own: callers must not modify them.
-func listOf[T metav1.Object](store cache.Store) []T {
-	items := store.List()
-	out := make([]T, 0, len(items))
-	for _, item := range items {
-		if obj, ok := item.(T); ok {
-			out = append(out, obj)
-		}
-	}
-	slices.SortFunc(out, func(a, b T) int { return cmp.Compare(a.GetName(), b.GetName()) })
-	return out
 }

@@ -79,6 +79,13 @@ type Config struct {
 	// A cluster over either is not used.
 	MaxNamespaceCacheBytes int64
 	MaxTotalCacheBytes     int64
+	// MaxServiceExports is the most ServiceExports cached of one member
+	// cluster (default DefaultMaxServiceExports), and
+	// MaxEndpointsPerService the most endpoints of one exported Service
+	// (default DefaultMaxEndpointsPerService); a cluster over either has
+	// its services unused (ServicesState.Reason).
+	MaxServiceExports      int
+	MaxEndpointsPerService int
 	// HoldDeparted, when set, is how long Follow holds the connection of
 	// an entry that leaves its mesh (see OwnerDeparted); 0: it closes at once.
 	HoldDeparted time.Duration
@@ -148,6 +155,12 @@ func NewManager(cfg Config) (*Manager, error) {
 	}
 	if cfg.MaxCacheBytes <= 0 {
 		cfg.MaxCacheBytes = DefaultMaxCacheBytes
+	}
+	if cfg.MaxServiceExports <= 0 {
+		cfg.MaxServiceExports = DefaultMaxServiceExports
+	}
+	if cfg.MaxEndpointsPerService <= 0 {
+		cfg.MaxEndpointsPerService = DefaultMaxEndpointsPerService
 	}
 	local := rest.CopyConfig(cfg.Local)
 	// An overall timeout would cut the Secret and Node watches; requests
@@ -256,6 +269,7 @@ func (m *Manager) Follow(mesh *meshv1alpha1.ClusterMesh) {
 			delete(ms.bindings, name)
 		}
 	}
+	m.followServicesLocked(ms, mesh)
 }
 
 // Forget releases what a deleted mesh used; holds are left as they are.

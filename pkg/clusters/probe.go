@@ -64,6 +64,7 @@ func (c *cluster) probe(ctx context.Context) {
 		klog.FromContext(ctx).Info("Member cluster probed", "reachable", probeErr == nil, "peerCRD", peerCRD, "err", errorText(probeErr))
 	}
 	c.setPeerInformer(peerCRD)
+	c.probeServices(ctx, probeErr == nil)
 }
 
 // checkReady asks /readyz. Forbidden and NotFound still prove a working

@@ -71,6 +71,7 @@ func (m *Manager) informersNotStopped() int {
 		if p := c.peerInformer(); p != nil {
 			informers = append(informers, p)
 		}
+		informers = append(informers, c.servicesInformers()...)
 	}
 	for _, sw := range m.secrets {
 		informers = append(informers, sw.informer)

@@ -61,8 +61,9 @@ type Cache struct {
 	// by FollowMeshes.
 	others *otherMeshSource
 
-	mu    sync.Mutex
-	plans map[types.NamespacedName]*entry
+	mu       sync.Mutex
+	plans    map[types.NamespacedName]*entry
+	services map[types.NamespacedName]*servicesEntry // see Services
 	// meshes are the stored meshes, set by FollowMeshes.
 	meshes cache.Store
 	// handlers hear of every mesh whose inputs changed.
@@ -151,6 +152,9 @@ func (c *Cache) invalidate(key types.NamespacedName) {
 	if e := c.plans[key]; e != nil {
 		e.reported++
 	}
+	if e := c.services[key]; e != nil {
+		e.reported++
+	}
 }
 
 // Invalidate marks a mesh's plan as older than its inputs without telling
@@ -180,6 +184,7 @@ func (c *Cache) forget(key types.NamespacedName) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	delete(c.plans, key)
+	delete(c.services, key)
 }
 
 // Plan returns the mesh's current plan. The plan is shared: read it, never modify it.

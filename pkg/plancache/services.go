@@ -1,0 +1,98 @@
+package plancache
+
+import (
+	"errors"
+	"fmt"
+	"net/netip"
+	"sync"
+
+	"k8s.io/apimachinery/pkg/types"
+
+	meshv1alpha1 "github.com/kilo-mesh/kilo-mesh-apiserver/pkg/apis/mesh/v1alpha1"
+	"github.com/kilo-mesh/kilo-mesh-apiserver/pkg/clusters"
+	"github.com/kilo-mesh/kilo-mesh-apiserver/pkg/planner/services"
+)
+
+// ErrServicesDisabled is the error of Services for a mesh whose
+// spec.multiClusterServices is not Enabled.
+var ErrServicesDisabled = errors.New("multi-cluster services are not enabled on this mesh (spec.multiClusterServices)")
+
+// servicesEntry is one mesh's services output, reused like a plan until
+// the mesh or one of the member caches changes. It does not age: nothing
+// of it depends on the clock but the conditions' transition times.
+type servicesEntry struct {
+	mu              sync.Mutex
+	uid             types.UID
+	resourceVersion string
+	changes         uint64
+	out             *services.Output
+
+	reported uint64 // guarded by Cache.mu
+}
+
+// Services returns what every member cluster of mesh must hold for its
+// exported Services and how every export fared: the one computation the
+// services view and the reconciler read, so what is previewed is what is
+// written. A cluster whose services caches are not synced is given as
+// unreachable with its last known objects (none if they never synced),
+// which the computation keeps rather than removes. The output is shared:
+// read it, never modify it.
+//
+// The whole mesh is computed again on any change of its member caches;
+// recomputing only the Services a change touches is the next step for the
+// latency of an endpoint change in a mesh of many exports.
+func (c *Cache) Services(mesh *meshv1alpha1.ClusterMesh) (*services.Output, error) {
+	if mesh.Spec.MultiClusterServices != meshv1alpha1.MultiClusterServicesEnabled {
+		return nil, fmt.Errorf("ClusterMesh %s/%s: %w", mesh.Namespace, mesh.Name, ErrServicesDisabled)
+	}
+	key := types.NamespacedName{Namespace: mesh.Namespace, Name: mesh.Name}
+	c.mu.Lock()
+	if c.services == nil {
+		c.services = map[types.NamespacedName]*servicesEntry{}
+	}
+	e := c.services[key]
+	if e == nil {
+		e = &servicesEntry{}
+		c.services[key] = e
+	}
+	c.mu.Unlock()
+
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	// Read before the inputs, as for plans.
+	c.mu.Lock()
+	changes := e.reported
+	c.mu.Unlock()
+	if e.out != nil && e.uid == mesh.UID && e.resourceVersion == mesh.ResourceVersion && e.changes == changes {
+		return e.out, nil
+	}
+	out := services.Compute(c.servicesInput(mesh))
+	e.uid, e.resourceVersion, e.changes, e.out = mesh.UID, mesh.ResourceVersion, changes, out
+	return out, nil
+}
+
+// servicesInput gathers what the member caches hold for mesh.
+func (c *Cache) servicesInput(mesh *meshv1alpha1.ClusterMesh) *services.Input {
+	states := c.members.Snapshot(mesh)
+	in := &services.Input{MeshNamespace: mesh.Namespace, MeshName: mesh.Name, MeshUID: mesh.UID,
+		Installation: c.installation, Now: c.clock.Now()}
+	for i := range mesh.Spec.Clusters {
+		entry := &mesh.Spec.Clusters[i]
+		cl := services.Cluster{Name: entry.Name}
+		for _, s := range entry.PodCIDRs {
+			// Validation admits canonical CIDRs only; anything else is
+			// no network, so nothing inside it is carried.
+			if p, err := netip.ParsePrefix(s); err == nil {
+				cl.PodCIDRs = append(cl.PodCIDRs, p)
+			}
+		}
+		st := states[entry.Name]
+		if svc := st.Services; svc != nil {
+			cl.Reachable = st.Reachable && svc.Synced && st.Reason != clusters.ErrIsLocalCluster
+			cl.Namespaces, cl.Exports, cl.Services, cl.EndpointSlices, cl.Imports =
+				svc.Namespaces, svc.Exports, svc.Services, svc.EndpointSlices, svc.Imports
+		}
+		in.Clusters = append(in.Clusters, cl)
+	}
+	return in
+}
