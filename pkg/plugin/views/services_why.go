@@ -142,7 +142,7 @@ func RenderWhyService(w io.Writer, v *meshv1alpha1.ClusterMeshServices, service,
 	for i := range d.Imports {
 		imp := &d.Imports[i]
 		if imp.Blocked != "" {
-			fmt.Fprintf(w, "  in %s: not imported (%s)\n", imp.Cluster, explain(imp.Blocked))
+			fmt.Fprintf(w, "  in %s: blocked (%s)\n", imp.Cluster, explain(imp.Blocked))
 			if imp.Message != "" {
 				fmt.Fprintf(w, "    %s\n", imp.Message)
 			}
