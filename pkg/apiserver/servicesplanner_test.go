@@ -16,7 +16,9 @@ type servicesAnswer struct {
 	err error
 }
 
-func (a servicesAnswer) Services(*meshv1alpha1.ClusterMesh) (*services.Output, error) { return a.out, a.err }
+func (a servicesAnswer) Services(*meshv1alpha1.ClusterMesh) (*services.Output, error) {
+	return a.out, a.err
+}
 
 // TestServicesPlanner: the cache's refusal of a mesh without services
 // reaches the view as the view's sentinel, with the cache's own words;
