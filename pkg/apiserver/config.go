@@ -164,11 +164,12 @@ func (c CompletedConfig) New() (*Server, error) {
 
 	group := newAPIGroupInfo()
 	group.VersionedResourcesStorageMap[meshv1alpha1.SchemeGroupVersion.Version] = map[string]rest.Storage{
-		"clustermeshes":        meshes,
-		"clustermeshes/status": status,
-		"clustermeshes/plan":   clustermesh.NewPlanREST(meshes, plans),
-		"clustermeshes/peers":  clustermesh.NewPeersREST(meshes, plans),
-		"clustermeshgrants":    grantWiring.rest,
+		"clustermeshes":          meshes,
+		"clustermeshes/status":   status,
+		"clustermeshes/plan":     clustermesh.NewPlanREST(meshes, plans),
+		"clustermeshes/peers":    clustermesh.NewPeersREST(meshes, plans),
+		"clustermeshes/services": clustermesh.NewServicesREST(meshes, servicesPlanner{cache: plans}),
+		"clustermeshgrants":      grantWiring.rest,
 	}
 	if err := generic.InstallAPIGroup(&group); err != nil {
 		return nil, fmt.Errorf("installing %s: %w", meshv1alpha1.GroupName, err)

@@ -22,7 +22,7 @@ func TestCommands(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, want := range []string{"kubectl mesh [command]", "join", "leave", "plan", "peers", "graph", "why", "status", "import", "version", "completion", "--kubeconfig", "--context", "--namespace"} {
+	for _, want := range []string{"kubectl mesh [command]", "join", "leave", "plan", "peers", "services", "graph", "why", "status", "import", "version", "completion", "--kubeconfig", "--context", "--namespace"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("help lacks %q:\n%s", want, out)
 		}
@@ -54,6 +54,9 @@ func TestArgumentErrors(t *testing.T) {
 	}{
 		{[]string{"plan"}, "takes the name of a ClusterMesh"},
 		{[]string{"why", "demo"}, "takes a ClusterMesh and a node name"},
+		{[]string{"why", "demo", "pod", "p-1"}, "takes a ClusterMesh and a node name, or service and NAMESPACE/NAME"},
+		{[]string{"why", "demo", "service", "cart"}, "a service is named NAMESPACE/NAME"},
+		{[]string{"services"}, "takes the name of a ClusterMesh"},
 		{[]string{"join", "demo", "--member-kubeconfig", "x"}, `"name" not set`},
 		{[]string{"join", "demo", "--name", "Not_A_Label", "--member-kubeconfig", "x"}, "--name"},
 		{[]string{"join", "demo", "--name", "north", "--member-kubeconfig", "x", "--pod-cidrs", "10.0.0.1/8"}, "did you mean 10.0.0.0/8"},

@@ -79,6 +79,18 @@ func (m *MeshAPI) Peers(ctx context.Context, ns, name string) (*meshv1alpha1.Clu
 	return out, err
 }
 
+// Services reads the clustermeshes/NAME/services view: what every member
+// cluster imports and how every export fared; with cluster, of that cluster.
+func (m *MeshAPI) Services(ctx context.Context, ns, name, cluster string) (*meshv1alpha1.ClusterMeshServices, error) {
+	req := m.client.Get().Namespace(ns).Resource(meshResource).Name(name).SubResource("services")
+	if cluster != "" {
+		req = req.Param("cluster", cluster)
+	}
+	out := &meshv1alpha1.ClusterMeshServices{}
+	err := req.Do(ctx).Into(out)
+	return out, err
+}
+
 // PeersRaw reads the peers view with ?cluster= and ?format= as the server
 // renders it (a Peer list, WireGuard or DOT text), accepting the media type
 // given.

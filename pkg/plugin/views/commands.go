@@ -1,5 +1,5 @@
 // Package views holds the `kubectl mesh` commands that read the server's
-// computed views of a mesh: plan, peers, graph, why and status. They never
+// computed views of a mesh: plan, peers, services, graph, why and status. They never
 // compute anything themselves: what they show is what the server's planner
 // decided, which is what its reconciler applies.
 package views
@@ -11,6 +11,7 @@ import (
 	"errors"
 	"fmt"
 	"os/exec"
+	"strings"
 
 	"github.com/spf13/cobra"
 	"sigs.k8s.io/yaml"
@@ -223,26 +224,39 @@ installed (Debian: apt-get install graphviz).`,
 	return cmd
 }
 
-// NewWhyCommand is `kubectl mesh why MESH NODE [--cluster C]`.
+// NewWhyCommand is `kubectl mesh why MESH [node] NODE [--cluster C]` and
+// `kubectl mesh why MESH service NAMESPACE/NAME [--cluster C]`.
 func NewWhyCommand(o *cli.Options) *cobra.Command {
 	var cluster, output string
 	cmd := &cobra.Command{
-		Use:   "why MESH NODE [--cluster NAME]",
-		Short: "Explain the decision about one node: advertised or skipped, and why",
+		Use:   "why MESH [node] NODE | why MESH service NAMESPACE/NAME [--cluster NAME]",
+		Short: "Explain the decision about one node or one service, and why",
 		Long: `Explain what the plan decided about one node: whether its pod CIDRs are
 advertised to the other clusters and why, its Kilo group and leader, and what
 becomes of the group's Peer on every other member cluster. Node names are
 unique within a cluster only: when several clusters have the node, say which
-with --cluster.`,
+with --cluster.
+
+With service NAMESPACE/NAME (a mesh with spec.multiClusterServices Enabled):
+every ServiceExport of the service, whether it is exported, its conflicts and
+each reason endpoints were left out, then its import in every cluster, or why
+it is blocked there. --cluster limits it to that cluster's export and import.`,
+		Example: `  kubectl mesh why demo node-1 --cluster west
+  kubectl mesh why demo service shop/cart`,
 		Args: func(cmd *cobra.Command, args []string) error {
-			if len(args) != 2 {
-				return fmt.Errorf("why takes a ClusterMesh and a node name, e.g. kubectl mesh why demo node-1")
+			if len(args) == 2 || (len(args) == 3 && (args[1] == whyNode || args[1] == whyService)) {
+				return nil
 			}
-			return nil
+			return fmt.Errorf("why takes a ClusterMesh and a node name, or %s and NAMESPACE/NAME, e.g. kubectl mesh why demo node-1, kubectl mesh why demo service shop/cart", whyService)
 		},
 		ValidArgsFunction: func(cmd *cobra.Command, args []string, prefix string) ([]string, cobra.ShellCompDirective) {
-			if len(args) != 1 {
+			switch {
+			case len(args) == 0:
 				return o.CompleteMeshes(cmd, args, prefix)
+			case len(args) == 2 && args[1] == whyService:
+				return completeWhyService(o, args[0], cluster, prefix)
+			case len(args) > 2 || (len(args) == 2 && args[1] != whyNode):
+				return nil, cobra.ShellCompDirectiveNoFileComp
 			}
 			ctx, cancel := context.WithTimeout(context.Background(), cli.CompletionTimeout)
 			defer cancel()
@@ -250,26 +264,37 @@ with --cluster.`,
 			if err != nil {
 				return nil, cobra.ShellCompDirectiveError
 			}
-			return nodeNames(plan, cluster, prefix), cobra.ShellCompDirectiveNoFileComp
+			names := nodeNames(plan, cluster, prefix)
+			if len(args) == 1 && strings.HasPrefix(whyService, prefix) {
+				names = append(names, whyService)
+			}
+			return names, cobra.ShellCompDirectiveNoFileComp
 		},
 		RunE: func(cmd *cobra.Command, args []string) error {
+			node := args[1]
+			if len(args) == 3 {
+				if args[1] == whyService {
+					return runWhyService(cmd.Context(), o, args[0], args[2], cluster, output)
+				}
+				node = args[2]
+			}
 			plan, err := readPlan(cmd.Context(), o, args[0])
 			if err != nil {
 				return err
 			}
 			if output != "" {
-				data, err := WhyData(plan, args[1], cluster)
+				data, err := WhyData(plan, node, cluster)
 				if err != nil {
 					return err
 				}
 				return cli.PrintData(o.Out, data, output)
 			}
-			return RenderWhy(cli.Terminal(o.Out), plan, args[1], cluster)
+			return RenderWhy(cli.Terminal(o.Out), plan, node, cluster)
 		},
 	}
-	cmd.Flags().StringVar(&cluster, "cluster", "", "the member cluster of the node")
+	cmd.Flags().StringVar(&cluster, "cluster", "", "the member cluster of the node, or of the service's export and import")
 	_ = cmd.RegisterFlagCompletionFunc("cluster", o.CompleteClusters)
-	cli.AddOutputFlag(cmd, &output, "the decision, the group and the fate of its Peer as data")
+	cli.AddOutputFlag(cmd, &output, "the decision, the group and the fate of its Peer, or the service's exports and imports, as data")
 	return cmd
 }
 

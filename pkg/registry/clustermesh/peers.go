@@ -59,7 +59,7 @@ func (r *PeersREST) Get(ctx context.Context, name string, options runtime.Object
 		return nil, err
 	}
 	if opts.Cluster != "" && !isMember(mesh, opts.Cluster) {
-		return nil, apierrors.NewBadRequest(fmt.Sprintf("cluster %q is not a member of clustermesh %s", opts.Cluster, mesh.Name))
+		return nil, notAMember(mesh, opts.Cluster)
 	}
 	p, err := r.planner.Plan(mesh)
 	if err != nil {
@@ -82,6 +82,11 @@ func (r *PeersREST) Get(ctx context.Context, name string, options runtime.Object
 		return nil, apierrors.NewBadRequest(fmt.Sprintf("unknown format %q: use %q or %q", opts.Format,
 			meshv1alpha1.PeersFormatWireGuard, meshv1alpha1.PeersFormatDOT))
 	}
+}
+
+// notAMember is the answer of a view asked about a cluster the mesh lacks.
+func notAMember(mesh *meshv1alpha1.ClusterMesh, cluster string) error {
+	return apierrors.NewBadRequest(fmt.Sprintf("cluster %q is not a member of clustermesh %s", cluster, mesh.Name))
 }
 
 func isMember(mesh *meshv1alpha1.ClusterMesh, cluster string) bool {

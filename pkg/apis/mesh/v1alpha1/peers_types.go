@@ -1,7 +1,6 @@
 package v1alpha1
 
 import (
-	"fmt"
 	"net/url"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -75,22 +74,10 @@ func init() {
 // convertURLValuesToPeersOptions reads the query; unknown parameters are
 // refused so that a typo never silently returns the whole mesh.
 func convertURLValuesToPeersOptions(in *url.Values, out *ClusterMeshPeersOptions) error {
-	*out = ClusterMeshPeersOptions{TypeMeta: out.TypeMeta}
-	for key, values := range *in {
-		if len(values) != 1 {
-			return fmt.Errorf("query parameter %q must be given once", key)
-		}
-		switch key {
-		case "cluster":
-			out.Cluster = values[0]
-		case "format":
-			out.Format = values[0]
-		case "pretty", "timeout", "includeObject":
-			// Generic parameters every GET accepts; includeObject is the
-			// Table's (kubectl get --sort-by sends it).
-		default:
-			return fmt.Errorf("unknown query parameter %q: the peers view takes cluster and format", key)
-		}
+	params, err := viewQuery(in, "peers", "cluster", "format")
+	if err != nil {
+		return err
 	}
+	*out = ClusterMeshPeersOptions{TypeMeta: out.TypeMeta, Cluster: params["cluster"], Format: params["format"]}
 	return nil
 }

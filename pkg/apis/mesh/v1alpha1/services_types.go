@@ -1,7 +1,10 @@
 package v1alpha1
 
 import (
+	"net/url"
+
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/conversion"
 	"k8s.io/apimachinery/pkg/runtime"
 )
 
@@ -121,9 +124,29 @@ type ExportState struct {
 	Stale bool `json:"stale,omitempty"`
 }
 
+// +k8s:deepcopy-gen:interfaces=k8s.io/apimachinery/pkg/runtime.Object
+
+// ClusterMeshServicesOptions are the query parameters of the services view.
+type ClusterMeshServicesOptions struct {
+	metav1.TypeMeta `json:",inline"`
+
+	// cluster restricts the view to one member cluster: what it imports and
+	// the ServiceExports it holds.
+	// +optional
+	Cluster string `json:"cluster,omitempty"`
+}
+
 func init() {
 	SchemeBuilder.Register(func(s *runtime.Scheme) error {
-		s.AddKnownTypes(SchemeGroupVersion, &ClusterMeshServices{})
-		return nil
+		s.AddKnownTypes(SchemeGroupVersion, &ClusterMeshServices{}, &ClusterMeshServicesOptions{})
+		return s.AddConversionFunc((*url.Values)(nil), (*ClusterMeshServicesOptions)(nil), func(a, b interface{}, _ conversion.Scope) error {
+			params, err := viewQuery(a.(*url.Values), "services", "cluster")
+			if err != nil {
+				return err
+			}
+			out := b.(*ClusterMeshServicesOptions)
+			*out = ClusterMeshServicesOptions{TypeMeta: out.TypeMeta, Cluster: params["cluster"]}
+			return nil
+		})
 	})
 }

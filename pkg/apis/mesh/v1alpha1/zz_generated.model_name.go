@@ -77,6 +77,11 @@ func (in ClusterMeshServices) OpenAPIModelName() string {
 }
 
 // OpenAPIModelName returns the OpenAPI model name for this type.
+func (in ClusterMeshServicesOptions) OpenAPIModelName() string {
+	return "ai.squat.kilo.mesh.v1alpha1.ClusterMeshServicesOptions"
+}
+
+// OpenAPIModelName returns the OpenAPI model name for this type.
 func (in ClusterMeshSpec) OpenAPIModelName() string {
 	return "ai.squat.kilo.mesh.v1alpha1.ClusterMeshSpec"
 }
