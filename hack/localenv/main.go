@@ -142,6 +142,7 @@ func run(ctx context.Context, stopSignals func(), runDir string, clusters, nodes
 	freshCtx, stopFresh := context.WithCancel(ctx)
 	defer stopFresh()
 	go env.KeepKiloNodesFresh(freshCtx, 20*time.Second)
+	go keepNodesReady(freshCtx, env, nodesPerCluster)
 
 	portsFile := filepath.Join(runDir, "ports.json")
 	p := loadPorts(portsFile)
@@ -175,6 +176,7 @@ func run(ctx context.Context, stopSignals func(), runDir string, clusters, nodes
 			}
 		}
 	}
+	var services bool // whether the services demo runs
 	grant, err := applyDemoGrant(startCtx, env)
 	if err != nil {
 		return err
@@ -186,6 +188,10 @@ func run(ctx context.Context, stopSignals func(), runDir string, clusters, nodes
 			log.Printf("applying %s as %s: %v", example, framework.UserTenantA, err)
 		} else {
 			log.Printf("applied %s as %s: %s", example, framework.UserTenantA, out)
+			if err := setupServicesDemo(startCtx, env); err != nil {
+				return err
+			}
+			services = true
 		}
 	}
 
@@ -193,7 +199,7 @@ func run(ctx context.Context, stopSignals func(), runDir string, clusters, nodes
 	if err := writeCombinedKubeconfig(env, kubeconfig); err != nil {
 		return err
 	}
-	printHelp(env, m, kubeconfig, example, grant)
+	printHelp(env, m, kubeconfig, example, grant, services)
 
 	select {
 	case <-ctx.Done():
