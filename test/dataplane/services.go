@@ -85,13 +85,15 @@ func (b *Bed) CreateNamespaces(ctx context.Context, ns string, clusters ...int) 
 }
 
 // Export creates on cluster i the Service ns/name (port 80 to the
-// backends' port, selecting app=name) and its ServiceExport.
+// backends' port, selecting app=name), unless it exists, and its
+// ServiceExport.
 func (b *Bed) Export(ctx context.Context, i int, ns, name string) error {
 	svc := &corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns}, Spec: corev1.ServiceSpec{
 		Selector: map[string]string{"app": name},
 		Ports:    []corev1.ServicePort{{Name: "tcp", Port: 80, TargetPort: intstr.FromInt32(BackendPort), Protocol: corev1.ProtocolTCP}},
 	}}
-	if _, err := b.Env.Client(i, framework.UserAdmin).CoreV1().Services(ns).Create(ctx, svc, metav1.CreateOptions{}); err != nil {
+	_, err := b.Env.Client(i, framework.UserAdmin).CoreV1().Services(ns).Create(ctx, svc, metav1.CreateOptions{})
+	if err != nil && !apierrors.IsAlreadyExists(err) { // exported again
 		return fmt.Errorf("creating Service %s/%s on cluster %d: %w", ns, name, i, err)
 	}
 	mcs, err := b.MCS(i)

@@ -75,7 +75,7 @@ func TestServicesDataplane(t *testing.T) {
 				t.Fatal(err)
 			}
 			var err error
-			if backend, err = b.StartBackend(ctx, first, svcNS, svcName, "echo-1", podAddr(first)); err != nil {
+			if backend, err = b.StartBackend(ctx, first, svcNS, svcName, "echo-1", podAddr(first, 20)); err != nil {
 				t.Fatal(err)
 			}
 			if err := b.Export(ctx, exporter, svcNS, svcName); err != nil {
@@ -102,7 +102,7 @@ func TestServicesDataplane(t *testing.T) {
 				t.Fatal(err)
 			}
 			// The first connection waits for the Peers and the first handshakes.
-			took := reachedBy(t, proxy, client, service, backend, converge)
+			took, _ := reachedBy(t, proxy, client, service, backend, converge)
 			r, _, _ := proxy.Applied(svcNS, services.DerivedServiceName(svcNS, svcName), 80)
 			if want := []netip.AddrPort{netip.AddrPortFrom(backend.Addr, dataplane.BackendPort)}; !slices.Equal(r.Endpoints, want) {
 				t.Errorf("the stand-in sends %s to %v, want %v", service, r.Endpoints, want)
@@ -110,73 +110,63 @@ func TestServicesDataplane(t *testing.T) {
 			t.Logf("%s reached %s/%s through %s %s after the stand-in started", client, backend.Node.Name, backend.Pod, service, took.Round(time.Millisecond))
 		}},
 		{"the pod moves to another node: the slices of cluster-1 and traffic follow", func(t *testing.T) {
-			start := time.Now()
-			moved, err := b.StartBackend(ctx, second, svcNS, svcName, "echo-2", podAddr(second))
-			if err != nil {
-				t.Fatal(err)
-			}
-			if err := b.StopBackend(ctx, backend); err != nil {
-				t.Fatal(err)
-			}
-			backend = moved
-			reachedBy(t, proxy, client, service, backend, follow)
-			took := time.Since(start)
-			want := []netip.AddrPort{netip.AddrPortFrom(moved.Addr, dataplane.BackendPort)}
-			var rulesAt time.Time
-			framework.EventuallyT(t, follow, "the stand-in's rules to the moved pod only", func() error {
-				r, _, at := proxy.Applied(svcNS, services.DerivedServiceName(svcNS, svcName), 80)
-				if !slices.Equal(r.Endpoints, want) {
-					return fmt.Errorf("the stand-in sends %s to %v, want %v", service, r.Endpoints, want)
+			var rules, traffic []time.Duration
+			for k := range runs(t) {
+				to := []*dataplane.Node{second, first}[k%2] // back and forth, a new IP each time
+				start := time.Now()
+				moved, err := b.StartBackend(ctx, to, svcNS, svcName, fmt.Sprintf("echo-%d", k+2), podAddr(to, 21+byte(k)))
+				if err != nil {
+					t.Fatal(err)
 				}
-				rulesAt = at
-				return nil
-			})
-			imp, err := b.Imported(ctx, importer, svcNS, svcName)
-			if err != nil {
-				t.Fatal(err)
+				if err := b.StopBackend(ctx, backend); err != nil {
+					t.Fatal(err)
+				}
+				backend = moved
+				_, failed := reachedBy(t, proxy, client, service, backend, follow)
+				took := time.Since(start)
+				want := []netip.AddrPort{netip.AddrPortFrom(moved.Addr, dataplane.BackendPort)}
+				var rulesAt time.Time
+				framework.EventuallyT(t, follow, "the stand-in's rules to the moved pod only", func() error {
+					r, _, at := proxy.Applied(svcNS, services.DerivedServiceName(svcNS, svcName), 80)
+					if !slices.Equal(r.Endpoints, want) {
+						return fmt.Errorf("the stand-in sends %s to %v, want %v", service, r.Endpoints, want)
+					}
+					rulesAt = at
+					return nil
+				})
+				imp, err := b.Imported(ctx, importer, svcNS, svcName)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if !slices.Equal(imp.Endpoints, []string{moved.Addr.String()}) {
+					t.Errorf("cluster-1's slices hold %v, want only %s", imp.Endpoints, moved.Addr)
+				}
+				rules, traffic = append(rules, rulesAt.Sub(start)), append(traffic, took)
+				t.Logf("pod moved to %s (%s): the stand-in's rules followed cluster-1's slices %s after the move, traffic %s after it; failed connections on the way: %q",
+					moved.Node.Name, moved.Addr, rulesAt.Sub(start).Round(time.Millisecond), took.Round(time.Millisecond), failed)
 			}
-			if !slices.Equal(imp.Endpoints, []string{moved.Addr.String()}) {
-				t.Errorf("cluster-1's slices hold %v, want only %s", imp.Endpoints, moved.Addr)
-			}
-			t.Logf("pod moved to %s (%s): the stand-in's rules followed cluster-1's slices %s after the move, traffic %s after it",
-				moved.Node.Name, moved.Addr, rulesAt.Sub(start).Round(time.Millisecond), took.Round(time.Millisecond))
+			t.Logf("pod moves, %d runs: the stand-in's rules (cluster-1's slices) followed in %s; traffic in %s", len(traffic), medianMax(rules), medianMax(traffic))
 		}},
 		{"unexport: the import and the route go", func(t *testing.T) {
-			start := time.Now()
-			if err := b.Unexport(ctx, exporter, svcNS, svcName); err != nil {
-				t.Fatal(err)
-			}
-			var importGone, routeGone time.Duration
-			var lastErr error
-			err := framework.Eventually(ctx, 20*time.Millisecond, follow, func(ctx context.Context) error {
-				if importGone == 0 {
-					if _, err := b.Imported(ctx, importer, svcNS, svcName); apierrors.IsNotFound(err) {
-						importGone = time.Since(start)
+			var imports, routes []time.Duration
+			for k := range runs(t) {
+				if k > 0 { // exported again, and reached, before the next unexport
+					if err := b.Export(ctx, exporter, svcNS, svcName); err != nil {
+						t.Fatal(err)
 					}
-				}
-				if routeGone == 0 {
-					if _, ok, _ := proxy.Applied(svcNS, services.DerivedServiceName(svcNS, svcName), 80); !ok {
-						if _, lastErr = dataplane.DialTCP(client, service, dialTimeout); lastErr != nil {
-							routeGone = time.Since(start)
-						}
+					if imp, err := importedAt(ctx, b, follow); err != nil {
+						t.Fatal(err)
+					} else {
+						service = netip.AddrPortFrom(netip.MustParseAddr(imp.ClusterIP), 80)
 					}
+					reachedBy(t, proxy, client, service, backend, follow)
 				}
-				if importGone == 0 || routeGone == 0 {
-					return fmt.Errorf("import gone after %s, route gone after %s", importGone, routeGone)
-				}
-				return nil
-			})
-			if err != nil {
-				t.Fatal(err)
+				importGone, routeGone, lastErr := unexport(t, b, proxy, client, service)
+				imports, routes = append(imports, importGone), append(routes, routeGone)
+				t.Logf("unexported: the import left cluster-1 %s after, the route %s after (%v)",
+					importGone.Round(time.Millisecond), routeGone.Round(time.Millisecond), lastErr)
 			}
-			// And it stays gone: every attempt fails at once or times out.
-			for deadline := time.Now().Add(2 * time.Second); time.Now().Before(deadline); {
-				if answer, err := dataplane.DialTCP(client, service, dialTimeout); err == nil {
-					t.Fatalf("%s still answered by %q after the unexport", service, answer)
-				}
-			}
-			t.Logf("unexported: the import left cluster-1 %s after, the route %s after (%v)",
-				importGone.Round(time.Millisecond), routeGone.Round(time.Millisecond), lastErr)
+			t.Logf("unexports, %d runs: the import left cluster-1 in %s; the route in %s", len(routes), medianMax(imports), medianMax(routes))
 		}},
 	}
 	for _, s := range steps {
@@ -186,22 +176,92 @@ func TestServicesDataplane(t *testing.T) {
 	}
 }
 
-// podAddr is the backend address on node n: host .20 of its pod CIDR.
-func podAddr(n *dataplane.Node) netip.Addr {
+// podAddr is host h of node n's pod CIDR.
+func podAddr(n *dataplane.Node, h byte) netip.Addr {
 	a := n.PodCIDR.Masked().Addr().As4()
-	a[3] += 20
+	a[3] += h
 	return netip.AddrFrom4(a)
 }
 
+// importedAt waits until cluster-1 holds the import with a ClusterIP and
+// endpoints.
+func importedAt(ctx context.Context, b *dataplane.Bed, timeout time.Duration) (*dataplane.Import, error) {
+	var imp *dataplane.Import
+	err := framework.Eventually(ctx, 20*time.Millisecond, timeout, func(ctx context.Context) error {
+		var err error
+		if imp, err = b.Imported(ctx, importer, svcNS, svcName); err != nil {
+			return err
+		}
+		if imp.ClusterIP == "" || len(imp.Endpoints) == 0 {
+			return fmt.Errorf("ClusterIP %q, endpoints %v", imp.ClusterIP, imp.Endpoints)
+		}
+		return nil
+	})
+	return imp, err
+}
+
+// unexport deletes the export and returns how long the import took to
+// leave cluster-1 and the route (the stand-in's rules, and connections)
+// to go; then it checks that every connection fails for two seconds.
+func unexport(t *testing.T, b *dataplane.Bed, proxy *dataplane.KubeProxy, client dataplane.Endpoint, service netip.AddrPort) (importGone, routeGone time.Duration, lastErr error) {
+	t.Helper()
+	ctx := context.Background()
+	start := time.Now()
+	if err := b.Unexport(ctx, exporter, svcNS, svcName); err != nil {
+		t.Fatal(err)
+	}
+	err := framework.Eventually(ctx, 20*time.Millisecond, follow, func(ctx context.Context) error {
+		if importGone == 0 {
+			if _, err := b.Imported(ctx, importer, svcNS, svcName); apierrors.IsNotFound(err) {
+				importGone = time.Since(start)
+			}
+		}
+		if routeGone == 0 {
+			if _, ok, _ := proxy.Applied(svcNS, services.DerivedServiceName(svcNS, svcName), 80); !ok {
+				if _, lastErr = dataplane.DialTCP(client, service, dialTimeout); lastErr != nil {
+					routeGone = time.Since(start)
+				}
+			}
+		}
+		if importGone == 0 || routeGone == 0 {
+			return fmt.Errorf("import gone after %s, route gone after %s", importGone, routeGone)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for deadline := time.Now().Add(2 * time.Second); time.Now().Before(deadline); {
+		if answer, err := dataplane.DialTCP(client, service, dialTimeout); err == nil {
+			t.Fatalf("%s still answered by %q after the unexport", service, answer)
+		}
+	}
+	return importGone, routeGone, lastErr
+}
+
+// medianMax summarises durations.
+func medianMax(ds []time.Duration) string {
+	ds = slices.Clone(ds)
+	slices.Sort(ds)
+	return fmt.Sprintf("median %s, max %s", ds[len(ds)/2].Round(time.Millisecond), ds[len(ds)-1].Round(time.Millisecond))
+}
+
 // reachedBy connects from client to service until be answers, for at most
-// timeout, and returns how long that took from its call.
-func reachedBy(t *testing.T, proxy *dataplane.KubeProxy, client dataplane.Endpoint, service netip.AddrPort, be *dataplane.Backend, timeout time.Duration) time.Duration {
+// timeout, and returns how long that took from its call and what the
+// failed attempts met.
+func reachedBy(t *testing.T, proxy *dataplane.KubeProxy, client dataplane.Endpoint, service netip.AddrPort, be *dataplane.Backend, timeout time.Duration) (time.Duration, []string) {
 	t.Helper()
 	start := time.Now()
 	want := be.Node.Name + " " + be.Pod
 	var last string
+	var failed []string
 	err := framework.Eventually(context.Background(), 20*time.Millisecond, timeout, func(context.Context) error {
 		answer, err := dataplane.DialTCP(client, service, dialTimeout)
+		defer func() {
+			if err != nil || answer != want {
+				failed = append(failed, last)
+			}
+		}()
 		switch {
 		case err != nil:
 			last = err.Error()
@@ -215,5 +275,5 @@ func reachedBy(t *testing.T, proxy *dataplane.KubeProxy, client dataplane.Endpoi
 	if err != nil {
 		t.Fatalf("%s -> %s: not answered by %s within %s: %v (last: %s)\n%s", client, service, strings.Fields(want)[0], timeout, err, last, proxy.Describe(context.Background()))
 	}
-	return time.Since(start)
+	return time.Since(start), failed
 }
