@@ -126,13 +126,26 @@ func (p *KubeProxy) run(ctx context.Context) {
 	}
 }
 
-// rules computes every IPv4 ClusterIP Service's rules from the caches:
-// the endpoints of its EndpointSlices (label kubernetes.io/service-name)
-// that are not known to be unready, on the slice's port of the same name.
+// rules computes the rules from the caches.
 func (p *KubeProxy) rules() map[string]ProxyRules {
-	out := map[string]ProxyRules{}
+	var svcs []*corev1.Service
 	for _, obj := range p.services.List() {
-		svc := obj.(*corev1.Service)
+		svcs = append(svcs, obj.(*corev1.Service))
+	}
+	var ess []*discoveryv1.EndpointSlice
+	for _, obj := range p.slices.List() {
+		ess = append(ess, obj.(*discoveryv1.EndpointSlice))
+	}
+	return proxyRules(svcs, ess)
+}
+
+// proxyRules computes the rules of every IPv4 ClusterIP Service, by
+// "namespace/name:port": the endpoints of its EndpointSlices (label
+// kubernetes.io/service-name) that are not known to be unready, on the
+// slice's port of the same name.
+func proxyRules(svcs []*corev1.Service, ess []*discoveryv1.EndpointSlice) map[string]ProxyRules {
+	out := map[string]ProxyRules{}
+	for _, svc := range svcs {
 		ip, err := netip.ParseAddr(svc.Spec.ClusterIP)
 		if err != nil || !ip.Is4() {
 			continue // headless, or a family the stand-in does not route
@@ -140,8 +153,7 @@ func (p *KubeProxy) rules() map[string]ProxyRules {
 		sel := labels.SelectorFromSet(labels.Set{discoveryv1.LabelServiceName: svc.Name})
 		for _, sp := range svc.Spec.Ports {
 			r := ProxyRules{ClusterIP: ip, Port: sp.Port}
-			for _, obj := range p.slices.List() {
-				es := obj.(*discoveryv1.EndpointSlice)
+			for _, es := range ess {
 				if es.Namespace != svc.Namespace || !sel.Matches(labels.Set(es.Labels)) || es.AddressType != discoveryv1.AddressTypeIPv4 {
 					continue
 				}
@@ -184,9 +196,9 @@ func ptrOr(s *string) string {
 	return *s
 }
 
-// apply replaces the stand-in's table in one nft transaction, then makes
-// the ClusterIP routes match.
-func (p *KubeProxy) apply(ctx context.Context, rules map[string]ProxyRules) error {
+// ruleset renders rules as one nft transaction that replaces the
+// stand-in's table, and returns the ClusterIPs to route, sorted.
+func ruleset(rules map[string]ProxyRules) (string, []netip.Addr) {
 	var s strings.Builder
 	// Adding then deleting makes the deletion succeed on the first run too.
 	fmt.Fprintf(&s, "add table ip %s\ndelete table ip %s\n", proxyTable, proxyTable)
@@ -201,7 +213,7 @@ func (p *KubeProxy) apply(ctx context.Context, rules map[string]ProxyRules) erro
 			if len(r.Endpoints) == 0 {
 				s.WriteString("    reject with tcp reset\n")
 			} else {
-				s.WriteString("    numgen random mod " + fmt.Sprint(len(r.Endpoints)) + " vmap {")
+				fmt.Fprintf(&s, "    numgen random mod %d vmap {", len(r.Endpoints))
 				for e := range r.Endpoints {
 					if e > 0 {
 						s.WriteString(",")
@@ -222,13 +234,19 @@ func (p *KubeProxy) apply(ctx context.Context, rules map[string]ProxyRules) erro
 		}
 		s.WriteString("  }\n}\n")
 	}
-	cmd := exec.CommandContext(ctx, "ip", "netns", "exec", p.node.Namespace, p.nft, "-f", "-")
-	cmd.Stdin = strings.NewReader(s.String())
-	if out, err := cmd.CombinedOutput(); err != nil {
-		return fmt.Errorf("nft in %s: %w: %s\nruleset:\n%s", p.node.Namespace, err, out, s.String())
-	}
 	slices.SortFunc(ips, netip.Addr.Compare)
-	ips = slices.Compact(ips)
+	return s.String(), slices.Compact(ips)
+}
+
+// apply replaces the stand-in's table in one nft transaction, then makes
+// the ClusterIP routes match.
+func (p *KubeProxy) apply(ctx context.Context, rules map[string]ProxyRules) error {
+	text, ips := ruleset(rules)
+	cmd := exec.CommandContext(ctx, "ip", "netns", "exec", p.node.Namespace, p.nft, "-f", "-")
+	cmd.Stdin = strings.NewReader(text)
+	if out, err := cmd.CombinedOutput(); err != nil {
+		return fmt.Errorf("nft in %s: %w: %s\nruleset:\n%s", p.node.Namespace, err, out, text)
+	}
 	p.mu.Lock()
 	old := p.routes
 	p.mu.Unlock()
