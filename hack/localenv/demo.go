@@ -77,7 +77,7 @@ func createSampleNodes(ctx context.Context, env *framework.Env, i, n int) error 
 			location, wgHost = "dc2", 2
 		}
 		node := framework.KiloNode{
-			Name:        fmt.Sprintf("%s-node-%d", env.Cluster(i).Name, k),
+			Name:        sampleNodeName(env, i, k),
 			Location:    location,
 			RegionLabel: location,
 			Endpoint:    fmt.Sprintf("%s:51820", publicIP(i, k)),
@@ -96,6 +96,11 @@ func createSampleNodes(ctx context.Context, env *framework.Env, i, n int) error 
 		}
 	}
 	return nil
+}
+
+// sampleNodeName is the name of sample node k (from 1) of cluster i.
+func sampleNodeName(env *framework.Env, i, k int) string {
+	return fmt.Sprintf("%s-node-%d", env.Cluster(i).Name, k)
 }
 
 // setupDemo creates namespace demo on the host with the kubeconfig Secret of

@@ -7,7 +7,7 @@ import (
 	"github.com/kilo-mesh/kilo-mesh-apiserver/test/framework"
 )
 
-func printHelp(env *framework.Env, m *framework.MeshServer, kubeconfig, example, grant string) {
+func printHelp(env *framework.Env, m *framework.MeshServer, kubeconfig, example, grant string, services bool) {
 	kubectl := env.KubectlPath()
 	fmt.Printf(`
 kilo-mesh local environment is up: %d clusters, kilo-mesh-apiserver at %s.
@@ -52,6 +52,9 @@ Try:
   kubectl get cmesh demo -o jsonpath='{.status.conditions[?(@.type=="Granted")]}'
   kubectl get clustermeshgrants --context cluster-0-tenant-a   # forbidden: grants are for admins
 `, grant)
+	if services {
+		printServicesHelp(env)
+	}
 	fmt.Printf(`
 Logs: %s (kilo-mesh-apiserver), %s
 Press Ctrl-C to stop.

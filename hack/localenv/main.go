@@ -4,8 +4,9 @@
 // sample nodes on every cluster, the kubeconfig Secret of cluster-1 in the
 // namespace demo, and the ClusterMeshGrant that lets demo's meshes reach
 // into cluster-0 (artifacts/examples/clustermeshgrant.yaml), since tenants
-// there hold edit and no Peer rights. It prints a KUBECONFIG and commands to
-// try, and stops everything on Ctrl-C.
+// there hold edit and no Peer rights. Services are enabled on the example
+// mesh and west exports demo/hello (services.go). It prints a KUBECONFIG and
+// commands to try, and stops everything on Ctrl-C.
 //
 // The mesh server's embedded etcd data lives in <run-dir>/mesh-data and is
 // kept across runs; the clusters are new on every run.
@@ -142,6 +143,7 @@ func run(ctx context.Context, stopSignals func(), runDir string, clusters, nodes
 	freshCtx, stopFresh := context.WithCancel(ctx)
 	defer stopFresh()
 	go env.KeepKiloNodesFresh(freshCtx, 20*time.Second)
+	go keepNodesReady(freshCtx, env, nodesPerCluster)
 
 	portsFile := filepath.Join(runDir, "ports.json")
 	p := loadPorts(portsFile)
@@ -175,6 +177,7 @@ func run(ctx context.Context, stopSignals func(), runDir string, clusters, nodes
 			}
 		}
 	}
+	var services bool // whether the services demo runs
 	grant, err := applyDemoGrant(startCtx, env)
 	if err != nil {
 		return err
@@ -186,6 +189,10 @@ func run(ctx context.Context, stopSignals func(), runDir string, clusters, nodes
 			log.Printf("applying %s as %s: %v", example, framework.UserTenantA, err)
 		} else {
 			log.Printf("applied %s as %s: %s", example, framework.UserTenantA, out)
+			if err := setupServicesDemo(startCtx, env); err != nil {
+				return err
+			}
+			services = true
 		}
 	}
 
@@ -193,7 +200,7 @@ func run(ctx context.Context, stopSignals func(), runDir string, clusters, nodes
 	if err := writeCombinedKubeconfig(env, kubeconfig); err != nil {
 		return err
 	}
-	printHelp(env, m, kubeconfig, example, grant)
+	printHelp(env, m, kubeconfig, example, grant, services)
 
 	select {
 	case <-ctx.Done():

@@ -180,6 +180,7 @@ type Bed struct {
 	meshUID      types.UID
 	meshClusters []int
 	full         bool // full granularity, else location
+	mcs          bool // ApplyMesh enables multi-cluster services
 }
 
 // Start builds the bed: the control planes and the server, the underlay,
@@ -321,6 +322,12 @@ func (b *Bed) checkIn(ctx context.Context) {
 			}
 			if err := b.Env.TouchKiloNodes(ctx, i, names...); err != nil && ctx.Err() == nil {
 				b.logf("checking in the nodes of cluster %d: %v", i, err)
+			}
+			if !b.servicesEnabled() {
+				continue
+			}
+			if err := b.Env.RenewNodesReady(ctx, i, names...); err != nil && ctx.Err() == nil {
+				b.logf("renewing the Ready condition of the nodes of cluster %d: %v", i, err)
 			}
 		}
 	}

@@ -74,14 +74,7 @@ func TestDataplane(t *testing.T) {
 			connected(t, b, "3 clusters, after probing the skipped nodes")
 		}},
 		{"traffic recovers after key rotations and leader changes", func(t *testing.T) {
-			runs := 3
-			if s := os.Getenv(RunsEnv); s != "" {
-				var err error
-				if runs, err = strconv.Atoi(s); err != nil || runs < 1 {
-					t.Fatalf("%s=%q: want a positive number", RunsEnv, s)
-				}
-			}
-			rotations, changes, err := b.Recoveries(ctx, runs, t.Logf)
+			rotations, changes, err := b.Recoveries(ctx, runs(t), t.Logf)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -134,6 +127,20 @@ func TestDataplane(t *testing.T) {
 			t.FailNow()
 		}
 	}
+}
+
+// runs is how many times a timed change is repeated: $KILO_MESH_DATAPLANE_RUNS, default 3.
+func runs(t *testing.T) int {
+	t.Helper()
+	s := os.Getenv(RunsEnv)
+	if s == "" {
+		return 3
+	}
+	n, err := strconv.Atoi(s)
+	if err != nil || n < 1 {
+		t.Fatalf("%s=%q: want a positive number", RunsEnv, s)
+	}
+	return n
 }
 
 type answeredError struct{ answered []dataplane.Result }

@@ -42,6 +42,9 @@ func (b *Bed) ApplyMesh(ctx context.Context, clusters ...int) error {
 		TypeMeta:   metav1.TypeMeta{APIVersion: meshv1alpha1.SchemeGroupVersion.String(), Kind: "ClusterMesh"},
 		ObjectMeta: metav1.ObjectMeta{Name: MeshName, Namespace: b.Namespace},
 	}
+	if b.servicesEnabled() {
+		mesh.Spec.MultiClusterServices = meshv1alpha1.MultiClusterServicesEnabled
+	}
 	for _, i := range clusters {
 		e := meshv1alpha1.ClusterEntry{
 			Name:          ClusterName(i),

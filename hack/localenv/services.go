@@ -1,0 +1,119 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"log"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	mcsv1beta1 "sigs.k8s.io/mcs-api/pkg/apis/v1beta1"
+	mcsclient "sigs.k8s.io/mcs-api/pkg/client/clientset/versioned"
+
+	"github.com/kilo-mesh/kilo-mesh-apiserver/test/framework"
+)
+
+// The services demo: cluster-1 ("west") exports Service demo/hello, two
+// Ready Pods behind it; every member cluster gets namespace demo (a
+// namespace is imported only where it exists) and the mcs-api CRDs. The
+// host, cluster-0, is left out: the server's own identity has no services
+// rights there yet.
+const (
+	demoService  = "hello"
+	demoExporter = 1
+	demoPods     = 2
+)
+
+// setupServicesDemo enables services on ClusterMesh demo/demo (as
+// tenant-a, who created it) and exports the demo Service from west.
+func setupServicesDemo(ctx context.Context, env *framework.Env) error {
+	for i := 1; i < env.NumClusters(); i++ {
+		if err := env.InstallMCSCRDs(ctx, i); err != nil {
+			return err
+		}
+		_, err := env.Client(i, framework.UserAdmin).CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: demoNamespace}}, metav1.CreateOptions{})
+		if err != nil && !apierrors.IsAlreadyExists(err) {
+			return fmt.Errorf("creating namespace %s on %s: %w", demoNamespace, env.Cluster(i).Name, err)
+		}
+	}
+	if _, stderr, err := env.Kubectl(ctx, framework.HostCluster, framework.UserTenantA, "patch", "clustermesh", "demo", "-n", demoNamespace,
+		"--type=merge", "-p", `{"spec":{"multiClusterServices":"Enabled"}}`); err != nil {
+		return fmt.Errorf("enabling services on ClusterMesh demo/demo: %w: %s", err, stderr)
+	}
+	kube := env.Client(demoExporter, framework.UserAdmin)
+	svc := &corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: demoService, Namespace: demoNamespace}, Spec: corev1.ServiceSpec{
+		Selector: map[string]string{"app": demoService},
+		Ports:    []corev1.ServicePort{{Name: "http", Port: 80, TargetPort: intstr.FromInt32(8080), Protocol: corev1.ProtocolTCP}},
+	}}
+	if _, err := kube.CoreV1().Services(demoNamespace).Create(ctx, svc, metav1.CreateOptions{}); err != nil {
+		return fmt.Errorf("creating Service %s/%s on %s: %w", demoNamespace, demoService, env.Cluster(demoExporter).Name, err)
+	}
+	// No kubelet runs: each Pod gets an IP of its node's pod CIDR and
+	// readiness through the status subresource, as a kubelet would set them.
+	for k := 1; k <= demoPods; k++ {
+		p := framework.ReadyPod{Name: fmt.Sprintf("%s-%d", demoService, k), Node: sampleNodeName(env, demoExporter, k),
+			IP: fmt.Sprintf("10.%d.%d.10", 42+10*demoExporter, k), Labels: map[string]string{"app": demoService}}
+		if _, err := env.CreateReadyPod(ctx, demoExporter, demoNamespace, p); err != nil {
+			return err
+		}
+	}
+	mcs, err := mcsclient.NewForConfig(env.RESTConfig(demoExporter, framework.UserAdmin))
+	if err != nil {
+		return err
+	}
+	se := &mcsv1beta1.ServiceExport{ObjectMeta: metav1.ObjectMeta{Name: demoService, Namespace: demoNamespace}}
+	if _, err := mcs.MulticlusterV1beta1().ServiceExports(demoNamespace).Create(ctx, se, metav1.CreateOptions{}); err != nil {
+		return fmt.Errorf("creating ServiceExport %s/%s on %s: %w", demoNamespace, demoService, env.Cluster(demoExporter).Name, err)
+	}
+	log.Printf("exported Service %s/%s (%d Ready Pods) from %s; services enabled on ClusterMesh demo/demo",
+		demoNamespace, demoService, demoPods, meshName(demoExporter))
+	return nil
+}
+
+// keepNodesReady renews every sample node's Ready condition, as kubelets
+// would, until ctx ends, so that the demo's Pods stay Ready.
+func keepNodesReady(ctx context.Context, env *framework.Env, nodesPerCluster int) {
+	for {
+		for i := range env.NumClusters() {
+			var names []string
+			for k := 1; k <= nodesPerCluster; k++ {
+				names = append(names, sampleNodeName(env, i, k))
+			}
+			if err := env.RenewNodesReady(ctx, i, names...); err != nil && ctx.Err() == nil {
+				log.Printf("renewing the nodes' Ready condition: %v", err)
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(15 * time.Second):
+		}
+	}
+}
+
+// printServicesHelp prints the commands that show the demo's export and
+// its imports.
+func printServicesHelp(env *framework.Env) {
+	fmt.Printf(`
+Services across clusters (ClusterMesh demo has spec.multiClusterServices: Enabled):
+  kubectl get svc,pods,serviceexports -n demo --context cluster-%[1]d-admin   # %[2]s exports demo/hello
+  kubectl get serviceexport hello -n demo --context cluster-%[1]d-admin -o jsonpath='{.status.conditions}'
+  kubectl get serviceimports,svc,endpointslices -n demo --context cluster-%[1]d-admin   # its import (the exporting cluster imports too)
+`, demoExporter, meshName(demoExporter))
+	for i := 1; i < env.NumClusters(); i++ {
+		if i == demoExporter {
+			continue
+		}
+		note := ""
+		if i >= exampleClusters {
+			note = fmt.Sprintf("   # once %s has joined (docs/tutorial.md)", meshName(i))
+		}
+		fmt.Printf("  kubectl get serviceimports -n demo --context cluster-%d-admin%s\n", i, note)
+	}
+	fmt.Printf(`  kubectl mesh services demo                                   # what every cluster imports, and why not
+(%s, the host, takes no part in services yet: the server's own identity has no rights there.)
+`, meshName(framework.HostCluster))
+}

@@ -1,0 +1,45 @@
+package framework
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/util/retry"
+)
+
+// RenewNodesReady sets the Ready condition of the named Nodes of cluster i
+// True with a fresh heartbeat, as their kubelets would: without it, the
+// node lifecycle controller marks a Node Unknown after its grace period
+// and the Pods on it unready, which empties the Services' EndpointSlices.
+func (e *Env) RenewNodesReady(ctx context.Context, cluster int, names ...string) error {
+	nodes := e.Client(cluster, UserAdmin).CoreV1().Nodes()
+	var errs []error
+	for _, name := range names {
+		// A conflict is another writer of the Node (admission's taint
+		// removal, a test): read it again.
+		err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+			n, err := nodes.Get(ctx, name, metav1.GetOptions{})
+			if err != nil {
+				return err
+			}
+			now := metav1.Now()
+			for k := range n.Status.Conditions {
+				if c := &n.Status.Conditions[k]; c.Type == corev1.NodeReady {
+					if c.Status != corev1.ConditionTrue {
+						c.Status, c.LastTransitionTime = corev1.ConditionTrue, now
+					}
+					c.LastHeartbeatTime, c.Reason, c.Message = now, "KubeletReady", "kubelet is posting ready status (simulated by the kilo-mesh test framework)"
+				}
+			}
+			_, err = nodes.UpdateStatus(ctx, n, metav1.UpdateOptions{})
+			return err
+		})
+		if err != nil {
+			errs = append(errs, fmt.Errorf("renewing node %s on cluster %d: %w", name, cluster, err))
+		}
+	}
+	return errors.Join(errs...)
+}
