@@ -89,6 +89,14 @@ type ClusterMeshGrantSpec struct {
 	// add. Of several covering grants the largest value applies.
 	// +optional
 	MaxHostPeerKiB *int32 `json:"maxHostPeerKiB,omitempty"`
+	// serviceNamespaces are namespaces of the host that covered meshes with
+	// multiClusterServices Enabled and a local cluster may export
+	// ServiceExports from and write ServiceImports, derived Services and
+	// EndpointSlices into, with the server's own identity. Any other host
+	// namespace needs the mesh's author to hold those rights there.
+	// +optional
+	// +listType=set
+	ServiceNamespaces []string `json:"serviceNamespaces,omitempty"`
 }
 
 // Defaults and bounds of the host Peer limits of a grant. A thousand Peers
