@@ -12,6 +12,14 @@ import (
 // it trusts. A mesh without it was stored before grants existed.
 const AnnotationHostAccess = "mesh.kilo.squat.ai/host-access"
 
+// AnnotationServicesAuthor records, on a ClusterMesh with a local cluster
+// and multiClusterServices Enabled, who last wrote its spec (user name,
+// UID, groups, extra, as JSON). Admission sets it like AnnotationHostAccess
+// and overwrites whatever a client sent; the server asks
+// SubjectAccessReviews for this user before it exports from or imports
+// into a namespace of the host that no ClusterMeshGrant names.
+const AnnotationServicesAuthor = "mesh.kilo.squat.ai/services-author"
+
 // Values of AnnotationHostAccess.
 const (
 	// HostAccessPeerRights: the requester may create, update and delete
