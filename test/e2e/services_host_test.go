@@ -102,8 +102,19 @@ func TestServicesHost(t *testing.T) {
 		if err := s.exportCondition(framework.HostCluster, victim, "cart", mcsv1beta1.ServiceExportConditionValid, metav1.ConditionFalse, services.ExportHostNamespaceNotGranted); err != nil {
 			return err
 		}
-		_, err := s.imported(1, victim, "db")
-		return err
+		if _, err := s.imported(1, victim, "db"); err != nil {
+			return err
+		}
+		events, err := s.kube(framework.HostCluster).CoreV1().Events(ns).List(ctx, metav1.ListOptions{FieldSelector: "reason=" + services.BlockedHostNamespaceNotGranted})
+		switch {
+		case err != nil:
+			return err
+		case len(events.Items) == 0:
+			return errors.New("no HostNamespaceNotGranted event on the mesh")
+		case strings.Contains(events.Items[0].Message, victim):
+			return fmt.Errorf("the event names the other tenant's namespace: %s", events.Items[0].Message)
+		}
+		return nil
 	})
 	// A few more passes: nothing of either export reaches where it must not.
 	time.Sleep(3 * time.Second)
