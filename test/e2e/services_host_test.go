@@ -157,6 +157,37 @@ func TestServicesHost(t *testing.T) {
 		}
 		return s.gone(1, victim, "cart")
 	})
+
+	// A namespace where the author holds, by hand, every right the server
+	// would use there needs no grant: the reviews ask the host's RBAC.
+	own := s.namespace(t, framework.HostCluster, 1)
+	role := &rbacv1.Role{ObjectMeta: metav1.ObjectMeta{Name: "services-by-hand", Namespace: own}, Rules: []rbacv1.PolicyRule{
+		{APIGroups: []string{mcsv1beta1.GroupName}, Resources: []string{"serviceimports"}, Verbs: []string{"create", "update", "delete"}},
+		{APIGroups: []string{""}, Resources: []string{"services"}, Verbs: []string{"create", "update", "delete"}},
+		{APIGroups: []string{discoveryv1.GroupName}, Resources: []string{"endpointslices"}, Verbs: []string{"create", "update", "delete", "get", "list"}},
+		{APIGroups: []string{mcsv1beta1.GroupName}, Resources: []string{"serviceexports/status"}, Verbs: []string{"update"}},
+	}}
+	if _, err := s.kube(framework.HostCluster).RbacV1().Roles(own).Create(ctx, role, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	rb := &rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Name: "services-by-hand", Namespace: own},
+		RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: role.Name},
+		Subjects: []rbacv1.Subject{{APIGroup: rbacv1.GroupName, Kind: rbacv1.UserKind, Name: framework.UserTenantA}}}
+	if _, err := s.kube(framework.HostCluster).RbacV1().RoleBindings(own).Create(ctx, rb, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	s.backend(t, 1, own, "api", []string{"10.11.1.30"}, nil)
+	s.export(t, 1, own, "api")
+	framework.EventuallyT(t, svcConverge, "imported into the host where the author may write by hand", func() error {
+		imp, err := s.imported(framework.HostCluster, own, "api")
+		if err != nil {
+			return err
+		}
+		if !slices.Equal(imp.endpoints(), []string{"10.11.1.30"}) {
+			return fmt.Errorf("endpoints %v", imp.endpoints())
+		}
+		return nil
+	})
 }
 
 // nothingWritten is nil when namespace ns of cluster holds no
