@@ -48,7 +48,11 @@ func (p *Plugin) Admit(ctx context.Context, a admission.Attributes, _ admission.
 	}
 	if old != nil && apiequality.Semantic.DeepEqual(old.Spec, mesh.Spec) {
 		record(mesh, old.Annotations[meshv1alpha1.AnnotationHostAccess])
+		setAnnotation(mesh, meshv1alpha1.AnnotationServicesAuthor, old.Annotations[meshv1alpha1.AnnotationServicesAuthor])
 		return nil
+	}
+	if err := recordServicesAuthor(mesh, a); err != nil {
+		return apierrors.NewInternalError(err)
 	}
 	local := localEntry(mesh)
 	if local < 0 {
@@ -120,14 +124,34 @@ func (p *Plugin) missingPeerRights(ctx context.Context, a admission.Attributes) 
 
 // record sets the host-access annotation to value, or removes it.
 func record(mesh *meshv1alpha1.ClusterMesh, value string) {
+	setAnnotation(mesh, meshv1alpha1.AnnotationHostAccess, value)
+}
+
+// recordServicesAuthor records the requester as the author of a mesh that
+// exports and imports services on the host; any other mesh has no record.
+func recordServicesAuthor(mesh *meshv1alpha1.ClusterMesh, a admission.Attributes) error {
+	if localEntry(mesh) < 0 || mesh.Spec.MultiClusterServices != meshv1alpha1.MultiClusterServicesEnabled || a.GetUserInfo() == nil {
+		setAnnotation(mesh, meshv1alpha1.AnnotationServicesAuthor, "")
+		return nil
+	}
+	value, err := grants.EncodeAuthor(a.GetUserInfo())
+	if err != nil {
+		return err
+	}
+	setAnnotation(mesh, meshv1alpha1.AnnotationServicesAuthor, value)
+	return nil
+}
+
+// setAnnotation sets an annotation admission owns to value, or removes it.
+func setAnnotation(mesh *meshv1alpha1.ClusterMesh, key, value string) {
 	if value == "" {
-		delete(mesh.Annotations, meshv1alpha1.AnnotationHostAccess)
+		delete(mesh.Annotations, key)
 		return
 	}
 	if mesh.Annotations == nil {
 		mesh.Annotations = map[string]string{}
 	}
-	mesh.Annotations[meshv1alpha1.AnnotationHostAccess] = value
+	mesh.Annotations[key] = value
 }
 
 func localEntry(mesh *meshv1alpha1.ClusterMesh) int {

@@ -148,6 +148,7 @@ func (c CompletedConfig) New() (*Server, error) {
 		GracePeriod:  c.ExtraConfig.HostAccessGracePeriod,
 		Installation: c.ExtraConfig.Installation,
 		ServerPolicy: policy,
+		Authorizer:   c.GenericConfig.Authorization.Authorizer,
 	})
 	if err != nil {
 		return nil, err

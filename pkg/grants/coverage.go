@@ -35,6 +35,9 @@ type Coverage struct {
 	// values, each grant without one counting with the default.
 	MaxHostPeers     int
 	MaxHostPeerBytes int64
+	// ServiceNamespaces are the host namespaces the covering grants let
+	// the namespace's meshes export from and import into, sorted, unique.
+	ServiceNamespaces []string
 }
 
 // Covered reports whether any grant covers the namespace.
@@ -72,10 +75,13 @@ func Evaluate(grants []*meshv1alpha1.ClusterMeshGrant, namespace string, nsLabel
 		c.MemberNetworks = append(c.MemberNetworks, member...)
 		c.LocalNetworks = append(c.LocalNetworks, local...)
 		c.MemberServers = append(c.MemberServers, servers...)
+		c.ServiceNamespaces = append(c.ServiceNamespaces, g.Spec.ServiceNamespaces...)
 		c.MaxHostPeers = max(c.MaxHostPeers, int(ptr.Deref(g.Spec.MaxHostPeers, meshv1alpha1.DefaultMaxHostPeers)))
 		c.MaxHostPeerBytes = max(c.MaxHostPeerBytes, int64(ptr.Deref(g.Spec.MaxHostPeerKiB, meshv1alpha1.DefaultMaxHostPeerKiB))<<10)
 	}
 	slices.Sort(c.Grants)
+	slices.Sort(c.ServiceNamespaces)
+	c.ServiceNamespaces = slices.Compact(c.ServiceNamespaces)
 	for _, l := range []*[]netip.Prefix{&c.MemberNetworks, &c.LocalNetworks, &c.MemberServers} {
 		slices.SortFunc(*l, netip.Prefix.Compare)
 		*l = slices.Compact(*l)

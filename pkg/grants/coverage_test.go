@@ -57,9 +57,9 @@ func TestCovers(t *testing.T) {
 func TestEvaluate(t *testing.T) {
 	grants := []*meshv1alpha1.ClusterMeshGrant{
 		grant("z-wide", meshv1alpha1.ClusterMeshGrantSpec{NamespaceSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"team": "net"}},
-			MemberNetworks: []string{"10.52.0.0/16", "fd00::/8"}, MemberServers: []string{"127.0.0.0/8"}}),
+			MemberNetworks: []string{"10.52.0.0/16", "fd00::/8"}, MemberServers: []string{"127.0.0.0/8"}, ServiceNamespaces: []string{"web", "shop"}}),
 		grant("a-local", meshv1alpha1.ClusterMeshGrantSpec{Namespaces: []string{"tenant-a"},
-			MemberNetworks: []string{"10.52.0.0/16"}, LocalNetworks: []string{"10.42.0.0/16", "bogus"}}),
+			MemberNetworks: []string{"10.52.0.0/16"}, LocalNetworks: []string{"10.42.0.0/16", "bogus"}, ServiceNamespaces: []string{"shop"}}),
 		grant("other", meshv1alpha1.ClusterMeshGrantSpec{Namespaces: []string{"tenant-b"}, MemberNetworks: []string{"192.168.0.0/16"},
 			MaxHostPeers: ptr.To[int32](50_000), MaxHostPeerKiB: ptr.To[int32](1 << 20)}),
 		grant("small", meshv1alpha1.ClusterMeshGrantSpec{Namespaces: []string{"tenant-a"}, MaxHostPeers: ptr.To[int32](10), MaxHostPeerKiB: ptr.To[int32](64)}),
@@ -86,6 +86,9 @@ func TestEvaluate(t *testing.T) {
 		if !slices.Equal(tc.got, tc.wantP) {
 			t.Errorf("%s: %v, want %v", tc.name, tc.got, tc.wantP)
 		}
+	}
+	if !slices.Equal(c.ServiceNamespaces, []string{"shop", "web"}) {
+		t.Errorf("serviceNamespaces %v, want the union, sorted and unique", c.ServiceNamespaces)
 	}
 	// A grant without limits counts with the defaults, and the largest wins:
 	// another namespace's larger grant does not count.

@@ -5,12 +5,14 @@
 package plancache
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"sync"
 	"time"
 
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apiserver/pkg/authorization/authorizer"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/utils/clock"
 
@@ -45,6 +47,13 @@ type Config struct {
 	// open the guarded ranges for the endpoints of Peers on the local
 	// cluster (planner.HostAccess.EndpointNetworks). Nil: none does.
 	ServerPolicy memberaccess.ServerPolicy
+	// Authorizer answers SubjectAccessReviews for the recorded author of a
+	// mesh with services on the local cluster; nil: only grants allow.
+	Authorizer authorizer.Authorizer
+	// HostServicesTTL is how long an answer of Authorizer is kept, and
+	// MaxHostServicesAnswers how many (defaults when zero).
+	HostServicesTTL        time.Duration
+	MaxHostServicesAnswers int
 }
 
 // Cache is the per-mesh plan cache. A mesh's plan is recomputed when the
@@ -60,6 +69,9 @@ type Cache struct {
 	// others is the source of other meshes' claims, told of stored meshes
 	// by FollowMeshes.
 	others *otherMeshSource
+	// hostServices decides the namespaces of the local cluster a mesh's
+	// services may use.
+	hostServices *hostServices
 
 	mu       sync.Mutex
 	plans    map[types.NamespacedName]*entry
@@ -108,6 +120,8 @@ func New(cfg Config) (*Cache, error) {
 		plans:        map[types.NamespacedName]*entry{},
 	}
 	c.others = newOtherMeshSource(cfg.Members)
+	c.hostServices = &hostServices{authz: cfg.Authorizer, grants: g, clock: clk,
+		ttl: cmp.Or(cfg.HostServicesTTL, DefaultHostServicesTTL), max: cmp.Or(cfg.MaxHostServicesAnswers, DefaultMaxHostServicesAnswers)}
 	c.sources = []source{memberSource{cfg.Members}, &hostSource{grants: g, grace: cfg.GracePeriod, meshesIn: c.meshesIn, servers: cfg.ServerPolicy}, c.others}
 	for _, s := range c.sources {
 		s.onChange(c.changed)

@@ -4,7 +4,9 @@ import (
 	"errors"
 	"fmt"
 	"net/netip"
+	"slices"
 	"sync"
+	"time"
 
 	"github.com/kilo-mesh/kilo-mesh-apiserver/pkg/memberaccess"
 
@@ -27,6 +29,8 @@ type servicesEntry struct {
 	resourceVersion string
 	changes         uint64
 	out             *services.Output
+	// until is when the answers on the local cluster's namespaces expire.
+	until time.Time
 
 	reported uint64 // guarded by Cache.mu
 }
@@ -64,16 +68,22 @@ func (c *Cache) Services(mesh *meshv1alpha1.ClusterMesh) (*services.Output, erro
 	c.mu.Lock()
 	changes := e.reported
 	c.mu.Unlock()
-	if e.out != nil && e.uid == mesh.UID && e.resourceVersion == mesh.ResourceVersion && e.changes == changes {
+	if e.out != nil && e.uid == mesh.UID && e.resourceVersion == mesh.ResourceVersion && e.changes == changes &&
+		(e.until.IsZero() || c.clock.Now().Before(e.until)) {
 		return e.out, nil
 	}
-	out := services.Compute(c.servicesInput(mesh))
-	e.uid, e.resourceVersion, e.changes, e.out = mesh.UID, mesh.ResourceVersion, changes, out
+	in, until, err := c.servicesInput(mesh)
+	if err != nil {
+		return nil, fmt.Errorf("computing the services of ClusterMesh %s/%s: %w", mesh.Namespace, mesh.Name, err)
+	}
+	out := services.Compute(in)
+	e.uid, e.resourceVersion, e.changes, e.out, e.until = mesh.UID, mesh.ResourceVersion, changes, out, until
 	return out, nil
 }
 
-// servicesInput gathers what the member caches hold for mesh.
-func (c *Cache) servicesInput(mesh *meshv1alpha1.ClusterMesh) *services.Input {
+// servicesInput gathers what the member caches hold for mesh, and which
+// namespaces of the local cluster it may not use, until when.
+func (c *Cache) servicesInput(mesh *meshv1alpha1.ClusterMesh) (*services.Input, time.Time, error) {
 	states := c.members.Snapshot(mesh)
 	in := &services.Input{MeshNamespace: mesh.Namespace, MeshName: mesh.Name, MeshUID: mesh.UID,
 		Installation: c.installation, Now: c.clock.Now()}
@@ -95,5 +105,36 @@ func (c *Cache) servicesInput(mesh *meshv1alpha1.ClusterMesh) *services.Input {
 		}
 		in.Clusters = append(in.Clusters, cl)
 	}
-	return in
+	var until time.Time
+	for i, entry := range mesh.Spec.Clusters {
+		if !entry.Local {
+			continue
+		}
+		notGranted, u, err := c.hostServices.notGranted(mesh, exportedNamespaces(in.Clusters, &in.Clusters[i]))
+		if err != nil {
+			return nil, time.Time{}, err
+		}
+		in.Clusters[i].NotGranted, until = notGranted, u
+	}
+	return in, until, nil
+}
+
+// exportedNamespaces are the namespaces of host where a mesh's services
+// would be read or written: those of every export of the mesh that exist
+// there, sorted.
+func exportedNamespaces(all []services.Cluster, host *services.Cluster) []string {
+	exists := make(map[string]bool, len(host.Namespaces))
+	for _, ns := range host.Namespaces {
+		exists[ns] = true
+	}
+	var out []string
+	for _, cl := range all {
+		for _, se := range cl.Exports {
+			if exists[se.Namespace] {
+				out = append(out, se.Namespace)
+			}
+		}
+	}
+	slices.Sort(out)
+	return slices.Compact(out)
 }

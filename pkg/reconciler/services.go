@@ -82,6 +82,11 @@ func (r *Reconciler) syncServices(ctx context.Context, mesh *meshv1alpha1.Cluste
 				Message: fmt.Sprintf("cluster %s: its services were never read; no import is removed until they are", name)})
 		}
 	}
+	if n := notGrantedNamespaces(out); n > 0 {
+		res.facts = append(res.facts, meshEvent{Type: corev1.EventTypeWarning, Reason: services.BlockedHostNamespaceNotGranted,
+			Message: fmt.Sprintf("%d namespace(s) of the cluster this server runs in hold exports of the mesh or would hold its imports, and the mesh may not use them: "+
+				"nothing is read or written there (the services view says which); a ClusterMeshGrant naming them in serviceNamespaces, or the author's rights there, allows it", n)})
+	}
 	key := types.NamespacedName{Namespace: mesh.Namespace, Name: mesh.Name}
 	var mu sync.Mutex
 	var wg sync.WaitGroup
@@ -109,6 +114,25 @@ func (r *Reconciler) syncServices(ctx context.Context, mesh *meshv1alpha1.Cluste
 	}
 	wg.Wait()
 	return res
+}
+
+// notGrantedNamespaces counts the namespaces of the local cluster the
+// mesh's services may not use and would.
+func notGrantedNamespaces(out *services.Output) int {
+	seen := map[string]bool{}
+	for _, co := range out.Clusters {
+		for _, imp := range co.Imports {
+			if imp.Blocked == services.BlockedHostNamespaceNotGranted {
+				seen[imp.Namespace] = true
+			}
+		}
+	}
+	for _, r := range out.Exports {
+		if r.Valid == services.ExportHostNamespaceNotGranted {
+			seen[r.Namespace] = true
+		}
+	}
+	return len(seen)
 }
 
 // add records what one cluster's pass did.

@@ -790,6 +790,26 @@ func schema_pkg_apis_mesh_v1alpha1_ClusterMeshGrantSpec(ref common.ReferenceCall
 							Format:      "int32",
 						},
 					},
+					"serviceNamespaces": {
+						VendorExtensible: spec.VendorExtensible{
+							Extensions: spec.Extensions{
+								"x-kubernetes-list-type": "set",
+							},
+						},
+						SchemaProps: spec.SchemaProps{
+							Description: "serviceNamespaces are namespaces of the host that covered meshes with multiClusterServices Enabled and a local cluster may export ServiceExports from and write ServiceImports, derived Services and EndpointSlices into, with the server's own identity. Any other host namespace needs the mesh's author to hold those rights there.",
+							Type:        []string{"array"},
+							Items: &spec.SchemaOrArray{
+								Schema: &spec.Schema{
+									SchemaProps: spec.SchemaProps{
+										Default: "",
+										Type:    []string{"string"},
+										Format:  "",
+									},
+								},
+							},
+						},
+					},
 				},
 			},
 		},

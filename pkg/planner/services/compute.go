@@ -87,7 +87,12 @@ func (c *computation) services() []*service {
 			}
 			key := types.NamespacedName{Namespace: obj.Namespace, Name: obj.Name}
 			e := &export{cluster: cl, obj: obj, svc: cl.services[key]}
-			classify(e)
+			if why, denied := cl.NotGranted[obj.Namespace]; denied {
+				// Neither its Service nor its endpoints are read.
+				e.svc, e.valid, e.deniedWhy = nil, ExportHostNamespaceNotGranted, why
+			} else {
+				classify(e)
+			}
 			if e.valid == mcsv1beta1.ServiceExportReasonValid {
 				e.groups, e.leftOut = carriedEndpoints(cl.PodCIDRs, cl.sources[key])
 				for _, g := range e.groups {
@@ -173,6 +178,10 @@ func (c *computation) importFor(cl *clusterState, s *service) Import {
 	slices.Sort(imp.Sources)
 	if !cl.namespaces[s.key.Namespace] {
 		imp.Blocked, imp.Message = BlockedNamespaceMissing, fmt.Sprintf("namespace %s does not exist in cluster %s; namespaces are never created", s.key.Namespace, cl.Name)
+		return imp
+	}
+	if why, denied := cl.NotGranted[s.key.Namespace]; denied {
+		imp.Blocked, imp.Message = BlockedHostNamespaceNotGranted, fmt.Sprintf("nothing is written into namespace %s of cluster %s: %s", s.key.Namespace, cl.Name, why)
 		return imp
 	}
 	if have := cl.imports[s.key]; have != nil && !c.owned(have.Labels) {

@@ -25,6 +25,8 @@ type export struct {
 	carried   int
 	leftOut   map[string]int
 	conflicts []string
+	// deniedWhy says why the export's namespace is not granted.
+	deniedWhy string
 }
 
 // service is one exported Service across the clusters of the mesh, merged

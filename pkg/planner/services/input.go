@@ -60,4 +60,8 @@ type Cluster struct {
 	// Imports are the ServiceImports this mesh wrote, and any at the name
 	// of an exported Service, whoever wrote them.
 	Imports []*mcsv1beta1.ServiceImport
+	// NotGranted are, for the local cluster, the namespaces the mesh may
+	// neither export from nor import into, each with why (for humans):
+	// exports there are not carried and imports not written.
+	NotGranted map[string]string
 }

@@ -35,4 +35,16 @@ const (
 	// ClusterSetIP import gets no IP and no endpoints in that cluster. It
 	// is also the reason of the ServiceImport's Ready=False condition.
 	BlockedDerivedServiceTaken = "DerivedServiceTaken"
+	// BlockedHostNamespaceNotGranted: the namespace is one of the local
+	// (host) cluster, where the server writes with its own identity, and
+	// neither the mesh's author may write the import's objects there by
+	// hand nor a ClusterMeshGrant names it (serviceNamespaces). Nothing of
+	// the import is written there.
+	BlockedHostNamespaceNotGranted = "HostNamespaceNotGranted"
 )
+
+// ExportHostNamespaceNotGranted is the reason of the Valid=False condition
+// of a ServiceExport in a namespace of the local cluster that the mesh may
+// not export from (as BlockedHostNamespaceNotGranted): its Service and
+// endpoints are not read, and it is imported nowhere.
+const ExportHostNamespaceNotGranted = BlockedHostNamespaceNotGranted

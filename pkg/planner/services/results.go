@@ -61,6 +61,8 @@ func (c *computation) exportResult(s *service, e *export, blocked []string) Expo
 		validMsg = fmt.Sprintf("there is no Service %s in this cluster", s.key)
 	case mcsv1beta1.ServiceExportReasonInvalidServiceType:
 		validMsg = "a Service of type ExternalName cannot be exported"
+	case ExportHostNamespaceNotGranted:
+		validMsg = "this namespace of the cluster the server runs in may not be exported from by this mesh: " + e.deniedWhy
 	}
 	r.Conditions = append(r.Conditions, cond(mcsv1beta1.ServiceExportConditionValid, valid, string(e.valid), validMsg))
 	if valid {

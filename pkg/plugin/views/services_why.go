@@ -26,14 +26,15 @@ const reasonValid = string(mcsv1beta1.ServiceExportReasonValid)
 // reasonHelp says in a sentence what each stable reason of the services
 // view means; the reasons themselves are what users match on.
 var reasonHelp = map[string]string{
-	services.LeftOutOutsidePodCIDRs:        "the address is not inside the exporting cluster's declared podCIDRs: Kilo would not route it, or would route it where it must not go, so it is never written anywhere",
-	services.LeftOutInvalidAddress:         "the address does not parse, or is not of its EndpointSlice's address type",
-	services.LeftOutUnsupportedAddressType: "FQDN EndpointSlices are not carried",
-	services.LeftOutNotReady:               "the endpoint is not ready",
-	services.LeftOutDuplicateAddress:       "another endpoint of the export has the same address",
-	services.BlockedNamespaceMissing:       "the namespace does not exist in the cluster, and namespaces are never created",
-	services.BlockedImportNotOwned:         "a ServiceImport this mesh did not write has the name; it is left as it is, and nothing of the import is written there",
-	services.BlockedDerivedServiceTaken:    "a Service this mesh did not write has the derived Service's name; it is left as it is, so the import gets no IP and no endpoints there",
+	services.LeftOutOutsidePodCIDRs:         "the address is not inside the exporting cluster's declared podCIDRs: Kilo would not route it, or would route it where it must not go, so it is never written anywhere",
+	services.LeftOutInvalidAddress:          "the address does not parse, or is not of its EndpointSlice's address type",
+	services.LeftOutUnsupportedAddressType:  "FQDN EndpointSlices are not carried",
+	services.LeftOutNotReady:                "the endpoint is not ready",
+	services.LeftOutDuplicateAddress:        "another endpoint of the export has the same address",
+	services.BlockedNamespaceMissing:        "the namespace does not exist in the cluster, and namespaces are never created",
+	services.BlockedImportNotOwned:          "a ServiceImport this mesh did not write has the name; it is left as it is, and nothing of the import is written there",
+	services.BlockedDerivedServiceTaken:     "a Service this mesh did not write has the derived Service's name; it is left as it is, so the import gets no IP and no endpoints there",
+	services.BlockedHostNamespaceNotGranted: "the namespace is on the host cluster, where the server writes with its own identity, and neither may the mesh's author write there by hand nor does a ClusterMeshGrant name it in serviceNamespaces: nothing is exported from or imported into it",
 
 	string(mcsv1beta1.ServiceExportReasonNoService):                     "there is no Service of that name in the exporting cluster",
 	string(mcsv1beta1.ServiceExportReasonInvalidServiceType):            "a Service of type ExternalName cannot be exported",

@@ -28,11 +28,12 @@ var columns = []metav1.TableColumnDefinition{
 	{Name: "Age", Type: "date", Description: "Time since the grant was created."},
 	{Name: "Member Servers", Type: "string", Priority: 1, Description: "Networks the members' API servers may resolve to."},
 	{Name: "Host Peers", Type: "string", Priority: 1, Description: "The most Peers, and KiB of Peers, one covered mesh may put on the host."},
+	{Name: "Service Namespaces", Type: "string", Priority: 1, Description: "Namespaces of the host covered meshes may export services from and import them into."},
 }
 
 func (tableConvertor) ConvertToTable(_ context.Context, obj runtime.Object, _ runtime.Object) (*metav1.Table, error) {
 	return tables.Of(obj, columns, func(g *meshv1alpha1.ClusterMeshGrant, name, age string) []interface{} {
-		return []interface{}{name, covered(&g.Spec), list(g.Spec.MemberNetworks), list(g.Spec.LocalNetworks), age, list(g.Spec.MemberServers), hostPeers(&g.Spec)}
+		return []interface{}{name, covered(&g.Spec), list(g.Spec.MemberNetworks), list(g.Spec.LocalNetworks), age, list(g.Spec.MemberServers), hostPeers(&g.Spec), list(g.Spec.ServiceNamespaces)}
 	})
 }
 

@@ -17,13 +17,15 @@ func TestTable(t *testing.T) {
 		want []interface{}
 	}{
 		{"by name", meshv1alpha1.ClusterMeshGrantSpec{Namespaces: []string{"a", "b"}, MemberNetworks: []string{"10.52.0.0/16", "fd00::/8"}},
-			[]interface{}{"g", "a,b", "10.52.0.0/16,fd00::/8", "<none>", "<unknown>", "<none>", "1000 (8192 KiB)"}},
+			[]interface{}{"g", "a,b", "10.52.0.0/16,fd00::/8", "<none>", "<unknown>", "<none>", "1000 (8192 KiB)", "<none>"}},
 		{"by selector", meshv1alpha1.ClusterMeshGrantSpec{NamespaceSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"team": "net"}}, LocalNetworks: []string{"10.42.0.0/16"}, MemberServers: []string{"127.0.0.0/8"}},
 			[]interface{}{"g", "team=net", "<none>", "10.42.0.0/16", "<unknown>", "127.0.0.0/8", "1000 (8192 KiB)"}},
 		{"both, selector matching all", meshv1alpha1.ClusterMeshGrantSpec{Namespaces: []string{"a"}, NamespaceSelector: &metav1.LabelSelector{}},
 			[]interface{}{"g", "a + <all>", "<none>", "<none>", "<unknown>", "<none>", "1000 (8192 KiB)"}},
 		{"host Peer limits set", meshv1alpha1.ClusterMeshGrantSpec{Namespaces: []string{"a"}, MaxHostPeers: ptr.To[int32](20), MaxHostPeerKiB: ptr.To[int32](64)},
 			[]interface{}{"g", "a", "<none>", "<none>", "<unknown>", "<none>", "20 (64 KiB)"}},
+		{"service namespaces", meshv1alpha1.ClusterMeshGrantSpec{Namespaces: []string{"a"}, ServiceNamespaces: []string{"shop", "web"}},
+			[]interface{}{"g", "a", "<none>", "<none>", "<unknown>", "<none>", "1000 (8192 KiB)", "shop,web"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -12,6 +12,14 @@ import (
 // it trusts. A mesh without it was stored before grants existed.
 const AnnotationHostAccess = "mesh.kilo.squat.ai/host-access"
 
+// AnnotationServicesAuthor records, on a ClusterMesh with a local cluster
+// and multiClusterServices Enabled, who last wrote its spec (user name,
+// UID, groups, extra, as JSON). Admission sets it like AnnotationHostAccess
+// and overwrites whatever a client sent; the server asks
+// SubjectAccessReviews for this user before it exports from or imports
+// into a namespace of the host that no ClusterMeshGrant names.
+const AnnotationServicesAuthor = "mesh.kilo.squat.ai/services-author"
+
 // Values of AnnotationHostAccess.
 const (
 	// HostAccessPeerRights: the requester may create, update and delete
@@ -89,6 +97,14 @@ type ClusterMeshGrantSpec struct {
 	// add. Of several covering grants the largest value applies.
 	// +optional
 	MaxHostPeerKiB *int32 `json:"maxHostPeerKiB,omitempty"`
+	// serviceNamespaces are namespaces of the host that covered meshes with
+	// multiClusterServices Enabled and a local cluster may export
+	// ServiceExports from and write ServiceImports, derived Services and
+	// EndpointSlices into, with the server's own identity. Any other host
+	// namespace needs the mesh's author to hold those rights there.
+	// +optional
+	// +listType=set
+	ServiceNamespaces []string `json:"serviceNamespaces,omitempty"`
 }
 
 // Defaults and bounds of the host Peer limits of a grant. A thousand Peers

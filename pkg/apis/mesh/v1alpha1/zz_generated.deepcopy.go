@@ -212,6 +212,11 @@ func (in *ClusterMeshGrantSpec) DeepCopyInto(out *ClusterMeshGrantSpec) {
 		*out = new(int32)
 		**out = **in
 	}
+	if in.ServiceNamespaces != nil {
+		in, out := &in.ServiceNamespaces, &out.ServiceNamespaces
+		*out = make([]string, len(*in))
+		copy(*out, *in)
+	}
 	return
 }
 

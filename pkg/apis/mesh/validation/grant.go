@@ -34,17 +34,8 @@ func validateGrantSpec(spec *meshv1alpha1.ClusterMeshGrantSpec, path *field.Path
 	if len(spec.Namespaces) == 0 && spec.NamespaceSelector == nil {
 		errs = append(errs, field.Required(path, "namespaces or namespaceSelector: a grant must cover some namespace"))
 	}
-	seen := sets.New[string]()
-	for i, ns := range spec.Namespaces {
-		p := path.Child("namespaces").Index(i)
-		for _, msg := range validation.IsDNS1123Label(ns) {
-			errs = append(errs, field.Invalid(p, ns, msg))
-		}
-		if seen.Has(ns) {
-			errs = append(errs, field.Duplicate(p, ns))
-		}
-		seen.Insert(ns)
-	}
+	errs = append(errs, validateNamespaceNames(spec.Namespaces, path.Child("namespaces"))...)
+	errs = append(errs, validateNamespaceNames(spec.ServiceNamespaces, path.Child("serviceNamespaces"))...)
 	if spec.NamespaceSelector != nil {
 		errs = append(errs, metav1validation.ValidateLabelSelector(spec.NamespaceSelector,
 			metav1validation.LabelSelectorValidationOptions{}, path.Child("namespaceSelector"))...)
@@ -71,6 +62,23 @@ func validateGrantSpec(spec *meshv1alpha1.ClusterMeshGrantSpec, path *field.Path
 		if limit.value != nil && (*limit.value < 1 || *limit.value > limit.max) {
 			errs = append(errs, field.Invalid(path.Child(limit.name), *limit.value, fmt.Sprintf("must be from 1 to %d", limit.max)))
 		}
+	}
+	return errs
+}
+
+// validateNamespaceNames refuses a name no namespace can have, and duplicates.
+func validateNamespaceNames(names []string, path *field.Path) field.ErrorList {
+	var errs field.ErrorList
+	seen := sets.New[string]()
+	for i, ns := range names {
+		p := path.Index(i)
+		for _, msg := range validation.IsDNS1123Label(ns) {
+			errs = append(errs, field.Invalid(p, ns, msg))
+		}
+		if seen.Has(ns) {
+			errs = append(errs, field.Duplicate(p, ns))
+		}
+		seen.Insert(ns)
 	}
 	return errs
 }

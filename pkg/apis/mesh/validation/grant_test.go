@@ -42,6 +42,7 @@ func TestValidateClusterMeshGrant(t *testing.T) {
 		}},
 		{name: "covers nothing", mutate: func(g *meshv1alpha1.ClusterMeshGrant) { g.Spec.Namespaces = nil }, want: []string{"spec"}},
 		{name: "namespace not a label", mutate: func(g *meshv1alpha1.ClusterMeshGrant) { g.Spec.Namespaces = []string{"Tenant_A"} }, want: []string{"spec.namespaces[0]"}},
+		{name: "service namespace not a label", mutate: func(g *meshv1alpha1.ClusterMeshGrant) { g.Spec.ServiceNamespaces = []string{"ok", "Kube_System"} }, want: []string{"spec.serviceNamespaces[1]"}},
 		{name: "duplicate namespace", mutate: func(g *meshv1alpha1.ClusterMeshGrant) { g.Spec.Namespaces = []string{"a", "a"} }, want: []string{"spec.namespaces[1]"}},
 		{name: "bad selector", mutate: func(g *meshv1alpha1.ClusterMeshGrant) {
 			g.Spec.NamespaceSelector = &metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{{Key: "mesh", Operator: "Near"}}}
