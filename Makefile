@@ -78,7 +78,7 @@ test-e2e: image
 		$(GO) test -count=1 -p 1 -tags e2e -timeout $(TEST_TIMEOUT) ./test/...
 
 # Packets through the Peers: every Kilo node a network namespace running
-# userspace WireGuard (test/dataplane). Needs root and iproute2 (it fails,
+# userspace WireGuard (test/dataplane). Needs root, iproute2 and nftables (it fails,
 # saying so, without them); -v prints the connectivity matrices and the
 # recovery times.
 test-dataplane:
