@@ -6,6 +6,8 @@ import (
 	"net/netip"
 	"time"
 
+	"github.com/kilo-mesh/kilo-mesh-apiserver/pkg/memberaccess"
+
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/rest"
 
@@ -53,7 +55,7 @@ type binding struct {
 	spec    bindingSpec
 	secret  types.NamespacedName // zero unless a Secret is watched for it
 	cluster *cluster             // nil exactly when err is set
-	err     *Error
+	err     *memberaccess.Error
 	since   time.Time
 	// retained is the connection the binding had when its Secret went
 	// away, kept while the Secret is absent so that the mesh, once deleted,
@@ -79,11 +81,11 @@ func (m *Manager) bindLocked(mesh types.NamespacedName, name string, spec bindin
 	case spec.local:
 		b.cluster, b.err = m.acquireClusterLocked(mesh, localID, m.local, nil)
 	case spec.secretName == "":
-		b.err = newError(ErrNoSecretRef, "", "a cluster that is not local needs kubeconfigSecretRef")
+		b.err = newError(memberaccess.ErrNoSecretRef, "", "a cluster that is not local needs kubeconfigSecretRef")
 	default:
 		key := types.NamespacedName{Namespace: mesh.Namespace, Name: spec.secretName}
 		if err := m.acquireSecretLocked(key); err != nil {
-			b.err = newError(ErrSecretUnreadable, "Secret "+key.String(), err.Error())
+			b.err = newError(memberaccess.ErrSecretUnreadable, "Secret "+key.String(), err.Error())
 			return b
 		}
 		b.secret = key
@@ -117,7 +119,7 @@ func (m *Manager) resolveLocked(mesh types.NamespacedName, b *binding) bool {
 	}
 	log := m.log.WithValues("mesh", mesh, "cluster", b.name, "secret", b.secret)
 	if err != nil {
-		secretAbsent := err.Reason == ErrSecretNotFound || err.Reason == ErrSecretUnreadable
+		secretAbsent := err.Reason == memberaccess.ErrSecretNotFound || err.Reason == memberaccess.ErrSecretUnreadable
 		if !secretAbsent {
 			m.releaseRetainedLocked(mesh, b)
 		}
@@ -130,7 +132,7 @@ func (m *Manager) resolveLocked(mesh types.NamespacedName, b *binding) bool {
 			m.releaseClusterLocked(mesh, b.cluster)
 		}
 		b.cluster, b.err, b.since = nil, err, m.cfg.Clock.Now()
-		if err.Reason != ErrPending {
+		if err.Reason != memberaccess.ErrPending {
 			log.Info("Member cluster unusable", "reason", err.Reason, "err", err.Error())
 		}
 		return true
@@ -153,29 +155,29 @@ func (m *Manager) resolveLocked(mesh types.NamespacedName, b *binding) bool {
 // and checks its server against the namespace's server policy. The
 // identity of the result includes the policy, so that meshes share a
 // connection only when they are allowed the same servers.
-func (m *Manager) kubeconfigLocked(b *binding) (*rest.Config, []netip.Prefix, clusterID, *Error) {
+func (m *Manager) kubeconfigLocked(b *binding) (*rest.Config, []netip.Prefix, clusterID, *memberaccess.Error) {
 	data, e := m.secrets[b.secret].kubeconfig(b.spec.key)
 	if e != nil {
 		return nil, nil, "", e
 	}
 	field := fmt.Sprintf("Secret %s key %q", b.secret, b.spec.key)
-	cfg, err := ParseKubeconfig(data, m.cfg.AllowInsecureSkipTLSVerify)
+	cfg, err := memberaccess.ParseKubeconfig(data, m.cfg.AllowInsecureSkipTLSVerify)
 	if err != nil {
-		var pe *Error
+		var pe *memberaccess.Error
 		if !errors.As(err, &pe) {
-			return nil, nil, "", newError(ErrKubeconfigInvalid, field, err.Error())
+			return nil, nil, "", newError(memberaccess.ErrKubeconfigInvalid, field, err.Error())
 		}
 		if pe.Field != "" {
 			field += ": " + pe.Field
 		}
 		return nil, nil, "", newError(pe.Reason, field, pe.Message)
 	}
-	if !PolicySynced(m.cfg.ServerPolicy) {
-		return nil, nil, "", newError(ErrPending, field, "waiting for the server policy of member API servers (the grants) to be read")
+	if !memberaccess.PolicySynced(m.cfg.ServerPolicy) {
+		return nil, nil, "", newError(memberaccess.ErrPending, field, "waiting for the server policy of member API servers (the grants) to be read")
 	}
 	allowed := m.cfg.ServerPolicy.AllowedServers(b.secret.Namespace)
 	if err := checkServerLiteral(cfg.Host, allowed); err != nil {
-		return nil, nil, "", newError(ErrServerNotAllowed, field, err.Message)
+		return nil, nil, "", newError(memberaccess.ErrServerNotAllowed, field, err.Message)
 	}
 	cfg.QPS, cfg.Burst = m.cfg.QPS, m.cfg.Burst
 	return cfg, allowed, m.hasher.id(cfg, canonicalPolicy(allowed)), nil
@@ -184,7 +186,7 @@ func (m *Manager) kubeconfigLocked(b *binding) (*rest.Config, []netip.Prefix, cl
 // acquireClusterLocked takes a reference on the cluster of id, building it
 // when it is new; allowed is nil for the local cluster and the server
 // policy of a remote one.
-func (m *Manager) acquireClusterLocked(mesh types.NamespacedName, id clusterID, cfg *rest.Config, allowed []netip.Prefix) (*cluster, *Error) {
+func (m *Manager) acquireClusterLocked(mesh types.NamespacedName, id clusterID, cfg *rest.Config, allowed []netip.Prefix) (*cluster, *memberaccess.Error) {
 	c := m.clusters[id]
 	if c == nil {
 		var err error
@@ -202,7 +204,7 @@ func (m *Manager) acquireClusterLocked(mesh types.NamespacedName, id clusterID, 
 			servicesWanted: m.servicesWanted, isServicesEcho: m.isServicesEcho, maxServiceExports: m.cfg.MaxServiceExports, maxEndpointsPerService: m.cfg.MaxEndpointsPerService,
 		}, id != localID, allowed)
 		if err != nil {
-			return nil, newError(ErrKubeconfigInvalid, "", fmt.Sprintf("cannot build a client: %v", err))
+			return nil, newError(memberaccess.ErrKubeconfigInvalid, "", fmt.Sprintf("cannot build a client: %v", err))
 		}
 		m.clusters[id] = c
 	}

@@ -6,6 +6,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/kilo-mesh/kilo-mesh-apiserver/pkg/memberaccess"
+
 	"k8s.io/apimachinery/pkg/types"
 
 	kilov1alpha1 "github.com/kilo-mesh/kilo-mesh-apiserver/pkg/apis/kilo/v1alpha1"
@@ -158,7 +160,7 @@ func (m *Manager) Held(mesh types.NamespacedName) []Held {
 	type ref struct {
 		key      HoldKey
 		conn     *cluster
-		err      *Error
+		err      *memberaccess.Error
 		deadline time.Time
 	}
 	var refs []ref
@@ -177,7 +179,7 @@ func (m *Manager) Held(mesh types.NamespacedName) []Held {
 			h.Server, h.Settled, h.State = r.conn.server, r.conn.settled(), r.conn.state()
 			h.Identity, h.State.Connection = h.State.Identity, r.conn.name()
 		case r.err != nil:
-			h.Settled = r.err.Reason != ErrPending
+			h.Settled = r.err.Reason != memberaccess.ErrPending
 			h.State = ClusterState{Reason: r.err.Reason, LastError: r.err.Error()}
 		}
 		h.State.Name = r.key.Entry
@@ -200,12 +202,12 @@ func (m *Manager) HeldPeerClient(key HoldKey) (PeerClient, error) {
 	m.mu.RUnlock()
 	switch {
 	case h == nil:
-		return nil, newError(ErrUnknownCluster, "", fmt.Sprintf("no hold on cluster %q of mesh %s", key.Entry, key.Mesh))
+		return nil, newError(memberaccess.ErrUnknownCluster, "", fmt.Sprintf("no hold on cluster %q of mesh %s", key.Entry, key.Mesh))
 	case b.cluster == nil:
 		return nil, b.err
 	}
 	if v := b.cluster.health.view(); v.crdKnown && !v.peerCRD {
-		return nil, newError(ErrPeerCRDMissing, "", fmt.Sprintf("cluster %q does not serve %s", key.Entry, kilov1alpha1.PeerResource))
+		return nil, newError(memberaccess.ErrPeerCRDMissing, "", fmt.Sprintf("cluster %q does not serve %s", key.Entry, kilov1alpha1.PeerResource))
 	}
 	return &peerClient{c: b.cluster}, nil
 }

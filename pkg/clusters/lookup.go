@@ -182,9 +182,9 @@ func (m *Manager) connection(mesh *meshv1alpha1.ClusterMesh, cluster string) (*c
 	}
 	switch {
 	case entry == nil:
-		return nil, newError(ErrUnknownCluster, "", fmt.Sprintf("mesh %s/%s has no cluster %q", mesh.Namespace, mesh.Name, cluster))
+		return nil, newError(memberaccess.ErrUnknownCluster, "", fmt.Sprintf("mesh %s/%s has no cluster %q", mesh.Namespace, mesh.Name, cluster))
 	case b.name == "" || b.spec != specOf(entry):
-		return nil, newError(ErrPending, "", fmt.Sprintf("cluster %q of mesh %s/%s is not ensured yet", cluster, mesh.Namespace, mesh.Name))
+		return nil, newError(memberaccess.ErrPending, "", fmt.Sprintf("cluster %q of mesh %s/%s is not ensured yet", cluster, mesh.Namespace, mesh.Name))
 	case conn == nil:
 		return nil, b.err
 	}

@@ -135,7 +135,7 @@ func (h *health) clearStreams(resources ...string) {
 }
 
 // streamProblem is the first failure of resources not followed by a success.
-func (h *health) streamProblem(resources ...string) *Error {
+func (h *health) streamProblem(resources ...string) *memberaccess.Error {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	for _, r := range resources {
@@ -193,7 +193,7 @@ func (c *cluster) servicesState() *ServicesState {
 	case svc == nil && crdKnown && !crd:
 		return &ServicesState{Reason: memberaccess.ErrMCSCRDMissing, LastError: fmt.Sprintf("the cluster does not serve serviceexports and serviceimports of %s; install the mcs-api CRDs", mcsv1beta1.SchemeGroupVersion)}
 	case svc == nil:
-		return &ServicesState{Reason: ErrPending, LastError: "waiting for the probe to tell whether the cluster serves the mcs-api CRDs"}
+		return &ServicesState{Reason: memberaccess.ErrPending, LastError: "waiting for the probe to tell whether the cluster serves the mcs-api CRDs"}
 	}
 	return svc.state(c.health)
 }

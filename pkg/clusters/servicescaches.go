@@ -185,7 +185,7 @@ func (s *servicesCaches) lastKnown(st *ServicesState) *ServicesState {
 
 // endpointsOverLimit says whether an exported Service has more endpoints
 // than the server takes.
-func (s *servicesCaches) endpointsOverLimit(slices_ []*discoveryv1.EndpointSlice) *Error {
+func (s *servicesCaches) endpointsOverLimit(slices_ []*discoveryv1.EndpointSlice) *memberaccess.Error {
 	if s.maxEndpoints <= 0 {
 		return nil
 	}

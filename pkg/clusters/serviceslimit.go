@@ -28,7 +28,7 @@ type lister[L runtime.Object] interface {
 // selector of every list and watch ("" for none).
 func servicesLimit[T any, PT object[T], L runtime.Object](resource string, client lister[L], items func(L) (metav1.ListMeta, []T),
 	newList func(metav1.ListMeta, []T) runtime.Object, slim func(PT) (PT, int64), selector string, keep func(PT) bool,
-	maxCount int, tooMany func(seen int) *Error, b *budget, clk clock.PassiveClock) *objectLimit {
+	maxCount int, tooMany func(seen int) *memberaccess.Error, b *budget, clk clock.PassiveClock) *objectLimit {
 	return &objectLimit{
 		resource: resource,
 		maxCount: maxCount,
@@ -72,8 +72,8 @@ func servicesLimit[T any, PT object[T], L runtime.Object](resource string, clien
 
 // tooManyExports is the error of a cluster with more ServiceExports than
 // the server keeps of one member cluster.
-func tooManyExports(maxExports int) func(int) *Error {
-	return func(seen int) *Error {
+func tooManyExports(maxExports int) func(int) *memberaccess.Error {
+	return func(seen int) *memberaccess.Error {
 		return newError(memberaccess.ErrTooManyServiceExports, "", fmt.Sprintf("the cluster has more than %d ServiceExports (the server's --max-service-exports-per-cluster, seen %d); "+
 			"its services are not used, and what the mesh imported from it is kept as last known", maxExports, seen))
 	}

@@ -71,7 +71,7 @@ func (r *Reconciler) syncServices(ctx context.Context, mesh *meshv1alpha1.Cluste
 	deletions := true
 	for _, name := range slices.Sorted(maps.Keys(states)) {
 		svc := states[name].Services
-		if svc != nil && svc.Reason != "" && svc.Reason != clusters.ErrPending {
+		if svc != nil && svc.Reason != "" && svc.Reason != memberaccess.ErrPending {
 			// A limit, missing CRDs, a refusal: said once, with the cluster's reason.
 			res.facts = append(res.facts, meshEvent{Type: corev1.EventTypeWarning, Reason: string(svc.Reason),
 				Message: fmt.Sprintf("cluster %s: its services are not used: %s", name, svc.LastError)})
