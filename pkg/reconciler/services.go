@@ -85,7 +85,7 @@ func (r *Reconciler) syncServices(ctx context.Context, mesh *meshv1alpha1.Cluste
 	if n := notGrantedNamespaces(out); n > 0 {
 		res.facts = append(res.facts, meshEvent{Type: corev1.EventTypeWarning, Reason: services.BlockedHostNamespaceNotGranted,
 			Message: fmt.Sprintf("%d namespace(s) of the cluster this server runs in hold exports of the mesh or would hold its imports, and the mesh may not use them: "+
-				"nothing is read or written there (the services view says which); a ClusterMeshGrant naming them in serviceNamespaces, or the author's rights there, allows it", n)})
+				"nothing is read or written there (the services view counts them without naming them); a ClusterMeshGrant naming them in serviceNamespaces, or the author's rights there, allows it", n)})
 	}
 	key := types.NamespacedName{Namespace: mesh.Namespace, Name: mesh.Name}
 	var mu sync.Mutex

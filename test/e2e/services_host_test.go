@@ -4,6 +4,7 @@ package e2e
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"slices"
@@ -16,6 +17,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	mcsv1beta1 "sigs.k8s.io/mcs-api/pkg/apis/v1beta1"
 
+	meshv1alpha1 "github.com/kilo-mesh/kilo-mesh-apiserver/pkg/apis/mesh/v1alpha1"
 	"github.com/kilo-mesh/kilo-mesh-apiserver/pkg/planner/services"
 	"github.com/kilo-mesh/kilo-mesh-apiserver/test/framework"
 )
@@ -116,6 +118,11 @@ func TestServicesHost(t *testing.T) {
 		}
 		return nil
 	})
+	// The mesh's readers get a count of the host's hidden exports and
+	// imports, never the other tenant's namespace or Service names.
+	framework.EventuallyT(t, svcConverge, "the tenant's services view counts the host's hidden services without naming them", func() error {
+		return s.hostNamesHidden(t, ns, victim)
+	})
 	// A few more passes: nothing of either export reaches where it must not.
 	time.Sleep(3 * time.Second)
 	if err := s.nothingWritten(framework.HostCluster, victim); err != nil {
@@ -153,6 +160,9 @@ func TestServicesHost(t *testing.T) {
 	}
 	framework.EventuallyT(t, svcConverge, "the host's namespace emptied once the grant is narrowed", func() error {
 		if err := s.nothingWritten(framework.HostCluster, victim); err != nil {
+			return err
+		}
+		if err := s.hostNamesHidden(t, ns, victim); err != nil {
 			return err
 		}
 		return s.gone(1, victim, "cart")
@@ -220,6 +230,66 @@ func (s *svcEnv) nothingWritten(cluster int, ns string) error {
 	}
 	if len(found) > 0 {
 		return errors.New("written: " + strings.Join(found, ", "))
+	}
+	return nil
+}
+
+// hostNamesHidden is nil when tenant A's services view of the mesh, raw and
+// as a table, counts the export of cart and the import of db in namespace
+// victim of the host and names neither: victim and db may appear only as
+// cluster one's, whose kubeconfig the tenant gave.
+func (s *svcEnv) hostNamesHidden(t *testing.T, ns, victim string) error {
+	ctx := context.Background()
+	path := "/apis/mesh.kilo.squat.ai/v1alpha1/namespaces/" + ns + "/clustermeshes/hostsvc/services"
+	hostOnly, stderr, err := s.env.Kubectl(ctx, framework.HostCluster, framework.UserTenantA, "get", "--raw", path+"?cluster=host")
+	if err != nil {
+		return fmt.Errorf("the host's services view: %w: %s", err, stderr)
+	}
+	var v meshv1alpha1.ClusterMeshServices
+	if err := json.Unmarshal([]byte(hostOnly), &v); err != nil {
+		return fmt.Errorf("the host's services view: %w", err)
+	}
+	hidden := []meshv1alpha1.ReasonCount{{Reason: services.BlockedHostNamespaceNotGranted, Count: 1}}
+	if len(v.Clusters) != 1 || !slices.Equal(v.Clusters[0].HiddenExports, hidden) || !slices.Equal(v.Clusters[0].HiddenImports, hidden) {
+		return fmt.Errorf("the host's services view does not count one hidden export and import: %s", hostOnly)
+	}
+	for _, name := range []string{victim, "cart", "db"} {
+		if strings.Contains(hostOnly, name) {
+			t.Errorf("the host's services view names %q: %s", name, hostOnly)
+		}
+	}
+	all, stderr, err := s.env.Kubectl(ctx, framework.HostCluster, framework.UserTenantA, "get", "--raw", path)
+	if err != nil {
+		return fmt.Errorf("the services view: %w: %s", err, stderr)
+	}
+	if strings.Contains(all, "cart") {
+		t.Errorf("the services view names the host's Service cart: %s", all)
+	}
+	v = meshv1alpha1.ClusterMeshServices{}
+	if err := json.Unmarshal([]byte(all), &v); err != nil {
+		return fmt.Errorf("the services view: %w", err)
+	}
+	for _, c := range v.Clusters {
+		if c.Cluster == "host" && len(c.Imports) != 0 {
+			t.Errorf("the services view shows imports of the host: %+v", c.Imports)
+		}
+	}
+	for _, e := range v.Exports {
+		if e.Cluster == "host" {
+			t.Errorf("the services view shows an export of the host: %+v", e)
+		}
+	}
+	table, stderr, err := s.env.Kubectl(ctx, framework.HostCluster, framework.UserTenantA, "-n", ns, "get", "clustermesh", "hostsvc", "--subresource=services", "-o", "wide")
+	if err != nil {
+		return fmt.Errorf("the services table: %w: %s", err, stderr)
+	}
+	if !strings.Contains(table, services.BlockedHostNamespaceNotGranted) {
+		return fmt.Errorf("the services table has no row counting the host's hidden services:\n%s", table)
+	}
+	for _, line := range strings.Split(table, "\n") {
+		if strings.Contains(line, "cart") || (strings.Contains(line, victim) && !strings.HasPrefix(line, "one ")) {
+			t.Errorf("the services table names the other tenant's host services: %q", line)
+		}
 	}
 	return nil
 }

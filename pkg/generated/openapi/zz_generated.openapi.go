@@ -532,12 +532,56 @@ func schema_pkg_apis_mesh_v1alpha1_ClusterImports(ref common.ReferenceCallback) 
 							},
 						},
 					},
+					"hiddenImports": {
+						VendorExtensible: spec.VendorExtensible{
+							Extensions: spec.Extensions{
+								"x-kubernetes-list-map-keys": []interface{}{
+									"reason",
+								},
+								"x-kubernetes-list-type": "map",
+							},
+						},
+						SchemaProps: spec.SchemaProps{
+							Description: "hiddenImports counts the imports of this cluster that are not shown, by stable reason: HostNamespaceNotGranted for a namespace of the host cluster the mesh may not use, which may be another tenant's.",
+							Type:        []string{"array"},
+							Items: &spec.SchemaOrArray{
+								Schema: &spec.Schema{
+									SchemaProps: spec.SchemaProps{
+										Default: map[string]interface{}{},
+										Ref:     ref(meshv1alpha1.ReasonCount{}.OpenAPIModelName()),
+									},
+								},
+							},
+						},
+					},
+					"hiddenExports": {
+						VendorExtensible: spec.VendorExtensible{
+							Extensions: spec.Extensions{
+								"x-kubernetes-list-map-keys": []interface{}{
+									"reason",
+								},
+								"x-kubernetes-list-type": "map",
+							},
+						},
+						SchemaProps: spec.SchemaProps{
+							Description: "hiddenExports counts the ServiceExports of this cluster that are not listed in exports, by stable reason: HostNamespaceNotGranted for a namespace of the host cluster the mesh may not use; such an export is Valid=False with that reason and imported nowhere.",
+							Type:        []string{"array"},
+							Items: &spec.SchemaOrArray{
+								Schema: &spec.Schema{
+									SchemaProps: spec.SchemaProps{
+										Default: map[string]interface{}{},
+										Ref:     ref(meshv1alpha1.ReasonCount{}.OpenAPIModelName()),
+									},
+								},
+							},
+						},
+					},
 				},
 				Required: []string{"cluster", "reachable"},
 			},
 		},
 		Dependencies: []string{
-			meshv1alpha1.ImportState{}.OpenAPIModelName()},
+			meshv1alpha1.ImportState{}.OpenAPIModelName(), meshv1alpha1.ReasonCount{}.OpenAPIModelName()},
 	}
 }
 
@@ -1160,7 +1204,7 @@ func schema_pkg_apis_mesh_v1alpha1_ClusterMeshServices(ref common.ReferenceCallb
 							},
 						},
 						SchemaProps: spec.SchemaProps{
-							Description: "exports holds every ServiceExport of the mesh, sorted by namespace, name, then cluster.",
+							Description: "exports holds every ServiceExport of the mesh, sorted by namespace, name, then cluster, except those counted in clusters[].hiddenExports.",
 							Type:        []string{"array"},
 							Items: &spec.SchemaOrArray{
 								Schema: &spec.Schema{

@@ -1,7 +1,9 @@
 package services
 
 import (
+	"encoding/json"
 	"slices"
+	"strings"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
@@ -77,4 +79,58 @@ func equalImportState(a, b meshv1alpha1.ImportState) bool {
 	return a.Namespace == b.Namespace && a.Name == b.Name && a.Type == b.Type && slices.Equal(a.IPs, b.IPs) &&
 		slices.Equal(a.Ports, b.Ports) && a.DerivedService == b.DerivedService && slices.Equal(a.SourceClusters, b.SourceClusters) &&
 		a.Endpoints == b.Endpoints && a.Blocked == b.Blocked
+}
+
+// TestViewHidesHostNamespaceNotGranted: exports and imports in a host
+// namespace the mesh may not use, which may be another tenant's, are
+// counted in the view and never named there.
+func TestViewHidesHostNamespaceNotGranted(t *testing.T) {
+	v4 := discoveryv1.AddressTypeIPv4
+	host := member("a", "victim", "shared").with(exportOf("victim", "cart", 0), svcOf("victim", "cart"),
+		controllerSlice("victim", "cart", "cart-x", v4, ep{"10.1.0.5", true}))
+	host.NotGranted = map[string]string{"victim": "the author may not create serviceimports", "shared": "the author may not create serviceimports"}
+	other := member("b", "shared").with(exportOf("shared", "db", 0), svcOf("shared", "db"),
+		controllerSlice("shared", "db", "db-x", v4, ep{"10.2.0.5", true}))
+	out := Compute(newInput(host, other))
+	if r := exportResult(t, out, "a", "victim", "cart"); r.Valid != ExportHostNamespaceNotGranted {
+		t.Fatalf("the host's export is not refused, the test proves nothing: %+v", r)
+	}
+	v := View("tenant", "prod", now, out)
+	raw, err := json.Marshal(v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, secret := range []string{"victim", "cart", "nothing is written into"} {
+		t.Run("the view does not carry "+secret, func(t *testing.T) {
+			if strings.Contains(string(raw), secret) {
+				t.Errorf("the view carries %q: %s", secret, raw)
+			}
+		})
+	}
+	hidden := []meshv1alpha1.ReasonCount{{Reason: BlockedHostNamespaceNotGranted, Count: 1}}
+	for _, tc := range []struct {
+		cluster                string
+		imports, exports       []meshv1alpha1.ReasonCount
+		shownImports, shownExp int
+	}{
+		{"a", hidden, hidden, 0, 0},
+		{"b", nil, nil, 1, 1},
+	} {
+		t.Run("counts of "+tc.cluster, func(t *testing.T) {
+			i := slices.IndexFunc(v.Clusters, func(c meshv1alpha1.ClusterImports) bool { return c.Cluster == tc.cluster })
+			if i < 0 {
+				t.Fatalf("no cluster %s in %+v", tc.cluster, v.Clusters)
+			}
+			c := v.Clusters[i]
+			exported := 0
+			for _, e := range v.Exports {
+				if e.Cluster == tc.cluster {
+					exported++
+				}
+			}
+			if !slices.Equal(c.HiddenImports, tc.imports) || !slices.Equal(c.HiddenExports, tc.exports) || len(c.Imports) != tc.shownImports || exported != tc.shownExp {
+				t.Errorf("cluster %s: %+v, %d exports shown", tc.cluster, c, exported)
+			}
+		})
+	}
 }

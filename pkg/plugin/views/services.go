@@ -76,12 +76,14 @@ func RenderServices(w io.Writer, v *meshv1alpha1.ClusterMeshServices, cluster st
 			fmt.Fprint(w, " (unreachable: these imports are written once it answers)")
 		}
 		fmt.Fprintln(w)
-		if len(c.Imports) == 0 {
+		if len(c.Imports) == 0 && len(c.HiddenImports) == 0 {
 			fmt.Fprintln(w, "  imports nothing")
 		}
 		for i := range c.Imports {
 			fmt.Fprintf(w, "  imports %s\n", importLine(&c.Imports[i]))
 		}
+		writeHidden(w, "imports", c.HiddenImports)
+		writeHidden(w, "exports", c.HiddenExports)
 	}
 	fmt.Fprintln(w)
 	if len(v.Exports) == 0 {
@@ -96,6 +98,14 @@ func RenderServices(w io.Writer, v *meshv1alpha1.ClusterMeshServices, cluster st
 	for i := range v.Exports {
 		e := &v.Exports[i]
 		fmt.Fprintf(w, "  %s/%s of %s: %s\n", e.Namespace, e.Name, e.Cluster, exportLine(e))
+	}
+}
+
+// writeHidden says how many imports or exports of a cluster the view
+// counts without naming them, and why.
+func writeHidden(w io.Writer, what string, hidden []meshv1alpha1.ReasonCount) {
+	for _, rc := range hidden {
+		fmt.Fprintf(w, "  %d %s not shown: %s\n", rc.Count, what, explain(rc.Reason))
 	}
 }
 

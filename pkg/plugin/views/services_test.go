@@ -66,6 +66,10 @@ func TestRenderServices(t *testing.T) {
 		{name: "an import without its IP yet", view: &meshv1alpha1.ClusterMeshServices{Clusters: []meshv1alpha1.ClusterImports{{Cluster: "a", Reachable: true,
 			Imports: []meshv1alpha1.ImportState{{Namespace: "s", Name: "n", Type: "ClusterSetIP", SourceClusters: []string{"b"}}}}}},
 			want: []string{"imports s/n (ClusterSetIP) without an IP yet, 0 endpoints from b"}},
+		{name: "counted, not named", view: &meshv1alpha1.ClusterMeshServices{Clusters: []meshv1alpha1.ClusterImports{{Cluster: "host", Reachable: true,
+			HiddenImports: []meshv1alpha1.ReasonCount{{Reason: "HostNamespaceNotGranted", Count: 1}}, HiddenExports: []meshv1alpha1.ReasonCount{{Reason: "HostNamespaceNotGranted", Count: 2}}}}},
+			want:    []string{"Cluster host\n  1 imports not shown: HostNamespaceNotGranted: the namespace is on the host cluster", "\n  2 exports not shown: HostNamespaceNotGranted: "},
+			notWant: []string{"imports nothing"}},
 		{name: "?cluster= of a cluster that exports nothing", cluster: "b", view: &meshv1alpha1.ClusterMeshServices{Clusters: []meshv1alpha1.ClusterImports{{Cluster: "b"}}},
 			want: []string{"Cluster b (unreachable", "No ServiceExport in cluster b."}, notWant: []string{"Cluster a", "any member cluster"}},
 	} {

@@ -26,7 +26,8 @@ const (
 
 // servicesColumns: one row per ServiceImport of every cluster, then one
 // per ServiceExport, so that one table answers both "what does this cluster
-// import" and "how did my export fare". Cells that do not apply to a row's
+// import" and "how did my export fare"; those the view only counts get one
+// row per cluster and reason, without a Service. Cells that do not apply to a row's
 // kind are <none>, as kubectl writes a missing value, so that every row has
 // every cell.
 var servicesColumns = []metav1.TableColumnDefinition{
@@ -42,7 +43,7 @@ var servicesColumns = []metav1.TableColumnDefinition{
 	{Name: "Left Out", Type: "string", Description: "Endpoints of the export left out, by reason (reason=count)."},
 	{Name: "Reachable", Type: "boolean", Priority: 1, Description: "Whether the cluster answered; if not, an import is what it will hold and an export's last known endpoints are kept."},
 	{Name: "Derived Service", Type: "string", Priority: 1, Description: "Selector-less Service carrying a ClusterSetIP import in this cluster."},
-	{Name: "Message", Type: "string", Priority: 1, Description: "Why the import is blocked."},
+	{Name: "Message", Type: "string", Priority: 1, Description: "Why the import is blocked, or how many imports or exports are not shown."},
 }
 
 // ConvertToTable prints a services view as one row per import, then one
@@ -62,6 +63,7 @@ func (r *ServicesREST) ConvertToTable(_ context.Context, obj runtime.Object, opt
 			}
 			table.Rows = append(table.Rows, metav1.TableRow{Cells: importCells(c, &imp), Object: runtime.RawExtension{Object: row}})
 		}
+		table.Rows = append(table.Rows, hiddenRows(v, c, rowImport, c.HiddenImports, objects)...)
 	}
 	for _, e := range v.Exports {
 		var row runtime.Object = v
@@ -70,7 +72,33 @@ func (r *ServicesREST) ConvertToTable(_ context.Context, obj runtime.Object, opt
 		}
 		table.Rows = append(table.Rows, metav1.TableRow{Cells: exportCells(&e), Object: runtime.RawExtension{Object: row}})
 	}
+	for _, c := range v.Clusters {
+		table.Rows = append(table.Rows, hiddenRows(v, c, rowExport, c.HiddenExports, objects)...)
+	}
 	return table, nil
+}
+
+// hiddenRows are one row per reason of the imports or exports of a cluster
+// that the view counts without naming them.
+func hiddenRows(v *meshv1alpha1.ClusterMeshServices, c meshv1alpha1.ClusterImports, kind string, hidden []meshv1alpha1.ReasonCount, objects bool) []metav1.TableRow {
+	var rows []metav1.TableRow
+	for _, rc := range hidden {
+		var row runtime.Object = v
+		if objects {
+			only := meshv1alpha1.ClusterImports{Cluster: c.Cluster, Reachable: c.Reachable}
+			if kind == rowImport {
+				only.HiddenImports = []meshv1alpha1.ReasonCount{rc}
+			} else {
+				only.HiddenExports = []meshv1alpha1.ReasonCount{rc}
+			}
+			row = servicesOf(v, []meshv1alpha1.ClusterImports{only}, nil)
+		}
+		message := fmt.Sprintf("%d not shown: in namespaces of this cluster the mesh may not use", rc.Count)
+		rows = append(rows, metav1.TableRow{Cells: []interface{}{
+			c.Cluster, kind, cellNone, cellNone, cellNone, cellNone, cellNone, int64(0), rc.Reason, cellNone, c.Reachable, cellNone, message,
+		}, Object: runtime.RawExtension{Object: row}})
+	}
+	return rows
 }
 
 func importCells(c meshv1alpha1.ClusterImports, imp *meshv1alpha1.ImportState) []interface{} {

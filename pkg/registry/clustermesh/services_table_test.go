@@ -48,6 +48,12 @@ func TestServicesTable(t *testing.T) {
 	exportC := []interface{}{"c", "Export", "shop/gone", "<none>", "<none>", "<none>", "<none>", int64(0), "NoService", "<none>", true, "<none>", "<none>"}
 	ofB := testServicesView()
 	onlyCluster(ofB, "b")
+	notGranted := []meshv1alpha1.ReasonCount{{Reason: "HostNamespaceNotGranted", Count: 2}}
+	hidden := &meshv1alpha1.ClusterMeshServices{ObjectMeta: metav1.ObjectMeta{Name: "m"},
+		Clusters: []meshv1alpha1.ClusterImports{{Cluster: "h", Reachable: true, HiddenImports: notGranted, HiddenExports: notGranted}}}
+	message := "2 not shown: in namespaces of this cluster the mesh may not use"
+	hiddenImports := []interface{}{"h", "Import", "<none>", "<none>", "<none>", "<none>", "<none>", int64(0), "HostNamespaceNotGranted", "<none>", true, "<none>", message}
+	hiddenExports := []interface{}{"h", "Export", "<none>", "<none>", "<none>", "<none>", "<none>", int64(0), "HostNamespaceNotGranted", "<none>", true, "<none>", message}
 	for _, tc := range []struct {
 		name string
 		view *meshv1alpha1.ClusterMeshServices
@@ -55,6 +61,7 @@ func TestServicesTable(t *testing.T) {
 	}{
 		{"imports of every cluster, then every export", testServicesView(), [][]interface{}{importA, importB, exportA, exportB, exportC}},
 		{"?cluster=b", ofB, [][]interface{}{importB, exportB}},
+		{"counted, not named: no Service", hidden, [][]interface{}{hiddenImports, hiddenExports}},
 		{"a mesh without exports", &meshv1alpha1.ClusterMeshServices{ObjectMeta: metav1.ObjectMeta{Name: "m"}, Clusters: []meshv1alpha1.ClusterImports{{Cluster: "a"}}}, nil},
 	} {
 		for _, objects := range []bool{false, true} {
@@ -82,12 +89,16 @@ func TestServicesTable(t *testing.T) {
 						continue
 					}
 					got := row.Object.Object.(*meshv1alpha1.ClusterMeshServices)
-					switch tc.want[i][1] {
-					case "Import":
+					switch {
+					case tc.want[i][2] == "<none>":
+						if len(got.Exports) != 0 || len(got.Clusters) != 1 || len(got.Clusters[0].Imports) != 0 || len(got.Clusters[0].HiddenImports)+len(got.Clusters[0].HiddenExports) != 1 {
+							t.Errorf("row %d: object %+v is not the view of its count", i, got)
+						}
+					case tc.want[i][1] == "Import":
 						if len(got.Exports) != 0 || len(got.Clusters) != 1 || got.Clusters[0].Cluster != tc.want[i][0] || len(got.Clusters[0].Imports) != 1 {
 							t.Errorf("row %d: object %+v is not the view of its import", i, got)
 						}
-					case "Export":
+					case tc.want[i][1] == "Export":
 						if len(got.Clusters) != 0 || len(got.Exports) != 1 || got.Exports[0].Cluster != tc.want[i][0] {
 							t.Errorf("row %d: object %+v is not the view of its export", i, got)
 						}

@@ -28,7 +28,7 @@ type ClusterMeshServices struct {
 	// +listMapKey=cluster
 	Clusters []ClusterImports `json:"clusters,omitempty"`
 	// exports holds every ServiceExport of the mesh, sorted by namespace,
-	// name, then cluster.
+	// name, then cluster, except those counted in clusters[].hiddenExports.
 	// +optional
 	// +listType=atomic
 	Exports []ExportState `json:"exports,omitempty"`
@@ -45,6 +45,21 @@ type ClusterImports struct {
 	// +optional
 	// +listType=atomic
 	Imports []ImportState `json:"imports,omitempty"`
+	// hiddenImports counts the imports of this cluster that are not shown,
+	// by stable reason: HostNamespaceNotGranted for a namespace of the host
+	// cluster the mesh may not use, which may be another tenant's.
+	// +optional
+	// +listType=map
+	// +listMapKey=reason
+	HiddenImports []ReasonCount `json:"hiddenImports,omitempty"`
+	// hiddenExports counts the ServiceExports of this cluster that are not
+	// listed in exports, by stable reason: HostNamespaceNotGranted for a
+	// namespace of the host cluster the mesh may not use; such an export is
+	// Valid=False with that reason and imported nowhere.
+	// +optional
+	// +listType=map
+	// +listMapKey=reason
+	HiddenExports []ReasonCount `json:"hiddenExports,omitempty"`
 }
 
 // ImportState is one ServiceImport of one member cluster.

@@ -73,6 +73,16 @@ func (in *ClusterImports) DeepCopyInto(out *ClusterImports) {
 			(*in)[i].DeepCopyInto(&(*out)[i])
 		}
 	}
+	if in.HiddenImports != nil {
+		in, out := &in.HiddenImports, &out.HiddenImports
+		*out = make([]ReasonCount, len(*in))
+		copy(*out, *in)
+	}
+	if in.HiddenExports != nil {
+		in, out := &in.HiddenExports, &out.HiddenExports
+		*out = make([]ReasonCount, len(*in))
+		copy(*out, *in)
+	}
 	return
 }
 
