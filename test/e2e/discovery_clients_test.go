@@ -101,7 +101,7 @@ func meshGroupDiscovered(list apidiscoveryv2.APIGroupDiscoveryList) error {
 		if v.Freshness != apidiscoveryv2.DiscoveryFreshnessCurrent {
 			return fmt.Errorf("freshness %q", v.Freshness)
 		}
-		want := map[string][]string{"clustermeshes": {"peers", "plan", "status"}, "clustermeshgrants": nil}
+		want := map[string][]string{"clustermeshes": {"peers", "plan", "services", "status"}, "clustermeshgrants": nil}
 		for _, r := range v.Resources {
 			subs, ok := want[r.Resource]
 			if !ok {
