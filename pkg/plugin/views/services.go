@@ -87,10 +87,17 @@ func RenderServices(w io.Writer, v *meshv1alpha1.ClusterMeshServices, cluster st
 	}
 	fmt.Fprintln(w)
 	if len(v.Exports) == 0 {
+		// Exports counted above without their names are still exports.
+		none := "No"
+		for _, c := range v.Clusters {
+			if len(c.HiddenExports) > 0 {
+				none = "No other"
+			}
+		}
 		if cluster != "" {
-			fmt.Fprintf(w, "No ServiceExport in cluster %s.\n", cluster)
+			fmt.Fprintf(w, "%s ServiceExport in cluster %s.\n", none, cluster)
 		} else {
-			fmt.Fprintln(w, "No ServiceExport in any member cluster.")
+			fmt.Fprintf(w, "%s ServiceExport in any member cluster.\n", none)
 		}
 		return
 	}

@@ -70,6 +70,9 @@ func TestRenderServices(t *testing.T) {
 			HiddenImports: []meshv1alpha1.ReasonCount{{Reason: "HostNamespaceNotGranted", Count: 1}}, HiddenExports: []meshv1alpha1.ReasonCount{{Reason: "HostNamespaceNotGranted", Count: 2}}}}},
 			want:    []string{"Cluster host\n  1 imports not shown: HostNamespaceNotGranted: the namespace is on the host cluster", "\n  2 exports not shown: HostNamespaceNotGranted: "},
 			notWant: []string{"imports nothing"}},
+		{name: "counted, not named, with ?cluster=", cluster: "host", view: &meshv1alpha1.ClusterMeshServices{Clusters: []meshv1alpha1.ClusterImports{{Cluster: "host", Reachable: true,
+			HiddenExports: []meshv1alpha1.ReasonCount{{Reason: "HostNamespaceNotGranted", Count: 2}}}}},
+			want: []string{"2 exports not shown", "No other ServiceExport in cluster host."}, notWant: []string{"No ServiceExport"}},
 		{name: "?cluster= of a cluster that exports nothing", cluster: "b", view: &meshv1alpha1.ClusterMeshServices{Clusters: []meshv1alpha1.ClusterImports{{Cluster: "b"}}},
 			want: []string{"Cluster b (unreachable", "No ServiceExport in cluster b."}, notWant: []string{"Cluster a", "any member cluster"}},
 	} {
