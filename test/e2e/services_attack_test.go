@@ -67,6 +67,7 @@ func (s *svcEnv) testGiantSlice(t *testing.T) {
 	}
 
 	s.wantEvent(t, "TooManyEndpoints", "cluster one")
+	s.wantViewReason(t, "one", "TooManyEndpoints")
 	if err := s.kube(1).DiscoveryV1().EndpointSlices(ns).Delete(ctx, giant.Name, metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
@@ -112,6 +113,25 @@ func (s *svcEnv) testExportFlood(t *testing.T) {
 		time.Sleep(500 * time.Millisecond)
 	}
 	s.wantEvent(t, "TooManyServiceExports", "cluster two")
+	s.wantViewReason(t, "two", "TooManyServiceExports")
+}
+
+// wantViewReason waits for the services view to say why cluster's
+// services are not used.
+func (s *svcEnv) wantViewReason(t *testing.T, cluster, reason string) {
+	t.Helper()
+	framework.EventuallyT(t, svcConverge, "the view's reason for cluster "+cluster, func() error {
+		v, err := s.view()
+		if err != nil {
+			return err
+		}
+		for _, c := range v.Clusters {
+			if c.Cluster == cluster && c.Reason == reason && c.Message != "" {
+				return nil
+			}
+		}
+		return fmt.Errorf("clusters %+v, want %s with reason %s", v.Clusters, cluster, reason)
+	})
 }
 
 // wantEvent waits for a Warning event of the mesh with reason whose

@@ -98,16 +98,16 @@ func (s *svcEnv) testUnreachableExporter(t *testing.T, ns string) {
 			return err
 		}
 		if c := meta.FindStatusCondition(m.Status.Conditions, meshv1alpha1.ConditionClustersReachable); c == nil ||
-			c.Reason != reconciler.ReasonUnreachable || !strings.Contains(c.Message, "one") {
-			return fmt.Errorf("the mesh's ClustersReachable %+v does not name one", c)
+			c.Reason != reconciler.ReasonUnreachable || !strings.Contains(c.Message, "one") || !strings.Contains(c.Message, "exported services' endpoints where imported") {
+			return fmt.Errorf("the mesh's ClustersReachable %+v does not name one and say its endpoints are kept", c)
 		}
 		v, err := s.view()
 		if err != nil {
 			return err
 		}
 		for _, c := range v.Clusters {
-			if c.Cluster == "one" && c.Reachable {
-				return errors.New("the view says one is reachable")
+			if c.Cluster == "one" && (c.Reachable || c.Reason == "") {
+				return fmt.Errorf("the view's cluster one %+v, want unreachable with a reason", c)
 			}
 		}
 		for _, e := range v.Exports {

@@ -247,6 +247,15 @@ func (s *svcEnv) testConflict(t *testing.T) {
 		}
 		return nil
 	})
+	// The last export going, the import goes everywhere.
+	if err := s.mcs(2).MulticlusterV1beta1().ServiceExports(ns).Delete(context.Background(), "api", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	for _, cluster := range []int{1, 2} {
+		framework.EventuallyT(t, svcConverge, fmt.Sprintf("the import gone from cluster %d after the last unexport", cluster), func() error {
+			return s.gone(cluster, ns, "api")
+		})
+	}
 }
 
 func (s *svcEnv) testExternalName(t *testing.T) {
