@@ -291,7 +291,7 @@ func (s *svcEnv) gone(cluster int, ns, name string) error {
 // view reads the mesh's services view as the admin of the host cluster.
 func (s *svcEnv) view() (*meshv1alpha1.ClusterMeshServices, error) {
 	raw, err := s.kube(framework.HostCluster).CoreV1().RESTClient().Get().
-		AbsPath("/apis", meshv1alpha1.GroupName, "v1alpha1", "namespaces", s.ns, "clustermeshes", "svc", "services").DoRaw(context.Background())
+		AbsPath("/apis", framework.MeshGroup, framework.MeshVersion, "namespaces", s.ns, "clustermeshes", "svc", "services").DoRaw(context.Background())
 	if err != nil {
 		return nil, fmt.Errorf("reading the services view: %w", err)
 	}
