@@ -100,8 +100,12 @@ func (c *Cache) servicesInput(mesh *meshv1alpha1.ClusterMesh) (*services.Input, 
 		st := states[entry.Name]
 		if svc := st.Services; svc != nil {
 			cl.Reachable = st.Reachable && svc.Synced && st.Reason != memberaccess.ErrIsLocalCluster
+			cl.Reason, cl.Message = string(svc.Reason), svc.LastError
 			cl.Namespaces, cl.Exports, cl.Services, cl.EndpointSlices, cl.Imports =
 				svc.Namespaces, svc.Exports, svc.Services, svc.EndpointSlices, svc.Imports
+		}
+		if cl.Reason == "" && !st.Reachable {
+			cl.Reason, cl.Message = string(st.Reason), st.LastError
 		}
 		in.Clusters = append(in.Clusters, cl)
 	}

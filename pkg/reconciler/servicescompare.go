@@ -8,6 +8,8 @@ import (
 	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	mcsv1beta1 "sigs.k8s.io/mcs-api/pkg/apis/v1beta1"
+
+	"github.com/kilo-mesh/kilo-mesh-apiserver/pkg/planner/services"
 )
 
 // Comparisons of what the services computation wants with what a member
@@ -35,7 +37,18 @@ func mergedMap(have, want map[string]string) map[string]string {
 }
 
 func importSpecCurrent(want, have *mcsv1beta1.ServiceImport) bool {
-	return subset(want.Labels, have.Labels) && subset(want.Annotations, have.Annotations) && apiequality.Semantic.DeepEqual(want.Spec, have.Spec)
+	return subset(want.Labels, have.Labels) && maps.Equal(importAnnotations(have.Annotations, want.Annotations), have.Annotations) &&
+		apiequality.Semantic.DeepEqual(want.Spec, have.Spec)
+}
+
+// importAnnotations is have with want's entries set, less a derived
+// Service annotation want no longer has: it would name a deleted Service.
+func importAnnotations(have, want map[string]string) map[string]string {
+	out := mergedMap(have, want)
+	if _, ok := want[services.AnnotationDerivedService]; !ok {
+		delete(out, services.AnnotationDerivedService)
+	}
+	return out
 }
 
 // importStatus is have's status with want's set, and whether it changed;

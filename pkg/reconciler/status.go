@@ -179,8 +179,12 @@ func setConditions(st *meshv1alpha1.ClusterMeshStatus, in statusInput) {
 		setCondition(st, gen, now, meshv1alpha1.ConditionClustersReachable, metav1.ConditionTrue, ReasonAllReachable,
 			fmt.Sprintf("all %d member clusters answer", len(st.Clusters)))
 	} else {
+		kept := "the Peers representing them elsewhere are kept as they are"
+		if in.mesh.Spec.MultiClusterServices == meshv1alpha1.MultiClusterServicesEnabled {
+			kept += ", and so are their exported services' endpoints where imported"
+		}
 		setCondition(st, gen, now, meshv1alpha1.ConditionClustersReachable, metav1.ConditionFalse, ReasonUnreachable,
-			"unreachable: "+strings.Join(unreachable, "; ")+"; the Peers representing them elsewhere are kept as they are")
+			"unreachable: "+strings.Join(unreachable, "; ")+"; "+kept)
 	}
 
 	appliedOK := false

@@ -4,6 +4,7 @@ package e2e
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"strings"
@@ -15,10 +16,12 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/kubernetes"
 	mcsv1beta1 "sigs.k8s.io/mcs-api/pkg/apis/v1beta1"
 	mcsclient "sigs.k8s.io/mcs-api/pkg/client/clientset/versioned"
 
+	meshv1alpha1 "github.com/kilo-mesh/kilo-mesh-apiserver/pkg/apis/mesh/v1alpha1"
 	"github.com/kilo-mesh/kilo-mesh-apiserver/pkg/planner/services"
 	"github.com/kilo-mesh/kilo-mesh-apiserver/test/framework"
 )
@@ -31,6 +34,10 @@ const (
 	svcMaxExports   = 12
 	svcMaxEndpoints = 20
 )
+
+// svcServiceCIDRs make the members dual-stack, so that an import's IPs
+// (one per family) are those of a real dual-stack derived Service.
+var svcServiceCIDRs = []string{"", "10.97.0.0/16,fd00:97::/112", "10.98.0.0/16,fd00:98::/112"}
 
 // svcMesh joins clusters 1 and 2 (the host runs the server and is not a
 // member: its own identity has no services rights) with services enabled.
@@ -63,7 +70,7 @@ type svcEnv struct {
 
 func startServicesEnv(t *testing.T) *svcEnv {
 	t.Helper()
-	env := framework.StartT(t, framework.Options{Clusters: 3})
+	env := framework.StartT(t, framework.Options{Clusters: 3, ServiceCIDRs: svcServiceCIDRs})
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(cancel)
 	s := &svcEnv{env: env, server: env.StartMeshServerT(t, framework.MeshServerOptions{ExtraArgs: []string{"-v=2",
@@ -91,19 +98,7 @@ func startServicesEnv(t *testing.T) *svcEnv {
 	if _, err := env.CreateKubeconfigSecret(ctx, s.ns, "one-kubeconfig", 1, framework.UserAdmin); err != nil {
 		t.Fatal(err)
 	}
-	if _, stderr, err := env.Kubectl(ctx, 2, framework.UserAdmin, "apply", "-k", "../../artifacts/member"); err != nil {
-		t.Fatalf("applying artifacts/member: %v\n%s", err, stderr)
-	}
-	token, err := env.ServiceAccountToken(ctx, 2, "kilo-mesh-member", "kilo-mesh-member", time.Hour)
-	if err != nil {
-		t.Fatal(err)
-	}
-	kubeconfig, err := env.KubeconfigFor(2, "kilo-mesh-member", token)
-	if err != nil {
-		t.Fatal(err)
-	}
-	two := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "two-kubeconfig", Namespace: s.ns}, Data: map[string][]byte{"kubeconfig": kubeconfig}}
-	if _, err := s.kube(framework.HostCluster).CoreV1().Secrets(s.ns).Create(ctx, two, metav1.CreateOptions{}); err != nil {
+	if err := env.CreateMemberSecret(ctx, 2, s.ns, "two-kubeconfig"); err != nil {
 		t.Fatal(err)
 	}
 	env.KubectlInT(t, framework.HostCluster, framework.UserAdmin, svcMesh, "-n", s.ns, "create", "-f", "-")
@@ -291,4 +286,44 @@ func (s *svcEnv) gone(cluster int, ns, name string) error {
 		return err
 	}
 	return errors.New("still there")
+}
+
+// view reads the mesh's services view as the admin of the host cluster.
+func (s *svcEnv) view() (*meshv1alpha1.ClusterMeshServices, error) {
+	raw, err := s.kube(framework.HostCluster).CoreV1().RESTClient().Get().
+		AbsPath("/apis", framework.MeshGroup, framework.MeshVersion, "namespaces", s.ns, "clustermeshes", "svc", "services").DoRaw(context.Background())
+	if err != nil {
+		return nil, fmt.Errorf("reading the services view: %w", err)
+	}
+	v := &meshv1alpha1.ClusterMeshServices{}
+	if err := json.Unmarshal(raw, v); err != nil {
+		return nil, fmt.Errorf("decoding the services view: %w", err)
+	}
+	return v, nil
+}
+
+// viewImport is the view's import of ns/name in cluster, or nil.
+func viewImport(v *meshv1alpha1.ClusterMeshServices, cluster, ns, name string) *meshv1alpha1.ImportState {
+	for _, c := range v.Clusters {
+		for i := range c.Imports {
+			if c.Cluster == cluster && c.Imports[i].Namespace == ns && c.Imports[i].Name == name {
+				return &c.Imports[i]
+			}
+		}
+	}
+	return nil
+}
+
+// mesh reads the ClusterMesh svc through the aggregation layer.
+func (s *svcEnv) mesh() (*meshv1alpha1.ClusterMesh, error) {
+	u, err := s.env.Dynamic(framework.HostCluster, framework.UserAdmin).Resource(framework.ClusterMeshGVR).Namespace(s.ns).
+		Get(context.Background(), "svc", metav1.GetOptions{})
+	if err != nil {
+		return nil, fmt.Errorf("reading ClusterMesh svc: %w", err)
+	}
+	m := &meshv1alpha1.ClusterMesh{}
+	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, m); err != nil {
+		return nil, fmt.Errorf("converting ClusterMesh svc: %w", err)
+	}
+	return m, nil
 }

@@ -26,10 +26,12 @@ func TestServices(t *testing.T) {
 	s := startServicesEnv(t)
 	t.Run("a ClusterSetIP export is imported everywhere the namespace exists", s.testClusterSetIP)
 	t.Run("a headless export is imported without IP", s.testHeadless)
+	t.Run("an import carries the Service's IP families, ports, affinity and policies", s.testProperties)
 	t.Run("conflicting exports are resolved by age", s.testConflict)
 	t.Run("an ExternalName Service is refused", s.testExternalName)
 	t.Run("an endpoint outside the podCIDRs is never written", s.testOutsidePodCIDRs)
 	t.Run("a user's ServiceImport is left alone", s.testUserImport)
+	t.Run("a user's Service at the derived name is left alone", s.testDerivedNameTaken)
 	// The attacks come last: they take a member over the server's limits.
 	t.Run("a giant EndpointSlice takes nothing over", s.testGiantSlice)
 	t.Run("an export flood takes nothing over", s.testExportFlood)
@@ -133,12 +135,7 @@ func (s *svcEnv) testClusterSetIP(t *testing.T) {
 			}
 		}
 	}()
-	for deadline := time.Now().Add(svcHold + 5*time.Second); time.Now().Before(deadline); time.Sleep(time.Second) {
-		imp, err := s.imported(2, ns, "cart")
-		if err != nil || len(imp.endpoints()) != 3 {
-			t.Fatalf("with the exporter unreachable, the import in cluster 2 is %v, %v; want its 3 endpoints kept", imp, err)
-		}
-	}
+	s.testUnreachableExporter(t, ns)
 	stopped = false
 	if err := s.env.StartCluster(context.Background(), 1); err != nil {
 		t.Fatal(err)
@@ -189,6 +186,7 @@ func (s *svcEnv) testHeadless(t *testing.T) {
 		}
 		return nil
 	})
+	s.testServiceDeleted(t, 2, 1, ns, "db")
 }
 
 func (s *svcEnv) testConflict(t *testing.T) {
@@ -196,28 +194,68 @@ func (s *svcEnv) testConflict(t *testing.T) {
 	s.backend(t, 1, ns, "api", []string{"10.11.1.30"}, nil)
 	s.export(t, 1, ns, "api")
 	s.waitImported(t, 2, ns, "api")
-	// The younger export differs in port and type.
+	// The younger export differs in type and in the number of port http,
+	// and adds a port metrics: the import has the oldest export's type and
+	// http, and the union of the ports.
 	time.Sleep(1100 * time.Millisecond) // creation times have a second's resolution
 	s.backend(t, 2, ns, "api", []string{"10.12.1.30"}, func(svc *corev1.Service) {
 		svc.Spec.ClusterIP = corev1.ClusterIPNone
 		svc.Spec.Ports[0].Port = 8080
+		svc.Spec.Ports = append(svc.Spec.Ports, corev1.ServicePort{Name: "metrics", Port: 9090, Protocol: corev1.ProtocolTCP})
 	})
 	s.export(t, 2, ns, "api")
+	wantPorts := []mcsv1beta1.ServicePort{{Name: "http", Protocol: corev1.ProtocolTCP, Port: 80}, {Name: "metrics", Protocol: corev1.ProtocolTCP, Port: 9090}}
 	framework.EventuallyT(t, svcConverge, "conflict on both exports, the oldest wins", func() error {
 		for _, cluster := range []int{1, 2} {
-			if err := s.exportCondition(cluster, ns, "api", mcsv1beta1.ServiceExportConditionConflict, metav1.ConditionTrue, ""); err != nil {
+			reason := string(mcsv1beta1.ServiceExportReasonPortConflict) + "," + string(mcsv1beta1.ServiceExportReasonTypeConflict)
+			if err := s.exportCondition(cluster, ns, "api", mcsv1beta1.ServiceExportConditionConflict, metav1.ConditionTrue, reason); err != nil {
 				return err
 			}
-		}
-		imp, err := s.imported(2, ns, "api")
-		if err != nil {
-			return err
-		}
-		if imp.si.Spec.Type != mcsv1beta1.ClusterSetIP {
-			return fmt.Errorf("type %s, want the oldest export's ClusterSetIP", imp.si.Spec.Type)
+			imp, err := s.imported(cluster, ns, "api")
+			if err != nil {
+				return err
+			}
+			got := imp.endpoints()
+			slices.Sort(got)
+			switch {
+			case imp.si.Spec.Type != mcsv1beta1.ClusterSetIP || imp.derived == nil:
+				return fmt.Errorf("cluster %d: type %s, want the oldest export's ClusterSetIP", cluster, imp.si.Spec.Type)
+			case !slices.Equal(imp.si.Spec.Ports, wantPorts):
+				return fmt.Errorf("cluster %d: ports %+v, want the oldest's http and the union %+v", cluster, imp.si.Spec.Ports, wantPorts)
+			case len(imp.si.Status.Clusters) != 2:
+				return fmt.Errorf("cluster %d: status.clusters %+v, want both exporters", cluster, imp.si.Status.Clusters)
+			case !slices.Equal(got, []string{"10.11.1.30", "10.12.1.30"}):
+				return fmt.Errorf("cluster %d: endpoints %v, want both exporters'", cluster, got)
+			}
 		}
 		return nil
 	})
+	// The oldest export going, the younger decides.
+	if err := s.mcs(1).MulticlusterV1beta1().ServiceExports(ns).Delete(context.Background(), "api", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	framework.EventuallyT(t, svcConverge, "the younger export alone decides", func() error {
+		if err := s.exportCondition(2, ns, "api", mcsv1beta1.ServiceExportConditionConflict, metav1.ConditionFalse, string(mcsv1beta1.ServiceExportReasonNoConflicts)); err != nil {
+			return err
+		}
+		imp, err := s.imported(1, ns, "api")
+		switch {
+		case err != nil:
+			return err
+		case imp.si.Spec.Type != mcsv1beta1.Headless || imp.derived != nil || len(imp.si.Spec.Ports) != 2 || imp.si.Spec.Ports[0].Port != 8080:
+			return fmt.Errorf("type %s, ports %+v, derived %v; want the younger export's", imp.si.Spec.Type, imp.si.Spec.Ports, imp.derived != nil)
+		}
+		return nil
+	})
+	// The last export going, the import goes everywhere.
+	if err := s.mcs(2).MulticlusterV1beta1().ServiceExports(ns).Delete(context.Background(), "api", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	for _, cluster := range []int{1, 2} {
+		framework.EventuallyT(t, svcConverge, fmt.Sprintf("the import gone from cluster %d after the last unexport", cluster), func() error {
+			return s.gone(cluster, ns, "api")
+		})
+	}
 }
 
 func (s *svcEnv) testExternalName(t *testing.T) {

@@ -513,6 +513,20 @@ func schema_pkg_apis_mesh_v1alpha1_ClusterImports(ref common.ReferenceCallback) 
 							Format:      "",
 						},
 					},
+					"reason": {
+						SchemaProps: spec.SchemaProps{
+							Description: "reason is why the cluster's services are not used, a stable reason (MCSCRDMissing, TooManyServiceExports, TooManyEndpoints, Pending, or one of the cluster's connection); empty when they are. Its exports are then unknown, or their last known endpoints are kept.",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"message": {
+						SchemaProps: spec.SchemaProps{
+							Description: "message says why for humans.",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
 					"imports": {
 						VendorExtensible: spec.VendorExtensible{
 							Extensions: spec.Extensions{

@@ -127,7 +127,7 @@ func (c *computation) services() []*service {
 // clusterOutput is what one cluster must hold, and which of the objects
 // this mesh wrote there must go: an import goes with its last valid export.
 func (c *computation) clusterOutput(cl *clusterState, svcs []*service) ClusterOutput {
-	out := ClusterOutput{Name: cl.Name, Reachable: cl.Reachable}
+	out := ClusterOutput{Name: cl.Name, Reachable: cl.Reachable, Reason: cl.Reason, Message: cl.Message}
 	wantImports, wantServices, wantSlices := map[types.NamespacedName]bool{}, map[types.NamespacedName]bool{}, map[types.NamespacedName]bool{}
 	for _, s := range svcs {
 		if len(s.valid) == 0 {

@@ -46,6 +46,9 @@ type Cluster struct {
 	// is then the last known state, kept (and said to be kept) rather than
 	// dropped on a guess.
 	Reachable bool
+	// Reason is why the cluster's services are not used, empty when they
+	// are; Message says it for humans. Both are only passed to the view.
+	Reason, Message string
 	// Namespaces are the names of the namespaces that exist in the cluster.
 	Namespaces []string
 	// Exports are the cluster's ServiceExports.

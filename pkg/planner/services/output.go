@@ -23,6 +23,8 @@ type Output struct {
 type ClusterOutput struct {
 	Name      string
 	Reachable bool
+	// Reason and Message are the input cluster's: why its services are not used.
+	Reason, Message string
 	// Imports are sorted by namespace and name.
 	Imports []Import
 	// Delete lists the objects this mesh wrote that are no longer wanted.

@@ -21,7 +21,7 @@ func View(meshNamespace, meshName string, now time.Time, out *Output) *meshv1alp
 	}
 	index := map[string]int{}
 	for _, co := range out.Clusters {
-		ci := meshv1alpha1.ClusterImports{Cluster: co.Name, Reachable: co.Reachable}
+		ci := meshv1alpha1.ClusterImports{Cluster: co.Name, Reachable: co.Reachable, Reason: co.Reason, Message: co.Message}
 		hidden := int32(0)
 		for _, imp := range co.Imports {
 			if imp.Blocked == BlockedHostNamespaceNotGranted {

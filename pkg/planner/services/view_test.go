@@ -134,3 +134,22 @@ func TestViewHidesHostNamespaceNotGranted(t *testing.T) {
 		})
 	}
 }
+
+// TestViewClusterReason: the view says why a cluster's services are not
+// used, and nothing for a cluster whose are.
+func TestViewClusterReason(t *testing.T) {
+	unused := member("a")
+	unused.Reason, unused.Message = "MCSCRDMissing", "install the mcs-api CRDs"
+	v := View("tenant", "prod", now, Compute(newInput(unused, member("b"))))
+	for _, tc := range []struct{ cluster, reason, message string }{
+		{"a", "MCSCRDMissing", "install the mcs-api CRDs"},
+		{"b", "", ""},
+	} {
+		t.Run(tc.cluster, func(t *testing.T) {
+			i := slices.IndexFunc(v.Clusters, func(c meshv1alpha1.ClusterImports) bool { return c.Cluster == tc.cluster })
+			if i < 0 || v.Clusters[i].Reason != tc.reason || v.Clusters[i].Message != tc.message {
+				t.Errorf("clusters %+v, want %s with reason %q", v.Clusters, tc.cluster, tc.reason)
+			}
+		})
+	}
+}

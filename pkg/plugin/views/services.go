@@ -76,6 +76,9 @@ func RenderServices(w io.Writer, v *meshv1alpha1.ClusterMeshServices, cluster st
 			fmt.Fprint(w, " (unreachable: these imports are written once it answers)")
 		}
 		fmt.Fprintln(w)
+		if c.Reason != "" {
+			fmt.Fprintf(w, "  its services are not used: %s: %s\n", c.Reason, c.Message)
+		}
 		if len(c.Imports) == 0 && len(c.HiddenImports) == 0 {
 			fmt.Fprintln(w, "  imports nothing")
 		}

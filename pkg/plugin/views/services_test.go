@@ -75,6 +75,10 @@ func TestRenderServices(t *testing.T) {
 			want: []string{"2 exports not shown", "No other ServiceExport in cluster host."}, notWant: []string{"No ServiceExport"}},
 		{name: "?cluster= of a cluster that exports nothing", cluster: "b", view: &meshv1alpha1.ClusterMeshServices{Clusters: []meshv1alpha1.ClusterImports{{Cluster: "b"}}},
 			want: []string{"Cluster b (unreachable", "No ServiceExport in cluster b."}, notWant: []string{"Cluster a", "any member cluster"}},
+		{name: "a cluster whose services are not used says why", view: &meshv1alpha1.ClusterMeshServices{Clusters: []meshv1alpha1.ClusterImports{
+			{Cluster: "a", Reachable: true}, {Cluster: "b", Reason: "MCSCRDMissing", Message: "install the mcs-api CRDs"}}},
+			want:    []string{"Cluster b (unreachable: these imports are written once it answers)\n  its services are not used: MCSCRDMissing: install the mcs-api CRDs\n"},
+			notWant: []string{"Cluster a\n  its services"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			var out bytes.Buffer

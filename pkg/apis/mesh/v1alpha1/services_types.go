@@ -41,6 +41,15 @@ type ClusterImports struct {
 	// reachable is whether the cluster's API server answered; an unreachable
 	// cluster's imports are what it should hold, written once it answers.
 	Reachable bool `json:"reachable"`
+	// reason is why the cluster's services are not used, a stable reason
+	// (MCSCRDMissing, TooManyServiceExports, TooManyEndpoints, Pending, or
+	// one of the cluster's connection); empty when they are. Its exports
+	// are then unknown, or their last known endpoints are kept.
+	// +optional
+	Reason string `json:"reason,omitempty"`
+	// message says why for humans.
+	// +optional
+	Message string `json:"message,omitempty"`
 	// imports are its ServiceImports, sorted by namespace and name.
 	// +optional
 	// +listType=atomic
