@@ -211,6 +211,19 @@ func (r *Reconciler) departHeld(ctx context.Context, w *departureWork, mesh *mes
 	}
 	others := peersOfDeparted(mesh, name, inSpec, plan, states)
 	if left == 0 && others == 0 {
+		// The cache may not show yet the Peers an earlier pass wrote there.
+		n, err := r.removeListed(ctx, mesh, h.Key)
+		switch {
+		case err != nil && !now.Before(giveUp):
+			r.stuck(w, mesh, h, p, meshv1alpha1.DepartureRefused, fmt.Sprintf("confirming that it holds no Peer of the mesh failed: %v", err), now)
+			return
+		case err != nil:
+			removing(fmt.Sprintf("confirming that cluster %s holds no Peer of the mesh failed (%v); retrying until %s", name, err, giveUp.UTC().Format(time.RFC3339)))
+			return
+		}
+		left = n
+	}
+	if left == 0 && others == 0 {
 		r.clusters.Release(h.Key)
 		r.departedHere.set(h.Key.Mesh, name, mesh.UID, true)
 		w.events = append(w.events, meshEvent{Type: corev1.EventTypeNormal, Reason: EventClusterDeparted, Message: fmt.Sprintf(
@@ -219,6 +232,35 @@ func (r *Reconciler) departHeld(ctx context.Context, w *departureWork, mesh *mes
 	}
 	removing(fmt.Sprintf("removing %d Peers of the mesh from cluster %s and %d Peers of it from the other members", left, name, others))
 	w.next = sooner(w.next, cacheRecheck)
+}
+
+// departureListLimit bounds one live list of a departed cluster's Peers;
+// more are removed by the passes that follow.
+const departureListLimit = 500
+
+// removeListed lists the Peers of mesh on a held cluster from its API
+// server, not its cache, removes them and returns how many it found.
+func (r *Reconciler) removeListed(ctx context.Context, mesh *meshv1alpha1.ClusterMesh, key clusters.HoldKey) (int, error) {
+	listed, err := r.clusters.HeldPeers(ctx, key, planner.LabelMeshUID+"="+string(mesh.UID), departureListLimit)
+	if err != nil {
+		return 0, err
+	}
+	owned := 0
+	for _, p := range listed {
+		if planner.IsManagedBy(p, mesh.Namespace, mesh.Name, mesh.UID) {
+			owned++
+		}
+	}
+	if owned == 0 {
+		return 0, nil
+	}
+	client, err := r.clusters.HeldPeerClient(key)
+	if err != nil {
+		return owned, err
+	}
+	n, err := r.removeOwned(ctx, mesh, key.Entry, listed, client)
+	klog.InfoS("Removing the Peers of a mesh its cache did not show from a cluster that left it", "mesh", klog.KObj(mesh), "cluster", key.Entry, "listed", owned, "deleted", n, "err", err)
+	return owned, err
 }
 
 // stuck gives up on a departure: its connection is let go, and the item
