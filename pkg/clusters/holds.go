@@ -1,6 +1,7 @@
 package clusters
 
 import (
+	"context"
 	"fmt"
 	"slices"
 	"strings"
@@ -8,6 +9,8 @@ import (
 
 	"github.com/kilo-mesh/kilo-mesh-apiserver/pkg/memberaccess"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 
 	kilov1alpha1 "github.com/kilo-mesh/kilo-mesh-apiserver/pkg/apis/kilo/v1alpha1"
@@ -220,4 +223,33 @@ func (m *Manager) heldMeshLocked(mesh types.NamespacedName) bool {
 		}
 	}
 	return false
+}
+
+// HeldPeers lists, from the API server of a held connection rather than
+// from its cache, at most limit Peers matching selector: the cache may not
+// show yet what was written through the connection a moment ago, and a
+// departure is done only when the cluster itself holds nothing.
+func (m *Manager) HeldPeers(ctx context.Context, key HoldKey, selector string, limit int64) ([]*kilov1alpha1.Peer, error) {
+	client, err := m.HeldPeerClient(key)
+	if err != nil {
+		return nil, err
+	}
+	p := client.(*peerClient)
+	if err := p.c.live(); err != nil {
+		return nil, err
+	}
+	list, err := p.c.peerWrite.List(ctx, metav1.ListOptions{LabelSelector: selector, Limit: limit})
+	p.observe(err)
+	if err != nil {
+		return nil, fmt.Errorf("listing the Peers of cluster %q: %w", key.Entry, memberaccess.Sanitize(err))
+	}
+	out := make([]*kilov1alpha1.Peer, 0, len(list.Items))
+	for i := range list.Items {
+		var peer kilov1alpha1.Peer
+		if err := runtime.DefaultUnstructuredConverter.FromUnstructured(list.Items[i].Object, &peer); err != nil {
+			return nil, fmt.Errorf("converting Peer %s of cluster %q: %w", list.Items[i].GetName(), key.Entry, err)
+		}
+		out = append(out, &peer)
+	}
+	return out, nil
 }

@@ -1,10 +1,12 @@
 package reconciler
 
 import (
+	"context"
 	"time"
 
 	"k8s.io/apimachinery/pkg/types"
 
+	kilov1alpha1 "github.com/kilo-mesh/kilo-mesh-apiserver/pkg/apis/kilo/v1alpha1"
 	meshv1alpha1 "github.com/kilo-mesh/kilo-mesh-apiserver/pkg/apis/mesh/v1alpha1"
 	"github.com/kilo-mesh/kilo-mesh-apiserver/pkg/clusters"
 )
@@ -25,6 +27,8 @@ type Clusters interface {
 	Hold(key clusters.HoldKey, mesh *meshv1alpha1.ClusterMesh, timeout time.Duration)
 	Held(mesh types.NamespacedName) []clusters.Held
 	HeldPeerClient(key clusters.HoldKey) (clusters.PeerClient, error)
+	// HeldPeers lists Peers of a held connection from its API server.
+	HeldPeers(ctx context.Context, key clusters.HoldKey, selector string, limit int64) ([]*kilov1alpha1.Peer, error)
 	Release(key clusters.HoldKey)
 	Connections() []clusters.Connection
 	// SetEchoFilter keeps the echoes of the reconciler's own writes from

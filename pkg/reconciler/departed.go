@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"maps"
 	"slices"
-	"sync"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -45,43 +44,6 @@ const departureMargin = time.Minute
 // DepartureHold is how long the member caches should hold the connection
 // of a departed entry (clusters.Config.HoldDeparted) for these options.
 func DepartureHold(o Options) time.Duration { return o.MeshDeletionTimeout + departureMargin }
-
-// departedHere remembers the departures this process completed, by mesh
-// and entry: the mesh cache may still show a status from before the
-// completion, whose Removing item must not then read as a lost connection.
-type departedHere struct {
-	mu   sync.Mutex
-	done map[types.NamespacedName]map[string]types.UID
-}
-
-func (d *departedHere) set(key types.NamespacedName, entry string, uid types.UID, done bool) {
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	if d.done == nil {
-		d.done = map[types.NamespacedName]map[string]types.UID{}
-	}
-	switch {
-	case done && d.done[key] == nil:
-		d.done[key] = map[string]types.UID{entry: uid}
-	case done:
-		d.done[key][entry] = uid
-	default:
-		delete(d.done[key], entry)
-	}
-}
-
-func (d *departedHere) has(key types.NamespacedName, entry string, uid types.UID) bool {
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	u, ok := d.done[key][entry]
-	return ok && u == uid
-}
-
-func (d *departedHere) forget(key types.NamespacedName) {
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	delete(d.done, key)
-}
 
 // departureWork is what one pass found of the departures of a mesh.
 type departureWork struct {
@@ -123,6 +85,7 @@ func (r *Reconciler) settleDepartures(ctx context.Context, mesh *meshv1alpha1.Cl
 			names[cs.Name] = true
 		}
 	}
+	r.departedHere.keep(key, names)
 	ids := r.clusters.Identities(mesh)
 	var w departureWork
 	for _, name := range slices.Sorted(maps.Keys(names)) {
@@ -132,7 +95,7 @@ func (r *Reconciler) settleDepartures(ctx context.Context, mesh *meshv1alpha1.Cl
 		case !isHeld && r.departedHere.has(key, name, mesh.UID):
 			// Done here; the cache shows a status from before.
 		case isHeld:
-			r.departedHere.set(key, name, mesh.UID, false)
+			r.departedHere.set(key, name, mesh.UID, false, now)
 			r.departHeld(ctx, &w, mesh, plan, states, ids, inSpec[name], h, p, hadItem, now)
 		case hadItem && p.Reason != meshv1alpha1.DepartureRemoving:
 			w.items = append(w.items, p) // stuck: kept until removed by hand
@@ -211,14 +174,56 @@ func (r *Reconciler) departHeld(ctx context.Context, w *departureWork, mesh *mes
 	}
 	others := peersOfDeparted(mesh, name, inSpec, plan, states)
 	if left == 0 && others == 0 {
+		// The cache may not show yet the Peers an earlier pass wrote there.
+		n, err := r.removeListed(ctx, mesh, h.Key)
+		switch {
+		case err != nil && !now.Before(giveUp):
+			r.stuck(w, mesh, h, p, meshv1alpha1.DepartureRefused, fmt.Sprintf("confirming that it holds no Peer of the mesh failed: %v", err), now)
+			return
+		case err != nil:
+			removing(fmt.Sprintf("confirming that cluster %s holds no Peer of the mesh failed (%v); retrying until %s", name, err, giveUp.UTC().Format(time.RFC3339)))
+			return
+		}
+		left = n
+	}
+	if left == 0 && others == 0 {
 		r.clusters.Release(h.Key)
-		r.departedHere.set(h.Key.Mesh, name, mesh.UID, true)
+		r.departedHere.set(h.Key.Mesh, name, mesh.UID, true, now)
 		w.events = append(w.events, meshEvent{Type: corev1.EventTypeNormal, Reason: EventClusterDeparted, Message: fmt.Sprintf(
 			"cluster %s (%s) left the mesh: it holds no Peer of the mesh, and no other member holds one of it", name, h.Server)})
 		return
 	}
 	removing(fmt.Sprintf("removing %d Peers of the mesh from cluster %s and %d Peers of it from the other members", left, name, others))
 	w.next = sooner(w.next, cacheRecheck)
+}
+
+// departureListLimit bounds one live list of a departed cluster's Peers;
+// more are removed by the passes that follow.
+const departureListLimit = 500
+
+// removeListed lists the Peers of mesh on a held cluster from its API
+// server, not its cache, removes them and returns how many it found.
+func (r *Reconciler) removeListed(ctx context.Context, mesh *meshv1alpha1.ClusterMesh, key clusters.HoldKey) (int, error) {
+	listed, err := r.clusters.HeldPeers(ctx, key, planner.LabelMeshUID+"="+string(mesh.UID), departureListLimit)
+	if err != nil {
+		return 0, err
+	}
+	owned := 0
+	for _, p := range listed {
+		if planner.IsManagedBy(p, mesh.Namespace, mesh.Name, mesh.UID) {
+			owned++
+		}
+	}
+	if owned == 0 {
+		return 0, nil
+	}
+	client, err := r.clusters.HeldPeerClient(key)
+	if err != nil {
+		return owned, err
+	}
+	n, err := r.removeOwned(ctx, mesh, key.Entry, listed, client)
+	klog.InfoS("Removing the Peers of a mesh its cache did not show from a cluster that left it", "mesh", klog.KObj(mesh), "cluster", key.Entry, "listed", owned, "deleted", n, "err", err)
+	return owned, err
 }
 
 // stuck gives up on a departure: its connection is let go, and the item

@@ -55,6 +55,10 @@ func (r *Reconciler) finalize(ctx context.Context, mesh *meshv1alpha1.ClusterMes
 			errs = append(errs, fmt.Sprintf("%s: %v", name, err))
 		}
 	}
+	n, pending, failed := r.removeFromDeparted(ctx, mesh)
+	removed += n
+	unreachable = append(unreachable, pending...)
+	errs = append(errs, failed...)
 	now := time.Now()
 	if removed > 0 {
 		klog.InfoS("Removed the Peers of a deleted mesh", "mesh", key, "peers", removed)
@@ -91,8 +95,41 @@ func (r *Reconciler) finalize(ctx context.Context, mesh *meshv1alpha1.ClusterMes
 	if _, err := r.meshAPI.setFinalizers(ctx, mesh, withoutFinalizer(mesh.Finalizers)); err != nil {
 		return syncResult{}, err
 	}
+	r.releaseDepartedHolds(key)
 	r.forget(key)
 	return syncResult{}, nil
+}
+
+// removeFromDeparted removes a deleted mesh's Peers from the clusters that
+// left it and are still held (their departure ends with the mesh), named
+// "ENTRY (departed)"; those it cannot act on yet are pending.
+func (r *Reconciler) removeFromDeparted(ctx context.Context, mesh *meshv1alpha1.ClusterMesh) (removed int, pending, errs []string) {
+	for _, h := range r.clusters.Held(types.NamespacedName{Namespace: mesh.Namespace, Name: mesh.Name}) {
+		if h.Key.Owner != clusters.OwnerDeparted {
+			continue
+		}
+		name := h.Key.Entry + " (departed)"
+		if !usable(h.State, true) {
+			pending = append(pending, name)
+			continue
+		}
+		n, err := r.removeListed(ctx, mesh, h.Key)
+		removed += n
+		if err != nil {
+			errs = append(errs, fmt.Sprintf("%s: %v", name, err))
+		}
+	}
+	return removed, pending, errs
+}
+
+// releaseDepartedHolds lets go of the departed connections of a mesh
+// whose finalizer is done.
+func (r *Reconciler) releaseDepartedHolds(key types.NamespacedName) {
+	for _, h := range r.clusters.Held(key) {
+		if h.Key.Owner == clusters.OwnerDeparted {
+			r.clusters.Release(h.Key)
+		}
+	}
 }
 
 // mayHoldPeers reports whether a cluster that cannot be acted on may hold
