@@ -113,7 +113,7 @@ func (b *bench) enableServices(ctx context.Context) (time.Duration, error) {
 // endpointChanges moves one endpoint of one exported Service at a time,
 // each to a new address, and times each until both importing clusters'
 // EndpointSlices hold it.
-func (b *bench) endpointChanges(ctx context.Context) (p50, p99, worst time.Duration, err error) {
+func (b *bench) endpointChanges(ctx context.Context) (p50, p99, worst time.Duration, over int, err error) {
 	slicesAPI := b.kube[exporter].DiscoveryV1()
 	var took []time.Duration
 	for j := range b.changes {
@@ -121,13 +121,13 @@ func (b *bench) endpointChanges(ctx context.Context) (p50, p99, worst time.Durat
 		ns, name := namespaceOf(b.config, i), serviceName(i)+"-src"
 		es, err := slicesAPI.EndpointSlices(ns).Get(ctx, name, metav1.GetOptions{})
 		if err != nil {
-			return 0, 0, 0, fmt.Errorf("reading %s/%s: %w", ns, name, err)
+			return 0, 0, 0, 0, fmt.Errorf("reading %s/%s: %w", ns, name, err)
 		}
 		addr := fmt.Sprintf("10.1%d.%d.%d", exporter, 200+j/250, j%250+1)
 		es.Endpoints[j%len(es.Endpoints)].Addresses = []string{addr}
 		start := time.Now()
 		if _, err := slicesAPI.EndpointSlices(ns).Update(ctx, es, metav1.UpdateOptions{}); err != nil {
-			return 0, 0, 0, fmt.Errorf("changing %s/%s: %w", ns, name, err)
+			return 0, 0, 0, 0, fmt.Errorf("changing %s/%s: %w", ns, name, err)
 		}
 		var last time.Time
 		for _, c := range importers() {
@@ -138,19 +138,26 @@ func (b *bench) endpointChanges(ctx context.Context) (p50, p99, worst time.Durat
 					break
 				}
 				if time.Since(start) > time.Minute {
-					return 0, 0, 0, fmt.Errorf("change %d (%s in %s/%s) did not reach cluster %d within a minute", j, addr, ns, name, c)
+					return 0, 0, 0, 0, fmt.Errorf("change %d (%s in %s/%s) did not reach cluster %d within a minute", j, addr, ns, name, c)
 				}
 				time.Sleep(time.Millisecond)
 			}
 		}
 		took = append(took, last.Sub(start))
+		if d := last.Sub(start); d > time.Second {
+			log.Printf("change %d (%s/%s) took %s", j, ns, name, d.Round(time.Millisecond))
+		}
 		if (j+1)%50 == 0 {
 			log.Printf("%d changes timed", j+1)
 		}
 		time.Sleep(b.spacing)
 	}
 	slices.Sort(took)
-	return took[len(took)/2], took[(len(took)*99+99)/100-1], took[len(took)-1], nil
+	over = len(took) - slices.IndexFunc(took, func(d time.Duration) bool { return d >= 250*time.Millisecond })
+	if over > len(took) {
+		over = 0 // none
+	}
+	return took[len(took)/2], took[(len(took)*99+99)/100-1], took[len(took)-1], over, nil
 }
 
 func later(a, b time.Time) time.Time {

@@ -104,7 +104,7 @@ func run(ctx context.Context, c config) error {
 	}
 	log.Printf("every import exists after %s", imported.Round(time.Millisecond))
 	time.Sleep(c.settle)
-	p50, p99, worst, err := b.endpointChanges(ctx)
+	p50, p99, worst, over, err := b.endpointChanges(ctx)
 	if err != nil {
 		return err
 	}
@@ -125,6 +125,7 @@ func run(ctx context.Context, c config) error {
 		c.changes, c.spacing, p50.Round(time.Millisecond))
 	fmt.Printf("| single endpoint change, p99 | %s | < 250 ms |\n", p99.Round(time.Millisecond))
 	fmt.Printf("| single endpoint change, slowest | %s | |\n", worst.Round(time.Millisecond))
+	fmt.Printf("| single endpoint changes taking 250 ms or more | %d of %d | |\n", over, c.changes)
 	fmt.Printf("| services writes per minute in steady state (EndpointSlices, ServiceImports, Services, ServiceExports on the 3 members) | %.1f | 0 |\n", writes)
 	fmt.Printf("| server memory without services: resident, Go heap in use | %s | |\n", without)
 	fmt.Printf("| server memory with services: resident, Go heap in use | %s | |\n", with)
