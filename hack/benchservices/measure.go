@@ -67,33 +67,57 @@ var steadyResources = [][2]string{
 	{"", "services"},
 }
 
+// servicesWrites is the services write requests the members served so far.
+func (b *bench) servicesWrites(ctx context.Context) (float64, error) {
+	var sum float64
+	for _, i := range members() {
+		m, err := framework.Scrape(ctx, b.env.RESTConfig(i, framework.UserAdmin))
+		if err != nil {
+			return 0, err
+		}
+		for _, r := range steadyResources {
+			n, err := framework.RequestWrites(m, r[0], r[1])
+			if err != nil {
+				return 0, fmt.Errorf("cluster %d: %w", i, err)
+			}
+			sum += n
+		}
+	}
+	return sum, nil
+}
+
+// quiet waits until the members served no services write for 5 s: the
+// imports exist before their ServiceImports have the derived Services' IPs
+// and statuses, and a change timed before those writes end waits for them.
+func (b *bench) quiet(ctx context.Context) error {
+	last, err := b.servicesWrites(ctx)
+	if err != nil {
+		return err
+	}
+	for start := time.Now(); time.Since(start) < 20*time.Minute; {
+		time.Sleep(5 * time.Second)
+		now, err := b.servicesWrites(ctx)
+		if err != nil {
+			return err
+		}
+		if now == last {
+			return nil
+		}
+		last = now
+	}
+	return fmt.Errorf("the services writes did not stop within 20 minutes")
+}
+
 // steadyWrites counts the services writes the members serve per minute
 // while nothing changes.
 func (b *bench) steadyWrites(ctx context.Context) (float64, error) {
 	time.Sleep(b.settle) // the last change's echoes
-	count := func() (float64, error) {
-		var sum float64
-		for _, i := range members() {
-			m, err := framework.Scrape(ctx, b.env.RESTConfig(i, framework.UserAdmin))
-			if err != nil {
-				return 0, err
-			}
-			for _, r := range steadyResources {
-				n, err := framework.RequestWrites(m, r[0], r[1])
-				if err != nil {
-					return 0, fmt.Errorf("cluster %d: %w", i, err)
-				}
-				sum += n
-			}
-		}
-		return sum, nil
-	}
-	before, err := count()
+	before, err := b.servicesWrites(ctx)
 	if err != nil {
 		return 0, err
 	}
 	time.Sleep(b.steady)
-	after, err := count()
+	after, err := b.servicesWrites(ctx)
 	if err != nil {
 		return 0, err
 	}
