@@ -88,7 +88,7 @@ func (r *Reconciler) syncServices(ctx context.Context, mesh *meshv1alpha1.Cluste
 				"nothing is read or written there (the services view counts them without naming them); a ClusterMeshGrant naming them in serviceNamespaces, or the author's rights there, allows it", n)})
 	}
 	key := types.NamespacedName{Namespace: mesh.Namespace, Name: mesh.Name}
-	known, found := r.svcCurrent.of(key), map[string]map[types.NamespacedName]currentImport{}
+	known, found := r.svcCurrent.of(key), map[string]*clusterCurrent{}
 	var mu sync.Mutex
 	var wg sync.WaitGroup
 	for i := range out.Clusters {
@@ -103,7 +103,10 @@ func (r *Reconciler) syncServices(ctx context.Context, mesh *meshv1alpha1.Cluste
 			continue
 		}
 		p := newServicesPass(ctx, mesh, co, exportsOf(out, co.Name), st.Services, client, deletions)
-		p.recent, p.known = r.svcWrites, known[co.Name]
+		p.recent = r.svcWrites
+		if k := known[co.Name]; k != nil {
+			p.known = k
+		}
 		wg.Add(1)
 		go func() {
 			defer wg.Done()

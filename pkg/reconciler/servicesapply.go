@@ -35,7 +35,7 @@ type servicesPass struct {
 	recent *servicesWrites
 	// known is what the last pass found current on the cluster, found
 	// what this one does (servicescurrent.go).
-	known, found map[types.NamespacedName]currentImport
+	known, found *clusterCurrent
 
 	imports map[types.NamespacedName]*mcsv1beta1.ServiceImport
 	svcs    map[types.NamespacedName]*corev1.Service
@@ -52,7 +52,7 @@ func newServicesPass(ctx context.Context, mesh *meshv1alpha1.ClusterMesh, out *s
 	have *clusters.ServicesState, client *clusters.ServicesClient, deletions bool) *servicesPass {
 	return &servicesPass{ctx: ctx, mesh: mesh, out: out, exports: exports, client: client, deletions: deletions,
 		imports: byKey(have.Imports), svcs: byKey(have.Services), slices: byKey(have.EndpointSlices), exps: byKey(have.Exports),
-		found: make(map[types.NamespacedName]currentImport, len(out.Imports))}
+		known: newClusterCurrent(0, 0), found: newClusterCurrent(len(out.Imports), len(exports))}
 }
 
 func byKey[T metav1.Object](objs []T) map[types.NamespacedName]T {
@@ -95,12 +95,13 @@ func (p *servicesPass) run(w *fairWriter, mesh types.NamespacedName) *servicesPa
 			}
 		}
 	}
-	for _, r := range p.exports {
+	for i := range p.exports {
+		r := &p.exports[i]
 		have := p.exps[types.NamespacedName{Namespace: r.Namespace, Name: r.Name}]
 		if have == nil {
 			continue
 		}
-		if conds, changed := mergeConditions(have.Status.Conditions, r.Conditions); changed {
+		if conds, changed := p.exportConditions(r, have); changed {
 			jobs = append(jobs, func() { p.exportStatus(have, conds) })
 		}
 	}

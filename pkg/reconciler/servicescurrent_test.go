@@ -43,14 +43,16 @@ func TestServicesCurrent(t *testing.T) {
 	held := &clusters.ServicesState{Imports: []*mcsv1beta1.ServiceImport{imp.ServiceImport.DeepCopy()},
 		EndpointSlices: []*discoveryv1.EndpointSlice{imp.EndpointSlices[0].DeepCopy()}}
 	key := types.NamespacedName{Namespace: "shop", Name: "cart"}
-	pass := func(known map[types.NamespacedName]currentImport, have *clusters.ServicesState, want *services.Import) (*servicesPass, bool) {
+	pass := func(known *clusterCurrent, have *clusters.ServicesState, want *services.Import) (*servicesPass, bool) {
 		p := newServicesPass(t.Context(), mesh, co, nil, have, nil, false)
-		p.known = known
+		if known != nil {
+			p.known = known
+		}
 		return p, p.current(want)
 	}
 
 	first, ok := pass(nil, held, imp)
-	if !ok || first.found[key].want != imp.ServiceImport {
+	if !ok || first.found.imports[key].want != imp.ServiceImport {
 		t.Fatalf("written as wanted: current %v, found %+v", ok, first.found)
 	}
 	// Edited in place, which neither the caches nor the computation do:
@@ -72,6 +74,52 @@ func TestServicesCurrent(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			if _, ok := pass(first.found, tc.have, tc.want); ok {
 				t.Error("compared with what the last pass found, not with the objects: the endpoint moved and the import is current")
+			}
+		})
+	}
+}
+
+// TestServicesCurrentExports: an export whose conditions were found
+// current is not compared again while its computed conditions and its
+// ServiceExport are the same objects, and is as soon as one is replaced.
+func TestServicesCurrentExports(t *testing.T) {
+	mesh := &meshv1alpha1.ClusterMesh{ObjectMeta: metav1.ObjectMeta{Namespace: "tenant", Name: "prod", UID: "uid-1"}}
+	want := services.ExportResult{Cluster: "a", Namespace: "shop", Name: "cart", Conditions: []metav1.Condition{
+		{Type: "Valid", Status: metav1.ConditionTrue, Reason: "Valid", Message: "the Service can be exported"}}}
+	held := &mcsv1beta1.ServiceExport{ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: "cart"},
+		Status: mcsv1beta1.ServiceExportStatus{Conditions: want.Conditions}}
+	co := &services.ClusterOutput{Name: "a"}
+	pass := func(known *clusterCurrent, r *services.ExportResult, have *mcsv1beta1.ServiceExport) (*servicesPass, bool) {
+		p := newServicesPass(t.Context(), mesh, co, nil, &clusters.ServicesState{}, nil, false)
+		if known != nil {
+			p.known = known
+		}
+		_, changed := p.exportConditions(r, have)
+		return p, changed
+	}
+	first, changed := pass(nil, &want, held)
+	if changed || first.found.exports[types.NamespacedName{Namespace: "shop", Name: "cart"}].have != held {
+		t.Fatalf("held as wanted: changed %v, found %+v", changed, first.found.exports)
+	}
+	// Edited in place, which neither the caches nor the computation do:
+	// only a comparison would see it, so none happened.
+	held.Status.Conditions = []metav1.Condition{{Type: "Valid", Status: metav1.ConditionFalse, Reason: "NoService"}}
+	if _, changed := pass(first.found, &want, held); changed {
+		t.Error("the same objects on both sides were compared again")
+	}
+	recomputed := want
+	recomputed.Conditions = append([]metav1.Condition(nil), want.Conditions...)
+	for _, tc := range []struct {
+		name string
+		r    *services.ExportResult
+		have *mcsv1beta1.ServiceExport
+	}{
+		{"the member cache replaced the export", &want, held.DeepCopy()},
+		{"the computation replaced the conditions", &recomputed, held},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if _, changed := pass(first.found, tc.r, tc.have); !changed {
+				t.Error("compared with what the last pass found, not with the objects: the held conditions differ")
 			}
 		})
 	}
