@@ -82,19 +82,13 @@ type Cache struct {
 	handlers []func(types.NamespacedName)
 }
 
-// entry is one mesh's plan; its mutex makes concurrent requests wait for
-// one computation instead of each planning.
+// entry is one mesh's plan.
 type entry struct {
-	mu              sync.Mutex
-	uid             types.UID
-	resourceVersion string
-	changes         uint64 // reported when the plan was computed
-	at              time.Time
-	plan            *planner.Plan
+	stamp
+	at   time.Time
+	plan *planner.Plan
 	// state is the planner's state of plan, for the next plan (incremental.go).
 	state *planner.State
-
-	reported uint64 // changes reported so far, guarded by Cache.mu
 }
 
 // New builds the cache and subscribes it to its sources' changes.
@@ -118,6 +112,7 @@ func New(cfg Config) (*Cache, error) {
 		clock:        clk,
 		installation: cfg.Installation,
 		plans:        map[types.NamespacedName]*entry{},
+		services:     map[types.NamespacedName]*servicesEntry{},
 	}
 	c.others = newOtherMeshSource(cfg.Members)
 	c.hostServices = &hostServices{authz: cfg.Authorizer, grants: g, clock: clk,
@@ -205,25 +200,10 @@ func (c *Cache) forget(key types.NamespacedName) {
 
 // Plan returns the mesh's current plan. The plan is shared: read it, never modify it.
 func (c *Cache) Plan(mesh *meshv1alpha1.ClusterMesh) (*planner.Plan, error) {
-	key := types.NamespacedName{Namespace: mesh.Namespace, Name: mesh.Name}
-	c.mu.Lock()
-	e := c.plans[key]
-	if e == nil {
-		e = &entry{}
-		c.plans[key] = e
-	}
-	c.mu.Unlock()
-
-	e.mu.Lock()
+	e, changes := acquire(c, c.plans, types.NamespacedName{Namespace: mesh.Namespace, Name: mesh.Name})
 	defer e.mu.Unlock()
-	// Read before the inputs: a change reported while planning leaves the
-	// plan marked older than it, so the next call plans again.
-	c.mu.Lock()
-	changes := e.reported
-	c.mu.Unlock()
 	now := c.clock.Now()
-	if e.plan != nil && e.uid == mesh.UID && e.resourceVersion == mesh.ResourceVersion &&
-		e.changes == changes && now.Sub(e.at) < MaxAge {
+	if e.plan != nil && e.current(mesh, changes) && now.Sub(e.at) < MaxAge {
 		return e.plan, nil
 	}
 	in, err := c.input(mesh, now)
@@ -234,7 +214,8 @@ func (c *Cache) Plan(mesh *meshv1alpha1.ClusterMesh) (*planner.Plan, error) {
 	if err != nil {
 		return nil, err
 	}
-	e.uid, e.resourceVersion, e.changes, e.at, e.plan = mesh.UID, mesh.ResourceVersion, changes, now, plan
+	e.set(mesh, changes)
+	e.at, e.plan = now, plan
 	return plan, nil
 }
 

@@ -5,12 +5,12 @@ import (
 	"fmt"
 	"net/netip"
 	"slices"
-	"sync"
 	"time"
 
 	"github.com/kilo-mesh/kilo-mesh-apiserver/pkg/memberaccess"
 
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/klog/v2"
 
 	meshv1alpha1 "github.com/kilo-mesh/kilo-mesh-apiserver/pkg/apis/mesh/v1alpha1"
 	"github.com/kilo-mesh/kilo-mesh-apiserver/pkg/planner/services"
@@ -24,15 +24,13 @@ var ErrServicesDisabled = errors.New("multi-cluster services are not enabled on 
 // the mesh or one of the member caches changes. It does not age: nothing
 // of it depends on the clock but the conditions' transition times.
 type servicesEntry struct {
-	mu              sync.Mutex
-	uid             types.UID
-	resourceVersion string
-	changes         uint64
-	out             *services.Output
+	stamp
+	out *services.Output
+	// state keeps out by Service, so that the next output recomputes only
+	// the Services whose objects changed (services.State.Next).
+	state *services.State
 	// until is when the answers on the local cluster's namespaces expire.
 	until time.Time
-
-	reported uint64 // guarded by Cache.mu
 }
 
 // Services returns what every member cluster of mesh must hold for its
@@ -43,41 +41,32 @@ type servicesEntry struct {
 // which the computation keeps rather than removes. The output is shared:
 // read it, never modify it.
 //
-// The whole mesh is computed again on any change of its member caches;
-// recomputing only the Services a change touches is the next step for the
-// latency of an endpoint change in a mesh of many exports.
+// After a change of its inputs, only the Services whose objects the member
+// caches replaced are computed again (services.State.Next), so an
+// endpoint change costs one Service's computation, not the mesh's.
 func (c *Cache) Services(mesh *meshv1alpha1.ClusterMesh) (*services.Output, error) {
 	if mesh.Spec.MultiClusterServices != meshv1alpha1.MultiClusterServicesEnabled {
 		return nil, fmt.Errorf("ClusterMesh %s/%s: %w", mesh.Namespace, mesh.Name, ErrServicesDisabled)
 	}
-	key := types.NamespacedName{Namespace: mesh.Namespace, Name: mesh.Name}
-	c.mu.Lock()
-	if c.services == nil {
-		c.services = map[types.NamespacedName]*servicesEntry{}
-	}
-	e := c.services[key]
-	if e == nil {
-		e = &servicesEntry{}
-		c.services[key] = e
-	}
-	c.mu.Unlock()
-
-	e.mu.Lock()
+	e, changes := acquire(c, c.services, types.NamespacedName{Namespace: mesh.Namespace, Name: mesh.Name})
 	defer e.mu.Unlock()
-	// Read before the inputs, as for plans.
-	c.mu.Lock()
-	changes := e.reported
-	c.mu.Unlock()
-	if e.out != nil && e.uid == mesh.UID && e.resourceVersion == mesh.ResourceVersion && e.changes == changes &&
-		(e.until.IsZero() || c.clock.Now().Before(e.until)) {
+	if e.out != nil && e.current(mesh, changes) && (e.until.IsZero() || c.clock.Now().Before(e.until)) {
 		return e.out, nil
 	}
 	in, until, err := c.servicesInput(mesh)
 	if err != nil {
 		return nil, fmt.Errorf("computing the services of ClusterMesh %s/%s: %w", mesh.Namespace, mesh.Name, err)
 	}
-	out := services.Compute(in)
-	e.uid, e.resourceVersion, e.changes, e.out, e.until = mesh.UID, mesh.ResourceVersion, changes, out, until
+	var out *services.Output
+	recomputed, whole := 0, e.state == nil || e.uid != mesh.UID
+	if whole {
+		out, e.state = services.Start(in)
+	} else {
+		out, e.state, recomputed = e.state.Next(in)
+	}
+	klog.V(5).InfoS("Computed mesh services", "mesh", klog.KRef(mesh.Namespace, mesh.Name), "whole", whole, "recomputedServices", recomputed)
+	e.set(mesh, changes)
+	e.out, e.until = out, until
 	return out, nil
 }
 

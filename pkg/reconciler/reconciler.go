@@ -89,6 +89,7 @@ type Reconciler struct {
 	departedHere departedHere
 	recent       *recentWrites
 	svcWrites    *servicesWrites
+	svcCurrent   *servicesCurrent
 	writer       *fairWriter
 	series       *clusterSeries
 	clock        *changeClock
@@ -131,6 +132,7 @@ func New(cfg Config) (*Reconciler, error) {
 		departures:   newDepartures(),
 		recent:       newRecentWrites(),
 		svcWrites:    newServicesWrites(),
+		svcCurrent:   newServicesCurrent(),
 		writer:       newFairWriter(),
 		series:       newClusterSeries(),
 		clock:        newChangeClock(),

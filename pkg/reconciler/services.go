@@ -88,6 +88,7 @@ func (r *Reconciler) syncServices(ctx context.Context, mesh *meshv1alpha1.Cluste
 				"nothing is read or written there (the services view counts them without naming them); a ClusterMeshGrant naming them in serviceNamespaces, or the author's rights there, allows it", n)})
 	}
 	key := types.NamespacedName{Namespace: mesh.Namespace, Name: mesh.Name}
+	known, found := r.svcCurrent.of(key), map[string]*clusterCurrent{}
 	var mu sync.Mutex
 	var wg sync.WaitGroup
 	for i := range out.Clusters {
@@ -103,6 +104,9 @@ func (r *Reconciler) syncServices(ctx context.Context, mesh *meshv1alpha1.Cluste
 		}
 		p := newServicesPass(ctx, mesh, co, exportsOf(out, co.Name), st.Services, client, deletions)
 		p.recent = r.svcWrites
+		if k := known[co.Name]; k != nil {
+			p.known = k
+		}
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
@@ -110,9 +114,11 @@ func (r *Reconciler) syncServices(ctx context.Context, mesh *meshv1alpha1.Cluste
 			mu.Lock()
 			defer mu.Unlock()
 			res.add(co.Name, done)
+			found[co.Name] = done.found
 		}()
 	}
 	wg.Wait()
+	r.svcCurrent.set(key, found)
 	return res
 }
 

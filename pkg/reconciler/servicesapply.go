@@ -33,6 +33,9 @@ type servicesPass struct {
 	deletions bool
 	// recent remembers the writes' answers, whose echoes start no pass.
 	recent *servicesWrites
+	// known is what the last pass found current on the cluster, found
+	// what this one does (servicescurrent.go).
+	known, found *clusterCurrent
 
 	imports map[types.NamespacedName]*mcsv1beta1.ServiceImport
 	svcs    map[types.NamespacedName]*corev1.Service
@@ -48,7 +51,8 @@ type servicesPass struct {
 func newServicesPass(ctx context.Context, mesh *meshv1alpha1.ClusterMesh, out *services.ClusterOutput, exports []services.ExportResult,
 	have *clusters.ServicesState, client *clusters.ServicesClient, deletions bool) *servicesPass {
 	return &servicesPass{ctx: ctx, mesh: mesh, out: out, exports: exports, client: client, deletions: deletions,
-		imports: byKey(have.Imports), svcs: byKey(have.Services), slices: byKey(have.EndpointSlices), exps: byKey(have.Exports)}
+		imports: byKey(have.Imports), svcs: byKey(have.Services), slices: byKey(have.EndpointSlices), exps: byKey(have.Exports),
+		known: newClusterCurrent(0, 0), found: newClusterCurrent(len(out.Imports), len(exports))}
 }
 
 func byKey[T metav1.Object](objs []T) map[types.NamespacedName]T {
@@ -68,7 +72,7 @@ func (p *servicesPass) run(w *fairWriter, mesh types.NamespacedName) *servicesPa
 	var jobs []func()
 	for i := range p.out.Imports {
 		imp := &p.out.Imports[i]
-		if imp.ServiceImport != nil && !p.importCurrent(imp) {
+		if imp.ServiceImport != nil && !p.current(imp) {
 			jobs = append(jobs, func() { p.applyImport(imp) })
 		}
 	}
@@ -91,12 +95,13 @@ func (p *servicesPass) run(w *fairWriter, mesh types.NamespacedName) *servicesPa
 			}
 		}
 	}
-	for _, r := range p.exports {
+	for i := range p.exports {
+		r := &p.exports[i]
 		have := p.exps[types.NamespacedName{Namespace: r.Namespace, Name: r.Name}]
 		if have == nil {
 			continue
 		}
-		if conds, changed := mergeConditions(have.Status.Conditions, r.Conditions); changed {
+		if conds, changed := p.exportConditions(r, have); changed {
 			jobs = append(jobs, func() { p.exportStatus(have, conds) })
 		}
 	}

@@ -244,6 +244,7 @@ func (r *Reconciler) forget(key types.NamespacedName) {
 	r.recent.forget(key)
 	r.series.forget(key.String())
 	r.clock.forget(key)
+	r.svcCurrent.forget(key)
 	forgetMeshMetrics(key.String())
 }
 

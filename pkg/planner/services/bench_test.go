@@ -43,3 +43,17 @@ func BenchmarkCompute(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkNextOneEndpoint computes the services of the steady mesh above
+// after one endpoint of one exported Service changed, per Service.
+func BenchmarkNextOneEndpoint(b *testing.B) {
+	in := benchInput(true)
+	_, st := Start(in)
+	b.ReportAllocs()
+	k := 0
+	for b.Loop() {
+		in = withEndpointMoved(in, 0, k%500)
+		_, st, _ = st.Next(in)
+		k++
+	}
+}
