@@ -63,7 +63,7 @@ func TestArgumentErrors(t *testing.T) {
 		{[]string{"join", "demo", "--name", "north", "--member-kubeconfig", "x", "--wireguard-cidr", "nonsense"}, "not a CIDR"},
 		{[]string{"join", "demo", "--name", "north", "--member-kubeconfig", "x", "--token-expiry", "1m"}, "at least 10m"},
 		{[]string{"import"}, `"filename" not set`},
-		{[]string{"graph", "demo", "-o", "png"}, "use dot or svg"},
+		{[]string{"graph", "demo", "-o", "png"}, "use dot, svg, json or yaml"},
 	} {
 		_, err := run(t, tt.args...)
 		if err == nil || !strings.Contains(err.Error(), tt.want) {

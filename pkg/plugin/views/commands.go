@@ -164,29 +164,34 @@ const (
 	graphSVG = "svg"
 )
 
-// NewGraphCommand is `kubectl mesh graph MESH [-o dot|svg]`.
+// NewGraphCommand is `kubectl mesh graph MESH [-o dot|svg|json|yaml]`.
 func NewGraphCommand(o *cli.Options) *cobra.Command {
 	var output string
 	cmd := &cobra.Command{
-		Use:   "graph MESH [-o dot|svg]",
+		Use:   "graph MESH [-o dot|svg|json|yaml]",
 		Short: "Draw the mesh as a Graphviz graph, like kgctl graph",
 		Long: `Draw the mesh: clusters, their groups and leaders, and the Peers between
 them, as Graphviz DOT. -o svg renders it with Graphviz's dot, which must be
-installed (Debian: apt-get install graphviz).`,
+installed (Debian: apt-get install graphviz). -o json|yaml prints the data the
+graph is drawn from: the mesh's Peers view, as peers -o json|yaml does.`,
 		Example:           "  kubectl mesh graph demo -o svg > mesh.svg",
 		Args:              cli.MeshArgs,
 		ValidArgsFunction: o.CompleteMeshes,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			var dot string
-			if output == graphSVG {
+			switch output {
+			case formatJSON, formatYAML:
+				return runPeers(cmd.Context(), o, args[0], "", output)
+			case graphSVG:
 				// Checked first: no point asking the server for a graph
 				// that cannot be rendered.
 				var err error
 				if dot, err = exec.LookPath("dot"); err != nil {
 					return fmt.Errorf("-o svg needs Graphviz's dot, which is not in PATH: install Graphviz (Debian: apt-get install graphviz) or use -o dot")
 				}
-			} else if output != graphDOT {
-				return fmt.Errorf("unknown -o %q: use dot or svg", output)
+			case graphDOT:
+			default:
+				return fmt.Errorf("unknown -o %q: use dot, svg, json or yaml", output)
 			}
 			ns, err := o.Namespace()
 			if err != nil {
@@ -219,8 +224,8 @@ installed (Debian: apt-get install graphviz).`,
 			return nil
 		},
 	}
-	cmd.Flags().StringVarP(&output, "output", "o", graphDOT, "dot, or svg (needs Graphviz's dot)")
-	_ = cmd.RegisterFlagCompletionFunc("output", cli.FixedCompletion(graphDOT, graphSVG))
+	cmd.Flags().StringVarP(&output, "output", "o", graphDOT, "dot, svg (needs Graphviz's dot), or json|yaml (the Peers view it draws)")
+	_ = cmd.RegisterFlagCompletionFunc("output", cli.FixedCompletion(graphDOT, graphSVG, formatJSON, formatYAML))
 	return cmd
 }
 

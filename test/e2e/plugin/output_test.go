@@ -26,6 +26,7 @@ func testOutputContract(t *testing.T, env *framework.Env, ns string) {
 		"why":           {"why", "demo", "n4-nokey", "-n", ns},
 		"why of a peer": {"why", "demo", "dup", "--cluster", "north", "-n", ns},
 		"version":       {"version"},
+		"graph":         {"graph", "demo", "-n", ns},
 	}
 	for name, args := range shows {
 		t.Run(name, func(t *testing.T) {
