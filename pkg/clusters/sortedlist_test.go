@@ -116,3 +116,39 @@ func nodeNames(nodes []*corev1.Node) []string {
 	}
 	return out
 }
+
+// BenchmarkSortedList is what a plan pays to read one cluster's Nodes
+// after one of them changed: "patched" is sortedList.list, "sorted" the
+// list and sort of every object it replaced (listByKey).
+func BenchmarkSortedList(b *testing.B) {
+	for _, n := range []int{2000, 4000, 10000} {
+		store := cache.NewStore(cache.MetaNamespaceKeyFunc)
+		for i := range n {
+			if err := store.Add(&corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("node-%05d", i)}}); err != nil {
+				b.Fatal(err)
+			}
+		}
+		l := newSortedList[*corev1.Node]()
+		l.store = store
+		l.list()
+		change := func(i int) {
+			obj := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("node-%05d", i%n), ResourceVersion: fmt.Sprint(i)}}
+			if err := store.Update(obj); err != nil {
+				b.Fatal(err)
+			}
+			l.touched(obj)
+		}
+		b.Run(fmt.Sprintf("%d/patched", n), func(b *testing.B) {
+			for i := range b.N {
+				change(i)
+				l.list()
+			}
+		})
+		b.Run(fmt.Sprintf("%d/sorted", n), func(b *testing.B) {
+			for i := range b.N {
+				change(i)
+				listByKey[*corev1.Node](store)
+			}
+		})
+	}
+}
