@@ -50,7 +50,15 @@ func (b *bench) burst(ctx context.Context, n int) (p50, p99, worst time.Duration
 	closed := make(chan int, b.clusters)
 	remaining := n
 	for i := range b.clusters {
-		w, err := b.peers[i].Watch(ctx, metav1.ListOptions{LabelSelector: planner.LabelMeshUID + "=" + string(b.uid)})
+		// From the current resourceVersion: a watch without one starts with
+		// an event per existing Peer (thousands), which the changes' events
+		// would queue behind.
+		sel := planner.LabelMeshUID + "=" + string(b.uid)
+		list, err := b.meta[i].List(ctx, metav1.ListOptions{LabelSelector: sel, Limit: 1})
+		if err != nil {
+			return 0, 0, 0, err
+		}
+		w, err := b.peers[i].Watch(ctx, metav1.ListOptions{LabelSelector: sel, ResourceVersion: list.ResourceVersion})
 		if err != nil {
 			return 0, 0, 0, err
 		}

@@ -43,6 +43,8 @@ type config struct {
 	steady, checkIns                        time.Duration
 	loop                                    bool
 	serverArgs                              []string
+	cpuProfile                              string
+	cpuProfileFor                           time.Duration
 }
 
 func main() {
@@ -56,6 +58,8 @@ func main() {
 	flag.BoolVar(&c.loop, "loop", true, "also time the same changes through the simplest loop (a Node informer on cluster 1, one Peer merge patch on cluster 2)")
 	flag.IntVar(&c.burst, "burst", 100, "changes of distinct nodes spread over one second, each timed until it is everywhere (0: none; needs -granularity=Full)")
 	flag.DurationVar(&c.steady, "steady", time.Minute, "how long writes are counted in steady state")
+	flag.StringVar(&c.cpuProfile, "cpuprofile", "", "write the server's CPU profile during the single changes to this file")
+	flag.DurationVar(&c.cpuProfileFor, "cpuprofile-duration", 30*time.Second, "how long the -cpuprofile profile runs, from the first single change")
 	flag.Func("server-arg", "a flag for kilo-mesh-apiserver, e.g. --member-cluster-qps=200 (repeatable)", func(s string) error {
 		c.serverArgs = append(c.serverArgs, s)
 		return nil
@@ -131,10 +135,15 @@ func run(ctx context.Context, c config) error {
 	if err != nil {
 		return err
 	}
+	waitProfile := func() {}
+	if c.cpuProfile != "" {
+		waitProfile = cpuProfile(ctx, direct, c.cpuProfileFor, c.cpuProfile)
+	}
 	p50, p99, worst, err := b.singleChanges(ctx)
 	if err != nil {
 		return err
 	}
+	waitProfile()
 	afterChanges, err := framework.Scrape(ctx, direct)
 	if err != nil {
 		return err

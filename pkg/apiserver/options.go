@@ -135,8 +135,9 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	fs.BoolVar(&o.AllowInsecureKubeconfigs, "allow-insecure-kubeconfigs", o.AllowInsecureKubeconfigs,
 		"Accept member-cluster kubeconfigs with insecure-skip-tls-verify. Off by default: tenants' kubeconfigs are untrusted.")
 	fs.Float32Var(&o.MemberQPS, "member-cluster-qps", o.MemberQPS,
-		"Requests per second to each member cluster (watches and Peer writes); it sets how fast a new mesh's Peers appear.")
-	fs.IntVar(&o.MemberBurst, "member-cluster-burst", o.MemberBurst, "Burst of requests to each member cluster.")
+		"Peer writes per second to each member cluster; it sets how fast a new mesh's Peers appear. The caches' lists and watches "+
+			"have a limit of their own, this one or 50 per second, whichever is lower.")
+	fs.IntVar(&o.MemberBurst, "member-cluster-burst", o.MemberBurst, "Burst of Peer writes to each member cluster (of lists and watches: this or 100, whichever is lower).")
 	fs.DurationVar(&o.HostAccessGracePeriod, "host-access-grace-period", o.HostAccessGracePeriod,
 		"How long ClusterMeshes stored before ClusterMeshGrants existed, and covered by none, keep their Peers on the cluster this server runs in "+
 			"(with Granted=False and an event) before losing them. Create the grants before upgrading.")

@@ -31,6 +31,10 @@ func installReconciler(generic *genericapiserver.GenericAPIServer, opts *reconci
 	if err != nil {
 		return fmt.Errorf("building the reconciler's client of the local cluster: %w", err)
 	}
+	lease, err := kubernetes.NewForConfig(leaseConfig(local))
+	if err != nil {
+		return fmt.Errorf("building the reconciler's Lease client: %w", err)
+	}
 	r, err := reconciler.New(reconciler.Config{
 		Options:      *opts,
 		Meshes:       meshes,
@@ -39,6 +43,7 @@ func installReconciler(generic *genericapiserver.GenericAPIServer, opts *reconci
 		Services:     services,
 		MeshREST:     meshREST,
 		Kube:         kube,
+		Lease:        lease,
 		Identity:     replicaIdentity(),
 		Installation: installation,
 	})
@@ -53,6 +58,17 @@ func installReconciler(generic *genericapiserver.GenericAPIServer, opts *reconci
 		}()
 		return nil
 	})
+}
+
+// leaseConfig is the configuration of the Lease's client: no client-side
+// rate limit (leader election paces itself, a request or two per retry
+// period), so that a renewal never waits behind the events or any other
+// request of the server and the Lease is not lost to the server's own
+// traffic (issue 21).
+func leaseConfig(local *rest.Config) *rest.Config {
+	cfg := rest.AddUserAgent(rest.CopyConfig(local), "kilo-mesh-apiserver/leader-election")
+	cfg.RateLimiter, cfg.QPS = nil, -1
+	return cfg
 }
 
 // meshRESTClient talks to the server's own mesh API over the loopback

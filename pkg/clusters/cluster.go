@@ -78,6 +78,9 @@ type cluster struct {
 	credentialExpiry time.Time
 
 	transport http.RoundTripper
+	// writeLimiter paces the Peer writes, cacheLimiter the caches' lists
+	// and watches (and the services clients).
+	writeLimiter, cacheLimiter flowcontrol.RateLimiter
 	// peerWrite carries a request timeout; the informers' clients do not.
 	peerWrite      dynamic.NamespaceableResourceInterface
 	probeREST      rest.Interface
@@ -86,6 +89,8 @@ type cluster struct {
 	// into unstructured maps would take several times their size.
 	peerRead rest.Interface
 	nodes    cache.SharedIndexInformer
+	// nodeList is the nodes informer's objects, sorted.
+	nodeList *sortedList[*corev1.Node]
 	// nodeLimit and peerLimit read the Nodes and Peers for the informers,
 	// bounded as the cluster's limits say.
 	nodeLimit *objectLimit
@@ -112,6 +117,7 @@ type cluster struct {
 
 type runningInformer struct {
 	informer cache.SharedIndexInformer
+	list     *sortedList[*kilov1alpha1.Peer]
 	cancel   context.CancelFunc
 }
 
@@ -136,14 +142,20 @@ func newCluster(id clusterID, cfg *rest.Config, opts clusterOptions, remote bool
 	if err != nil {
 		return nil, fmt.Errorf("building the transport: %w", err)
 	}
-	// One connection pool per cluster, released with it. The informers and
-	// Peer writes share a rate limiter; the probe has its own so that it is
-	// never queued behind a burst of writes. No client follows a redirect.
+	// One connection pool per cluster, released with it. The Peer writes
+	// have a rate limiter of their own, the caches another, and the probe
+	// another, so that none is queued behind the others' bursts (a change's
+	// write behind a relist, a probe behind a mesh's creation). No client
+	// follows a redirect.
 	watchClient := &http.Client{Transport: c.transport, CheckRedirect: memberaccess.NoRedirects}
 	requestClient := &http.Client{Transport: c.transport, Timeout: requestTimeout, CheckRedirect: memberaccess.NoRedirects}
 	c.identityClient = requestClient
 	probeCfg := rest.CopyConfig(cfg)
-	cfg.RateLimiter = flowcontrol.NewTokenBucketRateLimiter(cfg.QPS, cfg.Burst)
+	c.writeLimiter = flowcontrol.NewTokenBucketRateLimiter(cfg.QPS, cfg.Burst)
+	c.cacheLimiter = flowcontrol.NewTokenBucketRateLimiter(min(cfg.QPS, CacheQPS), min(cfg.Burst, CacheBurst))
+	writeCfg := rest.CopyConfig(cfg)
+	writeCfg.RateLimiter = c.writeLimiter
+	cfg.RateLimiter = c.cacheLimiter
 
 	kubeCfg := rest.CopyConfig(cfg)
 	kubeCfg.ContentType = runtime.ContentTypeProtobuf
@@ -160,7 +172,7 @@ func newCluster(id clusterID, cfg *rest.Config, opts clusterOptions, remote bool
 	if c.peerRead, err = rest.RESTClientForConfigAndClient(peerCfg, watchClient); err != nil {
 		return nil, fmt.Errorf("building the Peer client: %w", err)
 	}
-	dynWrite, err := dynamic.NewForConfigAndClient(cfg, requestClient)
+	dynWrite, err := dynamic.NewForConfigAndClient(writeCfg, requestClient)
 	if err != nil {
 		return nil, fmt.Errorf("building the dynamic client: %w", err)
 	}
@@ -185,10 +197,12 @@ func newCluster(id clusterID, cfg *rest.Config, opts clusterOptions, remote bool
 	}
 	c.nodeLimit = nodeLimit(kube.CoreV1().Nodes(), opts.maxNodes, c.budget, opts.clock)
 	c.peerLimit = peerLimit(c.peerRead, maxPeers, c.budget, opts.clock)
-	c.nodes, err = c.newInformer(resourceNodes, &corev1.Node{}, c.nodeLimit)
+	c.nodeList = newSortedList[*corev1.Node]()
+	c.nodes, err = c.newListedInformer(resourceNodes, &corev1.Node{}, c.nodeLimit, c.nodeList.touched)
 	if err != nil {
 		return nil, err
 	}
+	c.nodeList.store = c.nodes.GetStore()
 	return c, nil
 }
 
@@ -196,6 +210,15 @@ func newCluster(id clusterID, cfg *rest.Config, opts clusterOptions, remote bool
 // every object down to what the cache keeps, so the informer needs no
 // transform of its own.
 func (c *cluster) newInformer(resource string, example runtime.Object, l *objectLimit) (cache.SharedIndexInformer, error) {
+	return c.newListedInformer(resource, example, l, nil)
+}
+
+// newListedInformer is newInformer whose event handler calls touched (when
+// not nil) with every object it hears of, before reporting the change.
+func (c *cluster) newListedInformer(resource string, example runtime.Object, l *objectLimit, touched func(any)) (cache.SharedIndexInformer, error) {
+	if touched == nil {
+		touched = func(any) {}
+	}
 	lw := &cache.ListWatch{ListWithContextFunc: l.List, WatchFuncWithContext: l.Watch}
 	inf := cache.NewSharedIndexInformerWithOptions(newObservedListWatch(lw, resource, c.health), example,
 		cache.SharedIndexInformerOptions{ObjectDescription: resource + " of " + c.server})
@@ -206,16 +229,21 @@ func (c *cluster) newInformer(resource string, example runtime.Object, l *object
 	// whole list once it has synced.
 	if _, err := inf.AddEventHandler(cache.ResourceEventHandlerDetailedFuncs{
 		AddFunc: func(obj any, initial bool) {
+			touched(obj)
 			if !initial {
 				c.changed(resource, "add", obj)
 			}
 		},
 		UpdateFunc: func(oldObj, newObj any) {
+			touched(newObj)
 			if !unchanged(oldObj, newObj, c.opts.clock.Now()) {
 				c.changed(resource, "update", newObj)
 			}
 		},
-		DeleteFunc: func(obj any) { c.changed(resource, "delete", obj) },
+		DeleteFunc: func(obj any) {
+			touched(obj)
+			c.changed(resource, "delete", obj)
+		},
 	}); err != nil {
 		return nil, fmt.Errorf("%s informer: %w", resource, err)
 	}
@@ -237,8 +265,14 @@ func (c *cluster) changed(resource, event string, obj any) {
 	}
 }
 
-func (c *cluster) newPeerInformer() (cache.SharedIndexInformer, error) {
-	return c.newInformer(resourcePeers, &kilov1alpha1.Peer{}, c.peerLimit)
+func (c *cluster) newPeerInformer() (*runningInformer, error) {
+	list := newSortedList[*kilov1alpha1.Peer]()
+	inf, err := c.newListedInformer(resourcePeers, &kilov1alpha1.Peer{}, c.peerLimit, list.touched)
+	if err != nil {
+		return nil, err
+	}
+	list.store = inf.GetStore()
+	return &runningInformer{informer: inf, list: list}, nil
 }
 
 // name identifies the cluster in logs without its credentials.
@@ -297,14 +331,15 @@ func (c *cluster) setPeerInformer(served bool) {
 	}
 	switch {
 	case served && c.peers == nil:
-		inf, err := c.newPeerInformer()
+		running, err := c.newPeerInformer()
 		if err != nil {
 			klog.FromContext(c.ctx).Error(err, "Cannot watch Peers")
 			return
 		}
 		ctx, cancel := context.WithCancel(c.ctx)
-		c.peers = &runningInformer{informer: inf, cancel: cancel}
-		c.runInformerLocked(ctx, inf)
+		running.cancel = cancel
+		c.peers = running
+		c.runInformerLocked(ctx, running.informer)
 	case !served && c.peers != nil:
 		c.peers.cancel()
 		c.peers = nil
@@ -322,12 +357,16 @@ func (c *cluster) live() error {
 }
 
 func (c *cluster) peerInformer() cache.SharedIndexInformer {
+	if p := c.runningPeers(); p != nil {
+		return p.informer
+	}
+	return nil
+}
+
+func (c *cluster) runningPeers() *runningInformer {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if c.peers == nil {
-		return nil
-	}
-	return c.peers.informer
+	return c.peers
 }
 
 // synced reports whether the caches hold a complete list: Nodes, and Peers

@@ -67,9 +67,9 @@ func (c *cluster) state() ClusterState {
 		st.Synced = false
 		return st
 	}
-	st.Nodes = listByKey[*corev1.Node](c.nodes.GetStore())
-	if peers := c.peerInformer(); peers != nil {
-		st.Peers = listByKey[*kilov1alpha1.Peer](peers.GetStore())
+	st.Nodes = c.nodeList.list()
+	if peers := c.runningPeers(); peers != nil {
+		st.Peers = peers.list.list()
 	}
 	return st
 }

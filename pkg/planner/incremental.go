@@ -19,7 +19,8 @@ import (
 // endpoint, keepalive, leader hint, or only its check-in time), also when
 // its group's leadership moves between two nodes without notes or warnings
 // that depend on leading (incremental_leader.go); a Peer this mesh manages
-// created, edited or deleted on a target holding no Peer of others; the
+// created, edited or deleted on a target holding no Peer of others; a Peer
+// of others whose change moves nothing the planner reads of it; the
 // clock moving on while no node's check-in expires. Everything else is
 // planned whole, because it can move what the whole mesh shares: a group
 // appearing or going renumbers the WireGuard IPs of its cluster, addresses

@@ -165,6 +165,9 @@ func (u *patch) peer(c *PeerChange) bool {
 	}
 	t := pl.sources[ti]
 	x := &pl.held[ti]
+	if t.reachable && !u.st.peerDups[ti] && !u.st.hostLimited && x.foreignUnread(c, pl) {
+		return true
+	}
 	if !t.reachable || pl.anyKept || pl.keyClashes || len(x.foreign) > 0 || u.st.peerDups[ti] {
 		return false
 	}
@@ -193,6 +196,29 @@ func (u *patch) peer(c *PeerChange) bool {
 		want = u.plan.DesiredPeers[t.name][k]
 	}
 	u.rediff(t, name, want)
+	return true
+}
+
+// foreignUnread takes the change of a Peer of others that moves nothing the
+// planner reads of it (its name, labels, annotations, key, addresses and
+// whether kg accepts it stay; its endpoint or keepalive moved, or only its
+// metadata): the plan stays as it is, and the held Peers point to the new
+// object. Such a Peer is commonly another controller's, patched often
+// (issue 21's simplest loop); planning whole for each of its changes cost a
+// whole plan per change of a target holding one.
+func (x *existingPeers) foreignUnread(c *PeerChange, pl *planner) bool {
+	o, n := c.Old, c.New
+	if o == nil || n == nil || o.Name != n.Name || IsManagedBy(o, pl.in.MeshNamespace, pl.in.MeshName, pl.in.MeshUID) ||
+		IsManagedBy(n, pl.in.MeshNamespace, pl.in.MeshName, pl.in.MeshUID) || x.foreignByName[o.Name] != o ||
+		!maps.Equal(o.Labels, n.Labels) || !maps.Equal(o.Annotations, n.Annotations) || o.Spec.PublicKey != n.Spec.PublicKey ||
+		!slices.Equal(o.Spec.AllowedIPs, n.Spec.AllowedIPs) || (len(o.Validate()) > 0) != (len(n.Validate()) > 0) {
+		return false
+	}
+	i := slices.Index(x.foreign, o)
+	if i < 0 {
+		return false
+	}
+	x.foreign[i], x.foreignByName[o.Name] = n, n
 	return true
 }
 

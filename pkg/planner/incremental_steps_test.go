@@ -129,7 +129,7 @@ var stepKinds = []struct {
 		}
 		i := r.Intn(len(snap.Peers))
 		peers := slices.Clone(snap.Peers)
-		switch r.Intn(4) {
+		switch r.Intn(5) {
 		case 0:
 			peers = slices.Delete(peers, i, i+1)
 		case 1:
@@ -139,6 +139,11 @@ var stepKinds = []struct {
 		case 2:
 			p := peers[i].DeepCopy()
 			p.Spec.Endpoint = &kilov1alpha1.PeerEndpoint{DNSOrIP: kilov1alpha1.DNSOrIP{IP: "192.0.2.1"}, Port: 51820}
+			peers[i] = p
+		case 3:
+			// A keepalive kg refuses: the Peer no longer counts for kg.
+			p := peers[i].DeepCopy()
+			p.Spec.PersistentKeepalive = -1
 			peers[i] = p
 		default:
 			p := peers[i].DeepCopy()

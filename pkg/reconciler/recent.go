@@ -61,6 +61,8 @@ type recentWrite struct {
 	// through.
 	at   time.Time
 	conn string
+	// seen: a member cache showed the write (its echo).
+	seen bool
 }
 
 func newRecentWrites() *recentWrites {
@@ -82,7 +84,7 @@ func (r *recentWrites) remember(k recentKey, conn string, want *kilov1alpha1.Pee
 		seenEarly = w.seen
 		delete(r.inflight, cp)
 	}
-	r.m[k] = recentWrite{want: want, before: before, after: after, at: r.now(), conn: conn}
+	r.m[k] = recentWrite{want: want, before: before, after: after, at: r.now(), conn: conn, seen: seenEarly}
 	r.byConn[cp] = k
 	return seenEarly
 }
@@ -131,6 +133,8 @@ func (r *recentWrites) echo(conn string, peer *kilov1alpha1.Peer) (k recentKey, 
 	if !ok || w.conn != conn || w.want == nil || w.after != peer.ResourceVersion || r.now().Sub(w.at) > writeMemory {
 		return recentKey{}, time.Time{}, false
 	}
+	w.seen = true
+	r.m[k] = w
 	return k, w.at, true
 }
 
@@ -168,12 +172,15 @@ func (r *recentWrites) done(k recentKey, conn string, want, cached *kilov1alpha1
 	if cached != nil {
 		rv = cached.ResourceVersion
 	}
-	switch rv {
-	case w.after:
+	switch {
+	case rv == w.after:
 		return true, true
-	case w.before:
+	case rv == w.before && !w.seen:
 		return true, false
 	}
+	// A cache back at what the write replaced after it showed the write
+	// (a Peer the write created, deleted since) was changed by someone
+	// else: waiting out writeMemory would only delay its repair.
 	return false, false
 }
 

@@ -231,3 +231,44 @@ func TestWriteEchoes(t *testing.T) {
 		t.Errorf("forget left %d writes, %d by connection, %d in flight", len(recent.m), len(recent.byConn), len(recent.inflight))
 	}
 }
+
+// TestWriteDeletedSince: a Peer this replica created and a member cache
+// then showed, gone from the cache since, was deleted by someone else:
+// the next pass writes it again at once, rather than taking the create
+// as not seen yet and waiting out writeMemory. A create the cache has not
+// shown yet is still done.
+func TestWriteDeletedSince(t *testing.T) {
+	want := &kilov1alpha1.Peer{ObjectMeta: metav1.ObjectMeta{Name: "p"}}
+	want.Spec.PublicKey = "k"
+	k := recentKey{mesh: types.NamespacedName{Namespace: "ns", Name: "m"}, cluster: "eu", peer: "p"}
+	for _, c := range []struct {
+		name     string
+		echo     string // "": none; "early": before the answer; "late": after it
+		wantDone bool
+	}{
+		{"the create not shown yet", "", true},
+		{"shown before its answer, deleted since", "early", false},
+		{"shown after its answer, deleted since", "late", false},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			r := newRecentWrites()
+			shown := want.DeepCopy()
+			shown.ResourceVersion = "7"
+			r.begin(k, "conn", want)
+			if c.echo == "early" {
+				if _, _, ok := r.echo("conn", shown); !ok {
+					t.Fatal("the early echo was not recognised")
+				}
+			}
+			r.remember(k, "conn", want, "", "7")
+			if c.echo == "late" {
+				if _, _, ok := r.echo("conn", shown); !ok {
+					t.Fatal("the echo was not recognised")
+				}
+			}
+			if done, _ := r.done(k, "conn", want, nil); done != c.wantDone {
+				t.Errorf("done = %v with the Peer gone from the cache, want %v", done, c.wantDone)
+			}
+		})
+	}
+}

@@ -55,8 +55,11 @@ type Config struct {
 	// (the loopback client): status and finalizer writes go through the
 	// full request path, so admission and managed fields apply to them.
 	MeshREST rest.Interface
-	// Kube is the local cluster: the Lease and the Events.
+	// Kube is the local cluster: the Events, and the Lease when Lease is nil.
 	Kube kubernetes.Interface
+	// Lease is the local cluster's client for the Lease alone, so that a
+	// renewal never waits behind another request's client-side rate limit.
+	Lease kubernetes.Interface
 	// Identity names this replica in the Lease.
 	Identity string
 	// Services computes multi-cluster services (the plan cache, like
@@ -78,6 +81,7 @@ type Reconciler struct {
 	services     ServicesPlanner
 	meshAPI      meshAPI
 	kube         kubernetes.Interface
+	lease        kubernetes.Interface
 	identity     string
 	installation string
 
@@ -124,6 +128,7 @@ func New(cfg Config) (*Reconciler, error) {
 		services:     cfg.Services,
 		meshAPI:      meshAPI{client: cfg.MeshREST},
 		kube:         cfg.Kube,
+		lease:        cfg.Lease,
 		identity:     cfg.Identity,
 		installation: cfg.Installation,
 		broadcaster:  broadcaster,
@@ -136,6 +141,9 @@ func New(cfg Config) (*Reconciler, error) {
 		writer:       newFairWriter(),
 		series:       newClusterSeries(),
 		clock:        newChangeClock(),
+	}
+	if r.lease == nil {
+		r.lease = cfg.Kube
 	}
 	if _, err := cfg.Meshes.AddEventHandler(cache.ResourceEventHandlerFuncs{
 		AddFunc:    r.meshChanged,

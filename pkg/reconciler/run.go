@@ -42,7 +42,7 @@ func (r *Reconciler) Run(ctx context.Context) error {
 	}
 	le := r.opts.LeaderElection
 	lock, err := resourcelock.New(le.ResourceLock, le.ResourceNamespace, le.ResourceName,
-		r.kube.CoreV1(), r.kube.CoordinationV1(), resourcelock.ResourceLockConfig{Identity: r.identity})
+		r.lease.CoreV1(), r.lease.CoordinationV1(), resourcelock.ResourceLockConfig{Identity: r.identity})
 	if err != nil {
 		return fmt.Errorf("building the leader election lock: %w", err)
 	}

@@ -188,7 +188,7 @@ func (r *Reconciler) applyPlan(ctx context.Context, mesh *meshv1alpha1.ClusterMe
 			cluster: tp.Cluster,
 			target:  tp,
 			desired: plan.DesiredPeers[tp.Cluster],
-			cached:  byName(state.Peers),
+			cached:  cachedOf(state.Peers, tp),
 			client:  client,
 			recent:  r.recent,
 			writer:  r.writer,
@@ -204,6 +204,29 @@ func (r *Reconciler) applyPlan(ctx context.Context, mesh *meshv1alpha1.ClusterMe
 	}
 	wg.Wait()
 	return results
+}
+
+// cachedOf is what a pass on target reads of its cached Peers (a
+// ClusterState's, sorted by name): those it creates, updates or deletes.
+// A map of every cached Peer, thousands on a large mesh, cost more than a
+// single change's writes (issue 21).
+func cachedOf(peers []*kilov1alpha1.Peer, target *meshv1alpha1.TargetPlan) map[string]*kilov1alpha1.Peer {
+	m := make(map[string]*kilov1alpha1.Peer, len(target.Create)+len(target.Update)+len(target.Delete))
+	find := func(name string) {
+		if i, ok := slices.BinarySearchFunc(peers, name, func(p *kilov1alpha1.Peer, n string) int { return strings.Compare(p.Name, n) }); ok {
+			m[name] = peers[i]
+		}
+	}
+	for _, n := range target.Create {
+		find(n)
+	}
+	for _, u := range target.Update {
+		find(u.Name)
+	}
+	for _, n := range target.Delete {
+		find(n)
+	}
+	return m
 }
 
 func byName(peers []*kilov1alpha1.Peer) map[string]*kilov1alpha1.Peer {

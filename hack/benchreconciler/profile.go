@@ -1,0 +1,44 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"log"
+	"os"
+	"time"
+
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+)
+
+// cpuProfile writes the server's CPU profile over the next d to path, from
+// its /debug/pprof (the generic server's --profiling, on by default); the
+// returned function waits for it. It shows where a phase's time goes in the
+// process, which the stage budget cannot split further.
+func cpuProfile(ctx context.Context, cfg *rest.Config, d time.Duration, path string) (wait func()) {
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		if err := fetchProfile(ctx, cfg, d, path); err != nil {
+			log.Printf("CPU profile not written: %v", err)
+			return
+		}
+		log.Printf("CPU profile of the server over %s written to %s", d, path)
+	}()
+	return func() { <-done }
+}
+
+func fetchProfile(ctx context.Context, cfg *rest.Config, d time.Duration, path string) error {
+	cfg = rest.CopyConfig(cfg)
+	cfg.Timeout = d + time.Minute
+	client, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		return err
+	}
+	raw, err := client.Discovery().RESTClient().Get().AbsPath("/debug/pprof/profile").
+		Param("seconds", fmt.Sprint(int(d.Seconds()))).DoRaw(ctx)
+	if err != nil {
+		return fmt.Errorf("reading /debug/pprof/profile of %s: %w", cfg.Host, err)
+	}
+	return os.WriteFile(path, raw, 0o644)
+}
