@@ -183,7 +183,7 @@ func (st *State) merge(in *Input) *Output {
 	slices.SortStableFunc(order, func(a, b int) int { return strings.Compare(in.Clusters[a].Name, in.Clusters[b].Name) })
 	out := &Output{}
 	for j, i := range order {
-		co := ClusterOutput{Name: in.Clusters[i].Name, Reachable: in.Clusters[i].Reachable}
+		co := ClusterOutput{Name: in.Clusters[i].Name, Reachable: in.Clusters[i].Reachable, Reason: in.Clusters[i].Reason, Message: in.Clusters[i].Message}
 		wanted := map[string]map[types.NamespacedName]bool{"import": {}, "service": {}, "slice": {}}
 		var del Deletions
 		for _, key := range keys {

@@ -209,9 +209,12 @@ var perServiceStepKinds = []perServiceStep{
 	{"written", func(r *rand.Rand, in *Input) *Input { return applied(in, Compute(in)) }},
 	{"shared", func(r *rand.Rand, in *Input) *Input {
 		return editCluster(r, in, func(cl *Cluster) {
-			switch r.IntN(3) {
+			switch r.IntN(4) {
 			case 0:
 				cl.Reachable = !cl.Reachable
+			case 3:
+				// A reason can arrive after the cluster became unreachable.
+				cl.Reason, cl.Message = []string{"", "MCSCRDMissing", "TooManyEndpoints"}[r.IntN(3)], "reason "+strconv.Itoa(r.IntN(3))
 			case 1:
 				ns := stepNamespaces[r.IntN(2)]
 				if k := slices.Index(cl.Namespaces, ns); k >= 0 {
