@@ -14,6 +14,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -83,6 +84,8 @@ type bench struct {
 	peers  []dynamic.ResourceInterface
 	meta   []metadata.ResourceInterface
 	uid    types.UID
+	// checkInsSent counts the check-in stream's patches answered.
+	checkInsSent atomic.Int64
 }
 
 func run(ctx context.Context, c config) error {
@@ -225,6 +228,7 @@ func run(ctx context.Context, c config) error {
 	fmt.Printf("| ClusterMesh writes per minute in steady state | %.1f | 0 |\n", perMinute.meshes)
 	fmt.Printf("| Lease writes per minute (leader election renewals) | %.1f | |\n", perMinute.leases)
 	fmt.Printf("| server resident memory at the end (peak) | %d MiB (%d MiB) | < 300 MiB |\n", rss>>20, hwm>>20)
+	perMinute.cpu.print(b.steady)
 	if passes > 0 {
 		fmt.Printf("| reconcile passes, mean duration | %.0f, %s | |\n", passes, time.Duration(passTime/passes*float64(time.Second)).Round(time.Millisecond))
 	}
