@@ -21,7 +21,8 @@ import (
 func (b *bench) checkIns(ctx context.Context, period time.Duration) (stop func() (sent, failed int64)) {
 	ctx, cancel := context.WithCancel(ctx)
 	var wg sync.WaitGroup
-	var sent, failed atomic.Int64
+	var failed atomic.Int64
+	sent := &b.checkInsSent
 	for i := range b.clusters {
 		wg.Go(func() {
 			tick := time.NewTicker(period / time.Duration(b.nodes))

@@ -49,7 +49,10 @@ func loadAverage() string {
 	return strings.Join(strings.Fields(string(b))[:3], " ")
 }
 
-type writeRates struct{ peers, meshes, leases float64 }
+type writeRates struct {
+	peers, meshes, leases float64
+	cpu                   steadyCPU
+}
 
 // steadyWrites counts the write requests the clusters and the server serve
 // while nothing changes.
@@ -80,7 +83,9 @@ func (b *bench) steadyWrites(ctx context.Context) (writeRates, error) {
 	if err != nil {
 		return writeRates{}, err
 	}
+	cpuBefore, sentBefore := cpuByCommand(), b.checkInsSent.Load()
 	time.Sleep(b.steady)
+	cpuAfter, sentAfter := cpuByCommand(), b.checkInsSent.Load()
 	after, err := count()
 	if err != nil {
 		return writeRates{}, err
@@ -90,5 +95,6 @@ func (b *bench) steadyWrites(ctx context.Context) (writeRates, error) {
 		peers:  (after.peers - before.peers) / per,
 		meshes: (after.meshes - before.meshes) / per,
 		leases: (after.leases - before.leases) / per,
+		cpu:    steadyCPU{used: cpuUsed(cpuBefore, cpuAfter), checkIns: sentAfter - sentBefore},
 	}, nil
 }

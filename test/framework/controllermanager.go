@@ -39,6 +39,7 @@ func (e *Env) startControllerManagers() error {
 			"--profiling=false",
 			"--v=1",
 		}
+		args = append(args, e.opts.ExtraControllerManagerArgs...)
 		c.ControllerManagerLogPath = filepath.Join(e.Dir, "logs", c.Name+"-kube-controller-manager.log")
 		c.controllers = newProcess("kube-controller-manager "+c.Name, e.tools.KubeControllerManager, c.ControllerManagerLogPath, args)
 		if err := c.controllers.start(); err != nil {

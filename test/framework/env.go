@@ -91,6 +91,9 @@ type Options struct {
 	ServiceCIDRs []string
 	// ExtraAPIServerArgs are appended to every kube-apiserver's flags.
 	ExtraAPIServerArgs []string
+	// ExtraControllerManagerArgs are appended to every
+	// kube-controller-manager's flags.
+	ExtraControllerManagerArgs []string
 	// Logf receives progress messages (default: discarded).
 	Logf func(format string, args ...any)
 }
