@@ -71,6 +71,9 @@ type objectLimit struct {
 	keep func(runtime.Object) (runtime.Object, int64)
 	// newList is the list the informer gets.
 	newList func(metav1.ListMeta, []runtime.Object) runtime.Object
+	// heard, when set, is told of each object event a watch delivers, as
+	// it arrives.
+	heard func()
 
 	mu       sync.Mutex
 	weights  map[string]int64 // by name: the last list, then watch events
@@ -186,6 +189,9 @@ func (l *objectLimit) Watch(ctx context.Context, o metav1.ListOptions) (watch.In
 func (l *objectLimit) counted(e watch.Event) (watch.Event, bool) {
 	switch e.Type {
 	case watch.Added, watch.Modified, watch.Deleted:
+		if l.heard != nil {
+			l.heard()
+		}
 	case watch.Error:
 		return memberaccess.SanitizeEvent(e), true
 	default:

@@ -136,6 +136,8 @@ func TestObjectLimitWatch(t *testing.T) {
 	clk := clocktesting.NewFakeClock(time.Now())
 	f := &fakeNodes{n: 3}
 	l := f.limit(4, nil, clk)
+	heard := 0
+	l.heard = func() { heard++ }
 	if _, err := l.List(context.Background(), metav1.ListOptions{}); err != nil {
 		t.Fatal(err)
 	}
@@ -166,6 +168,12 @@ func TestObjectLimitWatch(t *testing.T) {
 	}
 	if member.Message != "SECRET-BODY of the member" {
 		t.Error("the event's object was modified in place")
+	}
+	event(watch.Bookmark, &corev1.Node{ObjectMeta: metav1.ObjectMeta{ResourceVersion: "20"}})
+	// Each object event is evidence of a live server for the probe; errors
+	// and bookmarks are not.
+	if heard != 6 {
+		t.Errorf("heard of %d events, want the 6 object events", heard)
 	}
 }
 

@@ -149,6 +149,9 @@ func newCluster(id clusterID, cfg *rest.Config, opts clusterOptions, remote bool
 	// follows a redirect.
 	watchClient := &http.Client{Transport: c.transport, CheckRedirect: memberaccess.NoRedirects}
 	requestClient := &http.Client{Transport: c.transport, Timeout: requestTimeout, CheckRedirect: memberaccess.NoRedirects}
+	// The probe's requests tell the member the probe's own timeout (the
+	// timeout parameter client-go sends), not the writes' longer one.
+	probeClient := &http.Client{Transport: c.transport, Timeout: opts.probeTimeout, CheckRedirect: memberaccess.NoRedirects}
 	c.identityClient = requestClient
 	probeCfg := rest.CopyConfig(cfg)
 	c.writeLimiter = flowcontrol.NewTokenBucketRateLimiter(cfg.QPS, cfg.Burst)
@@ -176,7 +179,7 @@ func newCluster(id clusterID, cfg *rest.Config, opts clusterOptions, remote bool
 	if err != nil {
 		return nil, fmt.Errorf("building the dynamic client: %w", err)
 	}
-	probeKube, err := kubernetes.NewForConfigAndClient(probeCfg, requestClient)
+	probeKube, err := kubernetes.NewForConfigAndClient(probeCfg, probeClient)
 	if err != nil {
 		return nil, fmt.Errorf("building the probe client: %w", err)
 	}
@@ -219,6 +222,9 @@ func (c *cluster) newListedInformer(resource string, example runtime.Object, l *
 	if touched == nil {
 		touched = func(any) {}
 	}
+	// Every event a watch delivers is evidence of a live server for the
+	// probe (health.slowProbe).
+	l.heard = c.health.heard
 	lw := &cache.ListWatch{ListWithContextFunc: l.List, WatchFuncWithContext: l.Watch}
 	inf := cache.NewSharedIndexInformerWithOptions(newObservedListWatch(lw, resource, c.health), example,
 		cache.SharedIndexInformerOptions{ObjectDescription: resource + " of " + c.server})

@@ -3,6 +3,7 @@ package clusters
 import (
 	"context"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -17,6 +18,10 @@ type health struct {
 	clock    clock.PassiveClock
 	onChange func()        // called without the lock when the visible state changed
 	kick     chan struct{} // buffered: a probe is wanted now
+	// events counts the object events the cluster's watches delivered,
+	// evidence that the server is alive between probes; an atomic, as
+	// members send hundreds a second.
+	events atomic.Uint64
 
 	mu        sync.Mutex
 	started   uint64        // probes started
@@ -34,6 +39,9 @@ type health struct {
 	identity    string
 	identityAt  time.Time
 	identityErr *memberaccess.Error
+	// slowProbes is how many probes in a row ran out of time while the
+	// watches delivered events (see slowProbe).
+	slowProbes int
 }
 
 var _ observer = (*health)(nil)
@@ -92,20 +100,65 @@ func (h *health) requestProbe() {
 	}
 }
 
-func (h *health) startProbe() uint64 {
+// probeRun is one probe: its number, and the events the watches had
+// delivered when it started.
+type probeRun struct {
+	seq    uint64
+	events uint64
+}
+
+func (h *health) startProbe() probeRun {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	h.started++
-	return h.started
+	return probeRun{seq: h.started, events: h.events.Load()}
 }
 
-// finishProbe records the outcome of probe number seq: probeErr nil means
+// heard counts an object event a watch of the cluster delivered.
+func (h *health) heard() {
+	h.events.Add(1)
+}
+
+// maxSlowProbes is how many probes in a row may run out of time without
+// the cluster becoming unreachable, as long as its watches deliver events
+// meanwhile: enough for an overloaded member answering /readyz late now
+// and then, few enough that its Peer CRD and identity, which only a probe
+// that was answered checks, are never more than three probe intervals
+// older than they would otherwise be.
+const maxSlowProbes = 2
+
+// slowProbe records run, a probe that ran out of time without an answer,
+// as slow rather than failed when the cluster was reachable, its watches
+// delivered an event while the probe ran, and fewer than maxSlowProbes
+// probes before it in a row were slow: nothing visible changes. It returns
+// how many probes in a row were slow, and false (recording nothing) when
+// the probe must be finished as failed.
+func (h *health) slowProbe(run probeRun) (int, bool) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.completed == 0 || !h.reachable || h.events.Load() == run.events || h.slowProbes >= maxSlowProbes {
+		return h.slowProbes, false
+	}
+	h.slowProbes++
+	h.completeLocked(run.seq)
+	return h.slowProbes, true
+}
+
+// completeLocked marks probe seq complete and wakes its waiters.
+func (h *health) completeLocked(seq uint64) {
+	h.completed = seq
+	close(h.probeDone)
+	h.probeDone = make(chan struct{})
+}
+
+// finishProbe records the outcome of probe run: probeErr nil means
 // reachable; crd nil means the Peer CRD's presence could not be told (for
 // crdErr; the last known presence is kept). It returns whether the Peer CRD
 // is known to be served, and whether this was the first probe or
 // reachability changed.
-func (h *health) finishProbe(seq uint64, probeErr *memberaccess.Error, crd *bool, crdErr *memberaccess.Error) (peerCRD, transition bool) {
+func (h *health) finishProbe(run probeRun, probeErr *memberaccess.Error, crd *bool, crdErr *memberaccess.Error) (peerCRD, transition bool) {
 	h.mu.Lock()
+	h.slowProbes = 0
 	transition = h.completed == 0
 	reachable := probeErr == nil
 	if reachable != h.reachable {
@@ -130,9 +183,7 @@ func (h *health) finishProbe(seq uint64, probeErr *memberaccess.Error, crd *bool
 		// No Peer informer runs, so its last failure no longer applies.
 		delete(h.streamErr, resourcePeers)
 	}
-	h.completed = seq
-	close(h.probeDone)
-	h.probeDone = make(chan struct{})
+	h.completeLocked(run.seq)
 	peerCRD = h.peerCRD
 	h.mu.Unlock()
 	if changed {

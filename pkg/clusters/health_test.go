@@ -124,3 +124,112 @@ func TestAwaitRecovery(t *testing.T) {
 		t.Fatal("not released by the context")
 	}
 }
+
+// TestSlowProbe: a probe that ran out of time leaves a reachable cluster
+// reachable when its watches delivered an event while the probe ran, at
+// most maxSlowProbes times in a row; any other failure, or a timeout
+// without such an event, makes it unreachable at once.
+func TestSlowProbe(t *testing.T) {
+	type step struct {
+		outcome string // "ok", "refused" or "timeout"
+		event   bool   // a watch delivered an event while the probe ran
+		want    bool   // reachable after the probe
+	}
+	ok := step{outcome: "ok", want: true}
+	for _, c := range []struct {
+		name        string
+		eventBefore bool // an event delivered before the steps' first probe started
+		steps       []step
+	}{
+		{"timeout with an event stays reachable", false, []step{ok, {"timeout", true, true}}},
+		{"timeout without an event is unreachable", true, []step{ok, {"timeout", false, false}}},
+		{"refused with an event is unreachable", false, []step{ok, {"refused", true, false}}},
+		{"the first probe is never slow", false, []step{{"timeout", true, false}}},
+		{"an unreachable cluster stays unreachable", false, []step{ok, {"refused", false, false}, {"timeout", true, false}, ok}},
+		{"at most two in a row", false, []step{ok, {"timeout", true, true}, {"timeout", true, true}, {"timeout", true, false}}},
+		{"an answered probe ends the row", false, []step{ok, {"timeout", true, true}, {"timeout", true, true}, ok, {"timeout", true, true}, {"timeout", true, true}}},
+		{"a failed probe ends the row", false, []step{ok, {"timeout", true, true}, {"timeout", false, false}, ok, {"timeout", true, true}}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			clk := clocktesting.NewFakePassiveClock(time.Unix(1000, 0))
+			changes := 0
+			h := newHealth(clk, func() { changes++ })
+			if c.eventBefore {
+				h.heard()
+			}
+			down := newError(memberaccess.ErrUnreachable, "", "connection refused")
+			timeout := newError(memberaccess.ErrUnreachable, "", "context deadline exceeded")
+			slowInARow := 0
+			for i, s := range c.steps {
+				clk.SetTime(clk.Now().Add(5 * time.Second))
+				before, changesBefore := h.view(), changes
+				run := h.startProbe()
+				if s.event {
+					h.heard()
+				}
+				// As cluster.probe does with checkReady's outcome.
+				var probeErr *memberaccess.Error
+				switch s.outcome {
+				case "refused":
+					probeErr = down
+				case "timeout":
+					probeErr = timeout
+				}
+				slow := false
+				if s.outcome == "timeout" {
+					var inARow int
+					if inARow, slow = h.slowProbe(run); slow {
+						slowInARow++
+						if inARow != slowInARow {
+							t.Errorf("step %d: %d slow probes in a row, want %d", i, inARow, slowInARow)
+						}
+					}
+				}
+				if !slow {
+					slowInARow = 0
+					h.finishProbe(run, probeErr, nil, nil)
+				}
+				v := h.view()
+				if v.reachable != s.want {
+					t.Fatalf("step %d (%s, event %v): reachable %v, want %v (problem %v)", i, s.outcome, s.event, v.reachable, s.want, v.problem)
+				}
+				if !v.probed {
+					t.Errorf("step %d: the probe was not recorded as completed", i)
+				}
+				if slow && (changes != changesBefore || !v.since.Equal(before.since) || v.problem != nil) {
+					t.Errorf("step %d: a slow probe changed what is seen: %d changes, since %v -> %v, problem %v", i, changes-changesBefore, before.since, v.since, v.problem)
+				}
+				if !s.want && (v.problem == nil || v.problem.Reason != memberaccess.ErrUnreachable) {
+					t.Errorf("step %d: unreachable with problem %v", i, v.problem)
+				}
+			}
+		})
+	}
+}
+
+// TestSlowProbeReleasesWaiters: a slow probe completes the probe a failed
+// list or watch call waits for, as an answered one does.
+func TestSlowProbeReleasesWaiters(t *testing.T) {
+	h := newHealth(clocktesting.NewFakePassiveClock(time.Now()), func() {})
+	h.finishProbe(h.startProbe(), nil, nil, nil)
+	done := make(chan error, 1)
+	go func() { done <- h.awaitRecovery(context.Background()) }()
+	select {
+	case <-h.kick:
+	case <-time.After(5 * time.Second):
+		t.Fatal("awaitRecovery asked for no probe")
+	}
+	run := h.startProbe()
+	h.heard()
+	if _, slow := h.slowProbe(run); !slow {
+		t.Fatal("not slow")
+	}
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("not released by a slow probe")
+	}
+}

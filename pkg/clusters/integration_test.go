@@ -52,6 +52,7 @@ func TestMemberClusters(t *testing.T) {
 	t.Run("cluster without the peer CRD", h.testNoPeerCRD)
 	t.Run("stopped member cluster", h.testStoppedCluster)
 	t.Run("frozen member cluster", h.testFrozenCluster)
+	t.Run("a busy member answering its probe late", h.testSlowProbe)
 	t.Run("server policy", h.testServerPolicy)
 	t.Run("verified identity", h.testIdentity)
 	t.Run("node limit", h.testNodeLimit)

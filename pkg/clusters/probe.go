@@ -46,10 +46,10 @@ func (c *cluster) probeLoop(ctx context.Context) {
 }
 
 func (c *cluster) probe(ctx context.Context) {
-	seq := c.health.startProbe()
+	run := c.health.startProbe()
 	pctx, cancel := context.WithTimeout(ctx, c.opts.probeTimeout)
 	defer cancel()
-	probeErr := c.checkReady(pctx)
+	probeErr, timedOut := c.checkReady(pctx)
 	var crd *bool
 	var crdErr *memberaccess.Error
 	if probeErr == nil {
@@ -60,9 +60,17 @@ func (c *cluster) probe(ctx context.Context) {
 		// Stopping: a cancelled probe says nothing about the cluster.
 		return
 	}
-	peerCRD, transition := c.health.finishProbe(seq, probeErr, crd, crdErr)
+	logger := klog.FromContext(ctx)
+	if timedOut {
+		if inARow, slow := c.health.slowProbe(run); slow {
+			// Its watches deliver: an overloaded server, not a lost one.
+			logger.V(2).Info("Member cluster probe slow", "inARow", inARow, "maxInARow", maxSlowProbes, "err", errorText(probeErr))
+			return
+		}
+	}
+	peerCRD, transition := c.health.finishProbe(run, probeErr, crd, crdErr)
 	if transition {
-		klog.FromContext(ctx).Info("Member cluster probed", "reachable", probeErr == nil, "peerCRD", peerCRD, "err", errorText(probeErr))
+		logger.Info("Member cluster probed", "reachable", probeErr == nil, "peerCRD", peerCRD, "err", errorText(probeErr))
 	}
 	c.setPeerInformer(peerCRD)
 	c.probeServices(ctx, probeErr == nil)
@@ -70,25 +78,26 @@ func (c *cluster) probe(ctx context.Context) {
 
 // checkReady asks /readyz. Forbidden and NotFound still prove a working
 // server that knows the credentials; only transport failures, 401 and
-// server errors make the cluster unreachable.
-func (c *cluster) checkReady(ctx context.Context) *memberaccess.Error {
+// server errors make the cluster unreachable. timedOut tells a probe that
+// got no answer in time from every other failure.
+func (c *cluster) checkReady(ctx context.Context) (probeErr *memberaccess.Error, timedOut bool) {
 	var code int
 	err := c.probeREST.Get().AbsPath("/readyz").MaxRetries(0).Do(ctx).StatusCode(&code).Error()
 	var own *memberaccess.Error
 	switch {
 	case err == nil, code == http.StatusForbidden, code == http.StatusNotFound:
-		return nil
+		return nil, false
 	case code == http.StatusUnauthorized:
-		return newError(memberaccess.ErrUnauthorized, "", "the cluster rejects the credentials (HTTP 401)")
+		return newError(memberaccess.ErrUnauthorized, "", "the cluster rejects the credentials (HTTP 401)"), false
 	case code >= 300 && code < 400:
-		return memberaccess.Redirected(code)
+		return memberaccess.Redirected(code), false
 	case code != 0:
-		return newError(memberaccess.ErrUnreachable, "", fmt.Sprintf("the API server is not ready (HTTP %d on /readyz)", code))
+		return newError(memberaccess.ErrUnreachable, "", fmt.Sprintf("the API server is not ready (HTTP %d on /readyz)", code)), false
 	case errors.As(err, &own):
 		// The dial policy refused the address: nothing was sent.
-		return own
+		return own, false
 	default:
-		return newError(memberaccess.ErrUnreachable, "", memberaccess.ErrorText(err))
+		return newError(memberaccess.ErrUnreachable, "", memberaccess.ErrorText(err)), errors.Is(err, context.DeadlineExceeded)
 	}
 }
 

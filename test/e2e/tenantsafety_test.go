@@ -169,6 +169,7 @@ func TestTenantSafety(t *testing.T) {
 	t.Run("heavy Nodes and a flood of Peers cannot exhaust the server's memory", ts.testMemory(first))
 	t.Run("many heavy members of one namespace get its share of the memory, not the server's", ts.testNamespaceBudget(first))
 	t.Run("a tenant's load on admission gets 429s, and another tenant's creates succeed", ts.testAdmissionLoad)
+	t.Run("a member that streams but stops answering its probe is unreachable at the third probe", ts.testStreamingMember)
 
 	t.Run("a loopback address outside the allowed set is never dialled", func(t *testing.T) {
 		// The server may dial 127.0.0.0/8 (the test clusters); ::1 is

@@ -32,6 +32,9 @@ type FakeContent struct {
 	// Peers, as fast as the client reads them, until it goes or the member
 	// holds MaxFloodPeers Peers; the Peers added are listed afterwards.
 	PeerFlood bool
+	// NodeTicks makes every watch of Nodes stream a MODIFIED event of the
+	// first Node (a Kilo check-in) every 100 ms until it goes.
+	NodeTicks bool
 }
 
 // MaxFloodPeers bounds a flood of Peers, so that a server reading it
@@ -54,6 +57,8 @@ func (f *FakeMember) serveContent(w http.ResponseWriter, r *http.Request) {
 	q := r.URL.Query()
 	watching := q.Get("watch") == "true" || q.Get("watch") == "1"
 	switch {
+	case r.URL.Path == "/api/v1/nodes" && watching && f.Content.NodeTicks:
+		f.tick(w, r)
 	case r.URL.Path == "/api/v1/nodes" && watching:
 		f.hold(w, r)
 	case r.URL.Path == "/api/v1/nodes":
@@ -175,6 +180,31 @@ func (f *FakeMember) flood(w http.ResponseWriter, r *http.Request) {
 			if fl != nil {
 				fl.Flush()
 			}
+		}
+	}
+}
+
+// tick streams a MODIFIED event of the first Node every 100 ms until the
+// client goes.
+func (f *FakeMember) tick(w http.ResponseWriter, r *http.Request) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(http.StatusOK)
+	fl, _ := w.(http.Flusher)
+	t := time.NewTicker(100 * time.Millisecond)
+	defer t.Stop()
+	for {
+		select {
+		case <-r.Context().Done():
+			return
+		case <-f.done:
+			return
+		case <-t.C:
+		}
+		if _, err := w.Write([]byte(`{"type":"MODIFIED","object":{"kind":"Node","apiVersion":"v1",` + f.nodeJSON(0)[1:] + "}\n")); err != nil {
+			return
+		}
+		if fl != nil {
+			fl.Flush()
 		}
 	}
 }

@@ -72,6 +72,10 @@ type FakeMember struct {
 	// watches added.
 	peers   atomic.Int64
 	largest atomic.Int64
+	// readyzHeld holds /readyz until the client gives up; readyzGivenUp
+	// counts those.
+	readyzHeld    atomic.Bool
+	readyzGivenUp atomic.Int64
 
 	mu   sync.Mutex
 	open map[net.Conn]bool
@@ -152,6 +156,13 @@ func (f *FakeMember) Stalled() int64 { return f.stalled.Load() }
 // Connections counts the connections it accepted.
 func (f *FakeMember) Connections() int64 { return f.conns.Load() }
 
+// HoldReadyz makes the fake member hold every /readyz (on) until the
+// client gives up, or answer it at once (off).
+func (f *FakeMember) HoldReadyz(on bool) { f.readyzHeld.Store(on) }
+
+// ReadyzGivenUp counts the held /readyz requests the client gave up on.
+func (f *FakeMember) ReadyzGivenUp() int64 { return f.readyzGivenUp.Load() }
+
 // Port is the port it listens on.
 func (f *FakeMember) Port() int { return f.ln.Addr().(*net.TCPAddr).Port }
 
@@ -195,6 +206,13 @@ func (f *FakeMember) serve(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	switch {
+	case r.URL.Path == "/readyz" && f.readyzHeld.Load():
+		select {
+		case <-r.Context().Done():
+			f.readyzGivenUp.Add(1)
+		case <-f.done:
+		}
+		return
 	case r.URL.Path == "/readyz":
 		_, _ = w.Write([]byte("ok"))
 		return
