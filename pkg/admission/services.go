@@ -21,7 +21,7 @@ import (
 // verified) is not refused here, and nothing names the second mesh: each
 // mesh writes only objects it owns, so in the shared cluster an import the
 // other mesh wrote first is blocked for it (ImportNotOwned), and once the
-// cluster is verified the later mesh's next write keeping it is refused.
+// cluster is verified the later mesh's next spec change keeping it is refused.
 func checkServicesClusters(mesh, old *meshv1alpha1.ClusterMesh, ours []entryRef, meshes cache.Indexer, members Members) field.ErrorList {
 	if mesh.Spec.MultiClusterServices != meshv1alpha1.MultiClusterServicesEnabled {
 		return nil
