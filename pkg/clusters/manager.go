@@ -254,11 +254,22 @@ func (m *Manager) Run(ctx context.Context) {
 // followed by watches, not by Follow). A replaced cluster's new caches are
 // set up before the old ones are released, so caches other meshes share
 // never stop; the connection of an entry that leaves is held (see
-// Config.HoldDeparted).
+// Config.HoldDeparted). When its bindings change the mesh is reported
+// changed: a pass that ran before Follow found it unsettled (Settled) and
+// would otherwise wait for its recheck.
 func (m *Manager) Follow(mesh *meshv1alpha1.ClusterMesh) {
 	key := types.NamespacedName{Namespace: mesh.Namespace, Name: mesh.Name}
+	if m.followBindings(key, mesh) {
+		m.queue.Add(key)
+	}
+}
+
+// followBindings binds the entries of mesh and reports whether any binding
+// changed; it takes Manager.mu itself.
+func (m *Manager) followBindings(key types.NamespacedName, mesh *meshv1alpha1.ClusterMesh) bool {
 	m.mu.Lock()
 	defer m.mu.Unlock()
+	changed := false
 	ms := m.meshes[key]
 	if ms == nil {
 		ms = &meshState{bindings: map[string]*binding{}}
@@ -273,6 +284,7 @@ func (m *Manager) Follow(mesh *meshv1alpha1.ClusterMesh) {
 		if old != nil && old.spec == spec {
 			continue
 		}
+		changed = true
 		ms.bindings[e.Name] = m.bindLocked(key, e.Name, spec)
 		if old != nil {
 			m.holdDepartedLocked(key, old)
@@ -281,12 +293,14 @@ func (m *Manager) Follow(mesh *meshv1alpha1.ClusterMesh) {
 	}
 	for name, b := range ms.bindings {
 		if !seen[name] {
+			changed = true
 			m.holdDepartedLocked(key, b)
 			m.unbindLocked(key, b)
 			delete(ms.bindings, name)
 		}
 	}
 	m.followServicesLocked(ms, mesh)
+	return changed
 }
 
 // Forget releases what a deleted mesh used; holds are left as they are.

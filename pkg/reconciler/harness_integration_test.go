@@ -49,6 +49,14 @@ type harness struct {
 
 func newHarness(t *testing.T, n int) *harness {
 	t.Helper()
+	return newGatedHarness(t, n, nil)
+}
+
+// newGatedHarness is newHarness whose member connections follow each
+// stored mesh only once gate(mesh) returns (nil: at once, the server's
+// wiring): a test orders the reconciler's pass and Follow with it.
+func newGatedHarness(t *testing.T, n int, gate func(*meshv1alpha1.ClusterMesh)) *harness {
+	t.Helper()
 	env := framework.StartT(t, framework.Options{Clusters: n})
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(cancel)
@@ -104,7 +112,7 @@ func newHarness(t *testing.T, n int) *harness {
 	}, &meshv1alpha1.ClusterMesh{}, 0, cache.Indexers{})
 	// The server's wiring: the member connections and the plan cache
 	// follow the meshes.
-	if err := h.mgr.FollowMeshes(h.meshes); err != nil {
+	if err := h.followMeshes(gate); err != nil {
 		t.Fatal(err)
 	}
 	if h.plans, err = plancache.New(plancache.Config{Members: h.mgr}); err != nil {
@@ -119,6 +127,31 @@ func newHarness(t *testing.T, n int) *harness {
 	wg.Go(func() { h.mgr.Run(ctx) })
 	wg.Go(func() { h.meshes.RunWithContext(ctx) })
 	return h
+}
+
+// followMeshes wires the member connections to the meshes, through gate
+// when there is one.
+func (h *harness) followMeshes(gate func(*meshv1alpha1.ClusterMesh)) error {
+	if gate == nil {
+		return h.mgr.FollowMeshes(h.meshes)
+	}
+	follow := func(obj any) {
+		mesh := obj.(*meshv1alpha1.ClusterMesh)
+		gate(mesh)
+		h.mgr.Follow(mesh)
+	}
+	_, err := h.meshes.AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc:    follow,
+		UpdateFunc: func(_, obj any) { follow(obj) },
+		DeleteFunc: func(obj any) {
+			if d, ok := obj.(cache.DeletedFinalStateUnknown); ok {
+				obj = d.Obj
+			}
+			mesh := obj.(*meshv1alpha1.ClusterMesh)
+			h.mgr.Forget(mesh.Namespace, mesh.Name)
+		},
+	})
+	return err
 }
 
 func secretName(i int) string { return fmt.Sprintf("cluster-%d-kubeconfig", i) }

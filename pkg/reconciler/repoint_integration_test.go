@@ -67,6 +67,11 @@ func TestReconcileRepointedSecret(t *testing.T) {
 		if len(m.Status.DepartedClusters) != 0 {
 			problems = append(problems, fmt.Sprintf("departed %+v", m.Status.DepartedClusters))
 		}
+		// A status from before the repoint may still be there when its
+		// first pass has written; the new cluster has 2 nodes, the old 3.
+		if cs := findClusterStatus(m.Status.Clusters, clusterName(1)); cs == nil || cs.Nodes != 2 {
+			problems = append(problems, fmt.Sprintf("the status of %s is not measured on the new cluster yet: %+v", clusterName(1), cs))
+		}
 		if len(problems) > 0 {
 			return errors.New(strings.Join(problems, "; "))
 		}

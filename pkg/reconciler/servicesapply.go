@@ -233,7 +233,7 @@ func (p *servicesPass) applyImport(imp *services.Import) {
 		si = created
 	case !importSpecCurrent(want, si):
 		obj := si.DeepCopy()
-		obj.Labels, obj.Annotations, obj.Spec = mergedMap(obj.Labels, want.Labels), importAnnotations(obj.Annotations, want.Annotations), want.Spec
+		obj.Labels, obj.Annotations, obj.Spec = importLabels(si, want), importAnnotations(si.Annotations, want.Annotations), want.Spec
 		updated, err := imports.Update(p.ctx, obj, metav1.UpdateOptions{FieldManager: FieldManager})
 		if !p.done(&p.updated, "ServiceImport", want, err, "ServiceImport", updated) {
 			return

@@ -2,6 +2,7 @@ package reconciler
 
 import (
 	"maps"
+	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
@@ -37,18 +38,43 @@ func mergedMap(have, want map[string]string) map[string]string {
 }
 
 func importSpecCurrent(want, have *mcsv1beta1.ServiceImport) bool {
-	return subset(want.Labels, have.Labels) && maps.Equal(importAnnotations(have.Annotations, want.Annotations), have.Annotations) &&
+	return maps.Equal(importLabels(have, want), have.Labels) && maps.Equal(importAnnotations(have.Annotations, want.Annotations), have.Annotations) &&
 		apiequality.Semantic.DeepEqual(want.Spec, have.Spec)
 }
 
+// importLabels is have's labels with want's set, less the exported labels
+// have's key list names and want no longer has.
+func importLabels(have, want *mcsv1beta1.ServiceImport) map[string]string {
+	out := mergedMap(have.Labels, want.Labels)
+	dropUnlisted(out, have.Annotations[services.AnnotationExportedLabels], want.Labels)
+	return out
+}
+
 // importAnnotations is have with want's entries set, less a derived
-// Service annotation want no longer has: it would name a deleted Service.
+// Service annotation want no longer has (it would name a deleted Service),
+// and less the exported annotations and key lists want no longer has.
 func importAnnotations(have, want map[string]string) map[string]string {
 	out := mergedMap(have, want)
-	if _, ok := want[services.AnnotationDerivedService]; !ok {
-		delete(out, services.AnnotationDerivedService)
+	dropUnlisted(out, have[services.AnnotationExportedAnnotations], want)
+	for _, k := range []string{services.AnnotationDerivedService, services.AnnotationExportedLabels, services.AnnotationExportedAnnotations} {
+		if _, ok := want[k]; !ok {
+			delete(out, k)
+		}
 	}
 	return out
+}
+
+// dropUnlisted deletes from m the keys of the comma-separated list that
+// want does not have: keys the mesh wrote and no longer writes.
+func dropUnlisted(m map[string]string, list string, want map[string]string) {
+	if list == "" {
+		return
+	}
+	for _, k := range strings.Split(list, ",") {
+		if _, ok := want[k]; !ok {
+			delete(m, k)
+		}
+	}
 }
 
 // importStatus is have's status with want's set, and whether it changed;

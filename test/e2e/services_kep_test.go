@@ -148,3 +148,63 @@ func (s *svcEnv) testServiceDeleted(t *testing.T, cluster, importer int, ns, nam
 		return err
 	})
 }
+
+// testExportedMetadata: the export's exportedLabels and exportedAnnotations
+// are written on the import; one the export drops is removed there, while
+// what another writer put on the import stays.
+func (s *svcEnv) testExportedMetadata(t *testing.T) {
+	ctx := context.Background()
+	ns := s.namespace(t, 1, 2)
+	s.backend(t, 1, ns, "labelled", []string{"10.11.1.70"}, nil)
+	exports := s.mcs(1).MulticlusterV1beta1().ServiceExports(ns)
+	se := &mcsv1beta1.ServiceExport{ObjectMeta: metav1.ObjectMeta{Name: "labelled", Namespace: ns}, Spec: mcsv1beta1.ServiceExportSpec{
+		ExportedLabels:      map[string]string{"tier": "web", "team": "shop"},
+		ExportedAnnotations: map[string]string{"example.com/owner": "shop", "example.com/ticket": "T-1"},
+	}}
+	if _, err := exports.Create(ctx, se, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	metadata := func(labels, annotations map[string]string) func() error {
+		return func() error {
+			imp, err := s.imported(2, ns, "labelled")
+			if err != nil {
+				return err
+			}
+			for k, v := range labels {
+				if got, ok := imp.si.Labels[k]; ok != (v != "") || got != v {
+					return fmt.Errorf("label %s is %q (present %v), want %q", k, got, ok, v)
+				}
+			}
+			for k, v := range annotations {
+				if got, ok := imp.si.Annotations[k]; ok != (v != "") || got != v {
+					return fmt.Errorf("annotation %s is %q (present %v), want %q", k, got, ok, v)
+				}
+			}
+			return nil
+		}
+	}
+	framework.EventuallyT(t, svcConverge, "the exported labels and annotations on the import", metadata(
+		map[string]string{"tier": "web", "team": "shop"}, map[string]string{"example.com/owner": "shop", "example.com/ticket": "T-1"}))
+
+	imports := s.mcs(2).MulticlusterV1beta1().ServiceImports(ns)
+	si, err := imports.Get(ctx, "labelled", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	si.Labels["user-label"], si.Annotations["example.com/user"] = "kept", "kept"
+	if _, err := imports.Update(ctx, si, metav1.UpdateOptions{}); err != nil {
+		t.Fatalf("another writer labelling the import: %v", err)
+	}
+	cur, err := exports.Get(ctx, "labelled", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cur.Spec.ExportedLabels = map[string]string{"team": "shop"}
+	cur.Spec.ExportedAnnotations = map[string]string{"example.com/owner": "shop"}
+	if _, err := exports.Update(ctx, cur, metav1.UpdateOptions{}); err != nil {
+		t.Fatalf("dropping a label and an annotation from the export: %v", err)
+	}
+	framework.EventuallyT(t, svcConverge, "the dropped label and annotation gone from the import, the others kept", metadata(
+		map[string]string{"tier": "", "team": "shop", "user-label": "kept"},
+		map[string]string{"example.com/ticket": "", "example.com/owner": "shop", "example.com/user": "kept"}))
+}

@@ -21,6 +21,12 @@ const (
 	// AnnotationDerivedService on a ClusterSetIP ServiceImport names its
 	// derived Service, as the upstream reference implementation does.
 	AnnotationDerivedService = "multicluster.kubernetes.io/derived-service"
+	// AnnotationExportedLabels and AnnotationExportedAnnotations on a
+	// ServiceImport list, comma-separated and sorted, the keys of the
+	// export's exportedLabels and exportedAnnotations written there: a key
+	// the export drops is removed, other writers' keys are never touched.
+	AnnotationExportedLabels      = "mesh.kilo.squat.ai/exported-labels"
+	AnnotationExportedAnnotations = "mesh.kilo.squat.ai/exported-annotations"
 
 	derivedPrefix  = "derived-"
 	derivedHashLen = 10

@@ -2,7 +2,9 @@ package services
 
 import (
 	"maps"
+	"slices"
 	"strconv"
+	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
@@ -23,11 +25,16 @@ func (c *computation) serviceImport(s *service, derived string, derivedSvc *core
 	}
 	maps.Copy(labels, c.managedLabels(""))
 	annotations := maps.Clone(w.obj.Spec.ExportedAnnotations)
+	if annotations == nil {
+		annotations = map[string]string{}
+	}
 	if derivedSvc != nil { // never pointing at a Service the mesh did not write
-		if annotations == nil {
-			annotations = map[string]string{}
-		}
 		annotations[AnnotationDerivedService] = derived
+	}
+	setKeyList(annotations, AnnotationExportedLabels, w.obj.Spec.ExportedLabels)
+	setKeyList(annotations, AnnotationExportedAnnotations, w.obj.Spec.ExportedAnnotations)
+	if len(annotations) == 0 {
+		annotations = nil
 	}
 	si := &mcsv1beta1.ServiceImport{
 		TypeMeta:   metav1.TypeMeta{APIVersion: mcsv1beta1.GroupVersion.String(), Kind: mcsv1beta1.ServiceImportKindName},
@@ -132,4 +139,12 @@ func (c *computation) endpointSlices(s *service, derived string) []*discoveryv1.
 	}
 	sortSlices(out)
 	return out
+}
+
+// setKeyList records in annotations[name] the sorted keys of exported,
+// unless it has none.
+func setKeyList(annotations map[string]string, name string, exported map[string]string) {
+	if len(exported) > 0 {
+		annotations[name] = strings.Join(slices.Sorted(maps.Keys(exported)), ",")
+	}
 }
