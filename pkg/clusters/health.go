@@ -119,16 +119,17 @@ func (h *health) heard() {
 	h.events.Add(1)
 }
 
-// maxSlowProbes is how many probes in a row may run out of time without
-// the cluster becoming unreachable, as long as its watches deliver events
-// meanwhile: enough for an overloaded member answering /readyz late now
+// maxSlowProbes is how many probes in a row may run out of time or find
+// the server busy without the cluster becoming unreachable, as long as its
+// watches deliver events meanwhile: enough for an overloaded member
+// answering /readyz late or failing its etcd check now
 // and then, few enough that its Peer CRD and identity, which only a probe
 // that was answered checks, are never more than three probe intervals
 // older than they would otherwise be.
 const maxSlowProbes = 2
 
-// slowProbe records run, a probe that ran out of time without an answer,
-// as slow rather than failed when the cluster was reachable, its watches
+// slowProbe records run, a probe that ran out of time without an answer
+// or was answered busy (429, 5xx), as slow rather than failed when the cluster was reachable, its watches
 // delivered an event while the probe ran, and fewer than maxSlowProbes
 // probes before it in a row were slow: nothing visible changes. It returns
 // how many probes in a row were slow, and false (recording nothing) when

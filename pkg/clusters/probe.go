@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
 	"net/http"
 	"slices"
 	"time"
@@ -49,7 +50,7 @@ func (c *cluster) probe(ctx context.Context) {
 	run := c.health.startProbe()
 	pctx, cancel := context.WithTimeout(ctx, c.opts.probeTimeout)
 	defer cancel()
-	probeErr, timedOut := c.checkReady(pctx)
+	probeErr, busy := c.checkReady(pctx)
 	var crd *bool
 	var crdErr *memberaccess.Error
 	if probeErr == nil {
@@ -61,7 +62,7 @@ func (c *cluster) probe(ctx context.Context) {
 		return
 	}
 	logger := klog.FromContext(ctx)
-	if timedOut {
+	if busy {
 		if inARow, slow := c.health.slowProbe(run); slow {
 			// Its watches deliver: an overloaded server, not a lost one.
 			logger.V(2).Info("Member cluster probe slow", "inARow", inARow, "maxInARow", maxSlowProbes, "err", errorText(probeErr))
@@ -78,9 +79,10 @@ func (c *cluster) probe(ctx context.Context) {
 
 // checkReady asks /readyz. Forbidden and NotFound still prove a working
 // server that knows the credentials; only transport failures, 401 and
-// server errors make the cluster unreachable. timedOut tells a probe that
-// got no answer in time from every other failure.
-func (c *cluster) checkReady(ctx context.Context) (probeErr *memberaccess.Error, timedOut bool) {
+// server errors make the cluster unreachable. busy tells a failure an
+// overloaded server gives (no answer in time, or /readyz answering 429 or
+// 5xx, as when its etcd check runs out of time) from every other failure.
+func (c *cluster) checkReady(ctx context.Context) (probeErr *memberaccess.Error, busy bool) {
 	var code int
 	err := c.probeREST.Get().AbsPath("/readyz").MaxRetries(0).Do(ctx).StatusCode(&code).Error()
 	var own *memberaccess.Error
@@ -92,12 +94,14 @@ func (c *cluster) checkReady(ctx context.Context) (probeErr *memberaccess.Error,
 	case code >= 300 && code < 400:
 		return memberaccess.Redirected(code), false
 	case code != 0:
-		return newError(memberaccess.ErrUnreachable, "", fmt.Sprintf("the API server is not ready (HTTP %d on /readyz)", code)), false
+		return newError(memberaccess.ErrUnreachable, "", fmt.Sprintf("the API server is not ready (HTTP %d on /readyz)", code)), code == http.StatusTooManyRequests || code >= 500
 	case errors.As(err, &own):
 		// The dial policy refused the address: nothing was sent.
 		return own, false
 	default:
-		return newError(memberaccess.ErrUnreachable, "", memberaccess.ErrorText(err)), errors.Is(err, context.DeadlineExceeded)
+		// The context or the client's own timeout, whichever ran out first.
+		var netErr net.Error
+		return newError(memberaccess.ErrUnreachable, "", memberaccess.ErrorText(err)), errors.Is(err, context.DeadlineExceeded) || (errors.As(err, &netErr) && netErr.Timeout())
 	}
 }
 

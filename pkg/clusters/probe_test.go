@@ -1,6 +1,7 @@
 package clusters
 
 import (
+	"cmp"
 	"context"
 	"net/http"
 	"net/http/httptest"
@@ -22,11 +23,12 @@ import (
 func TestCheckReady(t *testing.T) {
 	const probeTimeout = 300 * time.Millisecond
 	for _, c := range []struct {
-		name         string
-		handler      http.HandlerFunc // nil: nothing listens
-		remote       bool             // dialled under a policy that refuses loopback
-		wantReason   memberaccess.Reason
-		wantTimedOut bool
+		name       string
+		handler    http.HandlerFunc // nil: nothing listens
+		remote     bool             // dialled under a policy that refuses loopback
+		wantReason memberaccess.Reason
+		wantBusy   bool
+		ctxTimeout time.Duration // the probe's context; 0: probeTimeout
 	}{
 		{name: "ready", handler: status(http.StatusOK)},
 		{name: "forbidden", handler: status(http.StatusForbidden)},
@@ -35,7 +37,9 @@ func TestCheckReady(t *testing.T) {
 		{name: "not ready, answered late but in time", handler: func(w http.ResponseWriter, r *http.Request) {
 			time.Sleep(probeTimeout / 3)
 			w.WriteHeader(http.StatusInternalServerError)
-		}, wantReason: memberaccess.ErrUnreachable},
+		}, wantReason: memberaccess.ErrUnreachable, wantBusy: true},
+		{name: "too many requests", handler: status(http.StatusTooManyRequests), wantReason: memberaccess.ErrUnreachable, wantBusy: true},
+		{name: "bad request", handler: status(http.StatusBadRequest), wantReason: memberaccess.ErrUnreachable},
 		{name: "connection closed", handler: func(w http.ResponseWriter, r *http.Request) {
 			conn, _, err := w.(http.Hijacker).Hijack()
 			if err == nil {
@@ -49,7 +53,13 @@ func TestCheckReady(t *testing.T) {
 			case <-r.Context().Done():
 			case <-time.After(10 * probeTimeout):
 			}
-		}, wantReason: memberaccess.ErrUnreachable, wantTimedOut: true},
+		}, wantReason: memberaccess.ErrUnreachable, wantBusy: true},
+		{name: "no answer within the client's own timeout", handler: func(w http.ResponseWriter, r *http.Request) {
+			select {
+			case <-r.Context().Done():
+			case <-time.After(10 * probeTimeout):
+			}
+		}, ctxTimeout: 10 * probeTimeout, wantReason: memberaccess.ErrUnreachable, wantBusy: true},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			var mu sync.Mutex
@@ -72,15 +82,15 @@ func TestCheckReady(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			ctx, cancel := context.WithTimeout(context.Background(), probeTimeout)
+			ctx, cancel := context.WithTimeout(context.Background(), cmp.Or(c.ctxTimeout, probeTimeout))
 			defer cancel()
-			probeErr, timedOut := cl.checkReady(ctx)
+			probeErr, busy := cl.checkReady(ctx)
 			var reason memberaccess.Reason
 			if probeErr != nil {
 				reason = probeErr.Reason
 			}
-			if reason != c.wantReason || timedOut != c.wantTimedOut {
-				t.Errorf("reason %q timed out %v (%v), want %q %v", reason, timedOut, probeErr, c.wantReason, c.wantTimedOut)
+			if reason != c.wantReason || busy != c.wantBusy {
+				t.Errorf("reason %q busy %v (%v), want %q %v", reason, busy, probeErr, c.wantReason, c.wantBusy)
 			}
 			mu.Lock()
 			defer mu.Unlock()
