@@ -48,7 +48,7 @@ func (p *Plan) Uncarried(local string) []Uncarried {
 			}
 		}
 		carried := map[string]bool{}
-		for _, peer := range p.DesiredPeers[t.Cluster] {
+		for _, peer := range p.DesiredPeers[t.Cluster].All() {
 			if !blockedKept[peer.Name] {
 				carried[peer.Labels[LabelSourceCluster]] = true
 			}

@@ -130,20 +130,19 @@ func (u *patch) replaceOnTargets(s *source, e *export, old, p *kilov1alpha1.Peer
 		if t.idx == s.idx {
 			continue
 		}
-		k, ok := slices.BinarySearchFunc(u.plan.DesiredPeers[t.name], e.name, byPeerName)
+		was, ok := u.plan.DesiredPeers[t.name].get(e.name, peerName)
 		if !ok {
 			continue // not planned there: withheld by policy, or no address left
 		}
-		desired := u.desiredOf(t)
-		if desired[k] == old {
-			desired[k] = p
-		} else {
+		now := p
+		if was != old {
 			q := *p // trimmed for the target as before: its addresses stay
-			q.Spec.AllowedIPs = desired[k].Spec.AllowedIPs
-			desired[k] = &q
+			q.Spec.AllowedIPs = was.Spec.AllowedIPs
+			now = &q
 		}
+		u.plan.DesiredPeers[t.name] = u.plan.DesiredPeers[t.name].with(now, peerName)
 		if t.reachable {
-			u.rediff(t, e.name, desired[k])
+			u.rediff(t, e.name, now)
 		}
 	}
 }

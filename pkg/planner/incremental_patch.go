@@ -15,12 +15,11 @@ import (
 // patch builds the next plan from the last one. The last plan may still
 // be read by others, so every list it changes is copied first, once.
 type patch struct {
-	st      *State
-	now     time.Time
-	plan    *Plan
-	nodes   []bool // View.Clusters[i].Nodes copied
-	groups  []bool // View.Clusters[i].Groups copied
-	desired []bool // DesiredPeers of source i copied
+	st     *State
+	now    time.Time
+	plan   *Plan
+	nodes  []bool // View.Clusters[i].Nodes copied
+	groups []bool // View.Clusters[i].Groups copied
 }
 
 func (st *State) begin(now time.Time) *patch {
@@ -30,7 +29,7 @@ func (st *State) begin(now time.Time) *patch {
 	p.View.Clusters = slices.Clone(old.View.Clusters)
 	p.View.Targets = slices.Clone(old.View.Targets)
 	n := len(st.pl.sources)
-	return &patch{st: st, now: now, plan: p, nodes: make([]bool, n), groups: make([]bool, n), desired: make([]bool, n)}
+	return &patch{st: st, now: now, plan: p, nodes: make([]bool, n), groups: make([]bool, n)}
 }
 
 func (u *patch) viewNodes(s int) []meshv1alpha1.NodeDecision {
@@ -47,13 +46,6 @@ func (u *patch) viewGroups(s int) []meshv1alpha1.GroupPlan {
 		c.Groups, u.groups[s] = slices.Clone(c.Groups), true
 	}
 	return c.Groups
-}
-
-func (u *patch) desiredOf(t *source) []*kilov1alpha1.Peer {
-	if !u.desired[t.idx] {
-		u.plan.DesiredPeers[t.name], u.desired[t.idx] = slices.Clone(u.plan.DesiredPeers[t.name]), true
-	}
-	return u.plan.DesiredPeers[t.name]
 }
 
 // clock moves the plan to the new time: the credential warnings must say
@@ -191,10 +183,7 @@ func (u *patch) peer(c *PeerChange) bool {
 	default:
 		x.managed = slices.Insert(x.managed, k, c.New)
 	}
-	var want *kilov1alpha1.Peer
-	if k, ok := slices.BinarySearchFunc(u.plan.DesiredPeers[t.name], name, byPeerName); ok {
-		want = u.plan.DesiredPeers[t.name][k]
-	}
+	want, _ := u.plan.DesiredPeers[t.name].get(name, peerName)
 	u.rediff(t, name, want)
 	return true
 }

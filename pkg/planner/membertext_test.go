@@ -78,7 +78,7 @@ func TestMemberStringsBounded(t *testing.T) {
 		}
 	}
 	for target, peers := range p.DesiredPeers {
-		for _, peer := range peers {
+		for _, peer := range peers.All() {
 			for k, v := range peer.Annotations {
 				clean(target+"/"+peer.Name+" "+k, v)
 			}

@@ -1,7 +1,6 @@
 package planner
 
 import (
-	kilov1alpha1 "github.com/kilo-mesh/kilo-mesh-apiserver/pkg/apis/kilo/v1alpha1"
 	meshv1alpha1 "github.com/kilo-mesh/kilo-mesh-apiserver/pkg/apis/mesh/v1alpha1"
 )
 
@@ -18,8 +17,9 @@ type Plan struct {
 	// 10 x 1,000-node full plan is on nine targets); Peers that differ per
 	// target still share labels and annotations with it; and a Plan may be
 	// cached and served to several callers at once. DeepCopy a Peer before
-	// modifying it.
-	DesiredPeers map[string][]*kilov1alpha1.Peer
+	// modifying it. The lists are chunked and shared between plans
+	// (list.go): iterate them with All.
+	DesiredPeers map[string]PeerList
 	// Measured is, per cluster, the Connection its snapshot was read
 	// through: the plan's diffs and figures are of that connection's
 	// cluster, and stale once the entry resolves to another.

@@ -92,7 +92,7 @@ func compute(in Input, keepHeld bool) (*Plan, *planner, error) {
 			GeneratedAt: metav1.NewTime(in.Now.UTC()),
 			HostAccess:  hostAccessView(&in.HostAccess),
 		},
-		DesiredPeers: make(map[string][]*kilov1alpha1.Peer, len(pl.sources)),
+		DesiredPeers: make(map[string]PeerList, len(pl.sources)),
 		Measured:     make(map[string]string, len(pl.sources)),
 	}
 	for _, c := range in.Spec.Clusters {
@@ -102,7 +102,7 @@ func compute(in Input, keepHeld bool) (*Plan, *planner, error) {
 		plan.View.Clusters = append(plan.View.Clusters, s.view)
 		tp, peers := pl.planTarget(s)
 		plan.View.Targets = append(plan.View.Targets, tp)
-		plan.DesiredPeers[s.name] = peers
+		plan.DesiredPeers[s.name] = listOf(peers, peerName)
 	}
 	plan.View.Conflicts, plan.View.Warnings = pl.issues.lists()
 	return plan, pl, nil

@@ -83,7 +83,8 @@ func checkPlanInvariants(t testing.TB, in Input, p *Plan) {
 		n, _, _ := parseNetworks(&in.Spec.Clusters[i])
 		nets[in.Spec.Clusters[i].Name] = n
 	}
-	for target, peers := range p.DesiredPeers {
+	for target, list := range p.DesiredPeers {
+		peers := list.Slice()
 		var all []netip.Prefix
 		var owner []int
 		names := map[string]bool{}

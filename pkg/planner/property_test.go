@@ -258,7 +258,7 @@ func TestPropertyApplyingAPlanConverges(t *testing.T) {
 		next.Clusters = map[string]ClusterSnapshot{}
 		for name, snap := range in.Clusters {
 			if snap.Reachable {
-				snap.Peers = appliedPeers(&in, snap.Peers, p1.DesiredPeers[name])
+				snap.Peers = appliedPeers(&in, snap.Peers, p1.DesiredPeers[name].Slice())
 			}
 			next.Clusters[name] = snap
 		}
