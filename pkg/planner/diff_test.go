@@ -34,11 +34,14 @@ func foreignPeer(name, key string, allowed ...string) *kilov1alpha1.Peer {
 
 func target(t *testing.T, p *Plan, cluster string) *meshv1alpha1.TargetPlan {
 	t.Helper()
-	tp, ok := p.Target(cluster)
-	if !ok {
-		t.Fatalf("no target %s", cluster)
+	v := p.ServedView()
+	for i := range v.Targets {
+		if v.Targets[i].Cluster == cluster {
+			return &v.Targets[i]
+		}
 	}
-	return tp
+	t.Fatalf("no target %s", cluster)
+	return nil
 }
 
 func updateNames(tp *meshv1alpha1.TargetPlan) []string {

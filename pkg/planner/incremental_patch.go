@@ -24,7 +24,7 @@ type patch struct {
 
 func (st *State) begin(now time.Time) *patch {
 	old := st.plan
-	p := &Plan{View: old.View, DesiredPeers: maps.Clone(old.DesiredPeers), Measured: old.Measured}
+	p := &Plan{View: old.View, DesiredPeers: maps.Clone(old.DesiredPeers), Unchanged: maps.Clone(old.Unchanged), Measured: old.Measured}
 	p.View.GeneratedAt = metav1.NewTime(now.UTC())
 	p.View.Clusters = slices.Clone(old.View.Clusters)
 	p.View.Targets = slices.Clone(old.View.Targets)
@@ -213,36 +213,43 @@ func (x *existingPeers) foreignUnread(c *PeerChange, pl *planner) bool {
 
 // rediff moves one name to the list of target t's diff it now belongs to,
 // as diff would have put it there; want is its desired Peer, nil if none.
-// Nothing of t is kept.
+// Nothing of t is kept. A list the name stays in or out of is not copied.
 func (u *patch) rediff(t *source, name string, want *kilov1alpha1.Peer) {
 	tp := &u.plan.View.Targets[t.idx]
 	managed := u.st.pl.held[t.idx].managed
-	tp.Create = withoutName(tp.Create, name)
-	tp.Unchanged = withoutName(tp.Unchanged, name)
-	tp.Delete = withoutName(tp.Delete, name)
-	if k, ok := slices.BinarySearchFunc(tp.Update, name, func(p meshv1alpha1.PeerUpdate, n string) int { return strings.Compare(p.Name, n) }); ok {
-		tp.Update = slices.Delete(slices.Clone(tp.Update), k, k+1)
-	}
 	var have *kilov1alpha1.Peer
 	if k, ok := slices.BinarySearchFunc(managed, name, byPeerName); ok {
 		have = managed[k]
 	}
-	switch {
-	case want != nil && have != nil:
-		if fields := changedFields(want, have); len(fields) > 0 {
-			k, _ := slices.BinarySearchFunc(tp.Update, name, func(p meshv1alpha1.PeerUpdate, n string) int { return strings.Compare(p.Name, n) })
-			tp.Update = slices.Insert(slices.Clone(tp.Update), k, meshv1alpha1.PeerUpdate{Name: name, Fields: fields})
+	var fields []string
+	if want != nil && have != nil {
+		fields = changedFields(want, have)
+	}
+	tp.Create = placed(tp.Create, name, want != nil && have == nil)
+	tp.Delete = placed(tp.Delete, name, want == nil && have != nil)
+	unchanged := u.plan.Unchanged[t.name]
+	if _, ok := unchanged.get(name, self); ok != (want != nil && have != nil && len(fields) == 0) {
+		if ok {
+			unchanged, _ = unchanged.without(name, self)
 		} else {
-			tp.Unchanged = withName(tp.Unchanged, name)
+			unchanged = unchanged.with(name, self)
 		}
-	case want != nil:
-		tp.Create = withName(tp.Create, name)
-	case have != nil:
-		tp.Delete = withName(tp.Delete, name)
+		u.plan.Unchanged[t.name] = unchanged
+	}
+	k, ok := slices.BinarySearchFunc(tp.Update, name, func(p meshv1alpha1.PeerUpdate, n string) int { return strings.Compare(p.Name, n) })
+	switch {
+	case len(fields) > 0 && ok && slices.Equal(tp.Update[k].Fields, fields):
+	case len(fields) > 0 && ok:
+		tp.Update = slices.Clone(tp.Update)
+		tp.Update[k] = meshv1alpha1.PeerUpdate{Name: name, Fields: fields}
+	case len(fields) > 0:
+		tp.Update = slices.Insert(slices.Clone(tp.Update), k, meshv1alpha1.PeerUpdate{Name: name, Fields: fields})
+	case ok:
+		tp.Update = slices.Delete(slices.Clone(tp.Update), k, k+1)
 	}
 	// diff leaves a list nil unless it appends to it, but for the one it
-	// sizes in advance: Create with nothing held, Unchanged otherwise.
-	for _, l := range []*[]string{&tp.Create, &tp.Unchanged, &tp.Delete} {
+	// sizes in advance: Create with nothing held.
+	for _, l := range []*[]string{&tp.Create, &tp.Delete} {
 		if len(*l) == 0 {
 			*l = nil
 		}
@@ -253,22 +260,18 @@ func (u *patch) rediff(t *source, name string, want *kilov1alpha1.Peer) {
 	if len(managed) == 0 && tp.Create == nil {
 		tp.Create = []string{}
 	}
-	if len(managed) > 0 && tp.Unchanged == nil {
-		tp.Unchanged = []string{}
-	}
 }
 
-// withoutName returns a copy of a sorted list without name, or the list
-// itself when it does not hold it.
-func withoutName(list []string, name string) []string {
-	if k, ok := slices.BinarySearch(list, name); ok {
+// placed returns a sorted list with or without name: the list itself when
+// it already is, else a copy.
+func placed(list []string, name string, in bool) []string {
+	k, ok := slices.BinarySearch(list, name)
+	switch {
+	case ok == in:
+		return list
+	case in:
+		return slices.Insert(slices.Clone(list), k, name)
+	default:
 		return slices.Delete(slices.Clone(list), k, k+1)
 	}
-	return list
-}
-
-// withName returns a copy of a sorted list with name added.
-func withName(list []string, name string) []string {
-	k, _ := slices.BinarySearch(list, name)
-	return slices.Insert(slices.Clone(list), k, name)
 }

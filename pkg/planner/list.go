@@ -27,6 +27,9 @@ const chunkMean = 256
 // PeerList lists the Peers desired on one target.
 type PeerList = List[*kilov1alpha1.Peer]
 
+// NameList lists the names of Peers.
+type NameList = List[string]
+
 func peerName(p *kilov1alpha1.Peer) string { return p.Name }
 
 func self(s string) string { return s }

@@ -20,13 +20,28 @@ type Plan struct {
 	// modifying it. The lists are chunked and shared between plans
 	// (list.go): iterate them with All.
 	DesiredPeers map[string]PeerList
+	// Unchanged holds, per target cluster, the names of the Peers it holds
+	// as planned, sorted: View.Targets[].Unchanged, which a Plan leaves
+	// empty so that plans share these lists too. ServedView fills it in.
+	Unchanged map[string]NameList
 	// Measured is, per cluster, the Connection its snapshot was read
 	// through: the plan's diffs and figures are of that connection's
 	// cluster, and stale once the entry resolves to another.
 	Measured map[string]string
 }
 
-// Target returns the diff of one target cluster.
+// ServedView is a copy of View with every target's unchanged Peers listed,
+// as the plan subresource serves it.
+func (p *Plan) ServedView() *meshv1alpha1.ClusterMeshPlan {
+	v := p.View.DeepCopy()
+	for i := range v.Targets {
+		v.Targets[i].Unchanged = p.Unchanged[v.Targets[i].Cluster].Slice()
+	}
+	return v
+}
+
+// Target returns the diff of one target cluster; its Unchanged is empty,
+// the names are in Plan.Unchanged.
 func (p *Plan) Target(cluster string) (*meshv1alpha1.TargetPlan, bool) {
 	for i := range p.View.Targets {
 		if p.View.Targets[i].Cluster == cluster {

@@ -93,6 +93,7 @@ func compute(in Input, keepHeld bool) (*Plan, *planner, error) {
 			HostAccess:  hostAccessView(&in.HostAccess),
 		},
 		DesiredPeers: make(map[string]PeerList, len(pl.sources)),
+		Unchanged:    make(map[string]NameList, len(pl.sources)),
 		Measured:     make(map[string]string, len(pl.sources)),
 	}
 	for _, c := range in.Spec.Clusters {
@@ -101,6 +102,7 @@ func compute(in Input, keepHeld bool) (*Plan, *planner, error) {
 	for _, s := range pl.sources {
 		plan.View.Clusters = append(plan.View.Clusters, s.view)
 		tp, peers := pl.planTarget(s)
+		plan.Unchanged[s.name], tp.Unchanged = listOf(tp.Unchanged, self), nil
 		plan.View.Targets = append(plan.View.Targets, tp)
 		plan.DesiredPeers[s.name] = listOf(peers, peerName)
 	}

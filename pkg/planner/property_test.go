@@ -194,7 +194,7 @@ func planBytes(t testing.TB, p *Plan) []byte {
 	t.Helper()
 	var b bytes.Buffer
 	enc := json.NewEncoder(&b)
-	if err := enc.Encode(p.View); err != nil {
+	if err := enc.Encode(p.ServedView()); err != nil {
 		t.Fatal(err)
 	}
 	if err := enc.Encode(p.DesiredPeers); err != nil { // map keys are sorted by encoding/json

@@ -56,7 +56,7 @@ func TestGoldenPlans(t *testing.T) {
 	for name, mk := range goldenScenarios {
 		t.Run(name, func(t *testing.T) {
 			p := mustCompute(t, mk(t))
-			view, err := yaml.Marshal(p.View)
+			view, err := yaml.Marshal(p.ServedView())
 			if err != nil {
 				t.Fatal(err)
 			}
