@@ -11,18 +11,24 @@ import (
 )
 
 // List is a read-only list sorted by name, held in chunks that plans share:
-// changing one element copies its chunk and the chunk index, not the list
-// (issue 21: a change at full granularity touched every target's lists).
-// A chunk ends after each name whose hash is a multiple of chunkMean, so the
-// chunks depend on the names alone and equal lists are reflect.DeepEqual.
+// changing one element copies its chunk, its group of chunks and the list
+// of groups, not the list (issue 21: a change at full granularity touched
+// every target's lists). A chunk ends after each name whose hash is a
+// multiple of chunkMean, a group after each whose hash is a multiple of
+// groupMean chunkMeans, so the layout depends on the names alone and
+// equal lists are reflect.DeepEqual.
 type List[T any] struct {
-	parts [][]T // never empty ones
-	n     int
+	groups [][][]T // never empty groups nor chunks
+	n      int
 }
 
-// chunkMean is the mean chunk length: a change copies about chunkMean
-// elements and one chunk index entry per chunkMean elements of the list.
-const chunkMean = 256
+// chunkMean is the mean chunk length and groupMean the mean number of
+// chunks in a group: a change copies about chunkMean elements, groupMean
+// chunk headers and one group header per chunkMean*groupMean elements.
+const (
+	chunkMean = 256
+	groupMean = 64
+)
 
 // PeerList lists the Peers desired on one target.
 type PeerList = List[*kilov1alpha1.Peer]
@@ -44,12 +50,14 @@ func (l List[T]) Len() int { return l.n }
 func (l List[T]) All() iter.Seq2[int, T] {
 	return func(yield func(int, T) bool) {
 		i := 0
-		for _, part := range l.parts {
-			for _, v := range part {
-				if !yield(i, v) {
-					return
+		for _, g := range l.groups {
+			for _, c := range g {
+				for _, v := range c {
+					if !yield(i, v) {
+						return
+					}
+					i++
 				}
-				i++
 			}
 		}
 	}
@@ -61,8 +69,10 @@ func (l List[T]) Slice() []T {
 		return nil
 	}
 	out := make([]T, 0, l.n)
-	for _, part := range l.parts {
-		out = append(out, part...)
+	for _, g := range l.groups {
+		for _, c := range g {
+			out = append(out, c...)
+		}
 	}
 	return out
 }
@@ -72,98 +82,142 @@ func (l List[T]) MarshalJSON() ([]byte, error) { return json.Marshal(l.Slice()) 
 
 // listOf chunks s, sorted by key, sharing its array: s must not change.
 func listOf[T any](s []T, key func(T) string) List[T] {
-	return List[T]{parts: chunk(s, key), n: len(s)}
+	return List[T]{groups: grouped(chunked(s, key), key), n: len(s)}
 }
 
-func chunk[T any](s []T, key func(T) string) [][]T {
-	var parts [][]T
+func chunked[T any](s []T, key func(T) string) [][]T {
+	var chunks [][]T
 	start := 0
 	for i, v := range s {
-		if endsChunk(key(v)) {
-			parts = append(parts, s[start:i+1:i+1])
+		if hashOf(key(v))%chunkMean == 0 {
+			chunks = append(chunks, s[start:i+1:i+1])
 			start = i + 1
 		}
 	}
 	if start < len(s) {
-		parts = append(parts, s[start:len(s):len(s)])
+		chunks = append(chunks, s[start:len(s):len(s)])
 	}
-	return parts
+	return chunks
 }
 
-// endsChunk hashes name with FNV-1a: fixed, so that plans stay deterministic.
-func endsChunk(name string) bool {
+func grouped[T any](chunks [][]T, key func(T) string) [][][]T {
+	var groups [][][]T
+	start := 0
+	for i, c := range chunks {
+		if hashOf(key(c[len(c)-1]))%(chunkMean*groupMean) == 0 {
+			groups = append(groups, chunks[start:i+1:i+1])
+			start = i + 1
+		}
+	}
+	if start < len(chunks) {
+		groups = append(groups, chunks[start:len(chunks):len(chunks)])
+	}
+	return groups
+}
+
+// hashOf is FNV-1a with MurmurHash3's finalizer, whose low bits FNV-1a
+// alone leaves uneven: fixed, so that plans stay deterministic.
+func hashOf(name string) uint64 {
 	h := uint64(14695981039346656037)
 	for i := 0; i < len(name); i++ {
 		h ^= uint64(name[i])
 		h *= 1099511628211
 	}
-	return h%chunkMean == 0
+	h ^= h >> 33
+	h *= 0xff51afd7ed558ccd
+	h ^= h >> 33
+	h *= 0xc4ceb9fe1a85ec53
+	return h ^ h>>33
 }
 
-// search finds name: its chunk and its index there, or where it would go.
-func (l List[T]) search(name string, key func(T) string) (p, i int, found bool) {
-	p = sort.Search(len(l.parts), func(k int) bool {
-		part := l.parts[k]
-		return key(part[len(part)-1]) >= name
-	})
-	if p == len(l.parts) {
-		return p, 0, false
+// lastKey is the name of the last element of a group.
+func lastKey[T any](g [][]T, key func(T) string) string {
+	c := g[len(g)-1]
+	return key(c[len(c)-1])
+}
+
+// search finds name: its group, chunk and index there, or where it would
+// go (g == len(l.groups): after every element).
+func (l List[T]) search(name string, key func(T) string) (g, c, i int, found bool) {
+	g = sort.Search(len(l.groups), func(k int) bool { return lastKey(l.groups[k], key) >= name })
+	if g == len(l.groups) {
+		return g, 0, 0, false
 	}
-	i, found = slices.BinarySearchFunc(l.parts[p], name, func(v T, name string) int { return strings.Compare(key(v), name) })
-	return p, i, found
+	chunks := l.groups[g]
+	c = sort.Search(len(chunks), func(k int) bool { return key(chunks[k][len(chunks[k])-1]) >= name })
+	i, found = slices.BinarySearchFunc(chunks[c], name, func(v T, name string) int { return strings.Compare(key(v), name) })
+	return g, c, i, found
 }
 
 // get returns the element named name.
 func (l List[T]) get(name string, key func(T) string) (T, bool) {
-	p, i, found := l.search(name, key)
+	g, c, i, found := l.search(name, key)
 	if !found {
 		var zero T
 		return zero, false
 	}
-	return l.parts[p][i], true
+	return l.groups[g][c][i], true
 }
 
 // with returns the list with v added, or in place of the element of its name.
 func (l List[T]) with(v T, key func(T) string) List[T] {
-	p, i, found := l.search(key(v), key)
+	g, c, i, found := l.search(key(v), key)
 	if found {
-		parts := slices.Clone(l.parts)
-		parts[p] = slices.Clone(parts[p])
-		parts[p][i] = v
-		return List[T]{parts: parts, n: l.n}
+		elems := slices.Clone(l.groups[g][c])
+		elems[i] = v
+		return l.splice(g, g+1, c, c+1, elems, l.n, key)
 	}
-	if p == len(l.parts) { // after every element: the last chunk is the one not ended by a hash
-		if p == 0 {
+	if g == len(l.groups) { // after every element: into the last chunk, the one not ended by a hash
+		if g == 0 {
 			return listOf([]T{v}, key)
 		}
-		p--
-		i = len(l.parts[p])
+		g--
+		c = len(l.groups[g]) - 1
+		i = len(l.groups[g][c])
 	}
-	return l.splice(p, p+1, slices.Insert(slices.Clone(l.parts[p]), i, v), l.n+1, key)
+	old := l.groups[g][c]
+	elems := make([]T, len(old)+1)
+	copy(elems, old[:i])
+	elems[i] = v
+	copy(elems[i+1:], old[i:])
+	return l.splice(g, g+1, c, c+1, elems, l.n+1, key)
 }
 
 // without returns the list without the element named name, and whether it held it.
 func (l List[T]) without(name string, key func(T) string) (List[T], bool) {
-	p, i, found := l.search(name, key)
+	g, c, i, found := l.search(name, key)
 	if !found {
 		return l, false
 	}
-	end := p + 1
-	elems := slices.Delete(slices.Clone(l.parts[p]), i, i+1)
-	if i == len(l.parts[p])-1 && end < len(l.parts) { // it ended its chunk: the next one joins
-		elems = append(elems, l.parts[end]...)
-		end++
+	old := l.groups[g][c]
+	elems := make([]T, 0, len(old)-1+chunkMean)
+	elems = append(append(elems, old[:i]...), old[i+1:]...)
+	g1, c1 := g+1, c+1
+	if i == len(old)-1 { // it ended its chunk, maybe its group: the next chunk joins
+		switch {
+		case c+1 < len(l.groups[g]):
+			elems, c1 = append(elems, l.groups[g][c+1]...), c+2
+		case g+1 < len(l.groups):
+			elems, g1, c1 = append(elems, l.groups[g+1][0]...), g+2, c+2
+		}
 	}
-	return l.splice(p, end, elems, l.n-1, key), true
+	return l.splice(g, g1, c, c1, elems, l.n-1, key), true
 }
 
-// splice replaces chunks a to b by elems, chunked again.
-func (l List[T]) splice(a, b int, elems []T, n int, key func(T) string) List[T] {
-	mid := chunk(elems, key)
+// splice replaces chunks c0 to c1 of groups g0 to g1, counted as one list
+// of chunks, by elems, chunked and grouped again.
+func (l List[T]) splice(g0, g1, c0, c1 int, elems []T, n int, key func(T) string) List[T] {
 	if n == 0 {
 		return List[T]{}
 	}
-	parts := make([][]T, 0, len(l.parts)-(b-a)+len(mid))
-	parts = append(append(append(parts, l.parts[:a]...), mid...), l.parts[b:]...)
-	return List[T]{parts: parts, n: n}
+	window := l.groups[g0]
+	if g1 > g0+1 {
+		window = slices.Concat(l.groups[g0:g1]...)
+	}
+	chunks := make([][]T, 0, len(window)+2)
+	chunks = append(append(append(chunks, window[:c0]...), chunked(elems, key)...), window[c1:]...)
+	mid := grouped(chunks, key)
+	groups := make([][][]T, 0, len(l.groups)-(g1-g0)+len(mid))
+	groups = append(append(append(groups, l.groups[:g0]...), mid...), l.groups[g1:]...)
+	return List[T]{groups: groups, n: n}
 }

@@ -9,10 +9,12 @@ import (
 )
 
 // TestListChanges adds and removes names at random and checks after each
-// change that the list holds the names in order, in the chunks a list
-// built from them at once has (what keeps patched plans DeepEqual to whole ones).
+// change that the list holds the names in order, in the chunks and groups
+// a list built from them at once has (what keeps patched plans DeepEqual
+// to whole ones).
 func TestListChanges(t *testing.T) {
-	for _, size := range []int{0, 1, 300, 3000} {
+	for _, tc := range []struct{ size, steps, groups int }{{0, 2000, 0}, {1, 2000, 1}, {300, 2000, 1}, {3000, 2000, 1}, {60000, 300, 2}} {
+		size := tc.size
 		t.Run(fmt.Sprint(size), func(t *testing.T) {
 			r := rand.New(rand.NewSource(int64(size)))
 			var want []string
@@ -22,13 +24,30 @@ func TestListChanges(t *testing.T) {
 			slices.Sort(want)
 			want = slices.Compact(want)
 			l := listOf(slices.Clone(want), self)
-			for step := 0; step < 2000; step++ {
-				name := fmt.Sprintf("peer-%05d", r.Intn(4*size+2))
+			if len(l.groups) < tc.groups {
+				t.Fatalf("%d groups, want %d or more: the test would not change a group", len(l.groups), tc.groups)
+			}
+			var ends []string // names that ended a chunk or a group, taken out
+			for step := 0; step < tc.steps; step++ {
+				name, remove := fmt.Sprintf("peer-%05d", r.Intn(4*size+2)), r.Intn(2) == 0
+				switch kind := r.Intn(4); {
+				case kind == 1 && len(l.groups) > 0: // the end of a chunk: the next one joins it
+					g := l.groups[r.Intn(len(l.groups))]
+					c := g[r.Intn(len(g))]
+					name, remove = c[len(c)-1], true
+				case kind == 2 && len(l.groups) > 0: // the end of a group: the next one joins it
+					name, remove = lastKey(l.groups[r.Intn(len(l.groups))], self), true
+				case kind == 3 && len(ends) > 0: // an end back: its chunk, or group, splits
+					name, remove, ends = ends[len(ends)-1], false, ends[:len(ends)-1]
+				}
 				k, held := slices.BinarySearch(want, name)
 				if _, ok := l.get(name, self); ok != held {
 					t.Fatalf("step %d: get(%s) %v, want %v", step, name, ok, held)
 				}
-				if r.Intn(2) == 0 {
+				if hashOf(name)%chunkMean == 0 && remove {
+					ends = append(ends, name)
+				}
+				if remove {
 					var removed bool
 					l, removed = l.without(name, self)
 					if removed != held {
@@ -47,7 +66,7 @@ func TestListChanges(t *testing.T) {
 					t.Fatalf("step %d: list %d long, want %d; or elements differ", step, l.Len(), len(want))
 				}
 				if whole := listOf(slices.Clone(want), self); !reflect.DeepEqual(l, whole) {
-					t.Fatalf("step %d: %d chunks, a list built at once %d", step, len(l.parts), len(whole.parts))
+					t.Fatalf("step %d: %d groups, a list built at once %d, or their chunks differ", step, len(l.groups), len(whole.groups))
 				}
 			}
 		})
