@@ -159,65 +159,88 @@ func (l List[T]) get(name string, key func(T) string) (T, bool) {
 	return l.groups[g][c][i], true
 }
 
-// with returns the list with v added, or in place of the element of its name.
+// with returns the list with v added, or in place of the element of its
+// name. Only v's hash can add a chunk or group end.
 func (l List[T]) with(v T, key func(T) string) List[T] {
 	g, c, i, found := l.search(key(v), key)
-	if found {
-		elems := slices.Clone(l.groups[g][c])
-		elems[i] = v
-		return l.splice(g, g+1, c, c+1, elems, l.n, key)
+	if found { // the same name: the chunks stay as they are
+		groups := slices.Clone(l.groups)
+		groups[g] = slices.Clone(groups[g])
+		groups[g][c] = slices.Clone(groups[g][c])
+		groups[g][c][i] = v
+		return List[T]{groups: groups, n: l.n}
 	}
-	if g == len(l.groups) { // after every element: into the last chunk, the one not ended by a hash
+	if g == len(l.groups) { // after every element: a chunk or group of its own when the last ends one
 		if g == 0 {
 			return listOf([]T{v}, key)
 		}
 		g--
 		c = len(l.groups[g]) - 1
 		i = len(l.groups[g][c])
+		switch h := hashOf(key(l.groups[g][c][i-1])); {
+		case h%(chunkMean*groupMean) == 0:
+			return List[T]{groups: slices.Concat(l.groups, [][][]T{{{v}}}), n: l.n + 1}
+		case h%chunkMean == 0:
+			return l.replaced(g, g+1, slices.Concat(l.groups[g], [][]T{{v}}), -1, l.n+1)
+		}
 	}
 	old := l.groups[g][c]
 	elems := make([]T, len(old)+1)
 	copy(elems, old[:i])
 	elems[i] = v
 	copy(elems[i+1:], old[i:])
-	return l.splice(g, g+1, c, c+1, elems, l.n+1, key)
+	h := hashOf(key(v))
+	mid := [][]T{elems}
+	if h%chunkMean == 0 && i < len(old) {
+		mid = [][]T{elems[: i+1 : i+1], elems[i+1:]}
+	}
+	split := -1
+	if h%(chunkMean*groupMean) == 0 {
+		split = c // the group ends with the chunk v ends
+	}
+	return l.replaced(g, g+1, slices.Concat(l.groups[g][:c], mid, l.groups[g][c+1:]), split, l.n+1)
 }
 
-// without returns the list without the element named name, and whether it held it.
+// without returns the list without the element named name, and whether it
+// held it. Only a chunk or group end taken out changes the chunks.
 func (l List[T]) without(name string, key func(T) string) (List[T], bool) {
 	g, c, i, found := l.search(name, key)
 	if !found {
 		return l, false
 	}
 	old := l.groups[g][c]
-	elems := make([]T, 0, len(old)-1+chunkMean)
-	elems = append(append(elems, old[:i]...), old[i+1:]...)
-	g1, c1 := g+1, c+1
+	var next []T
+	g1 := g + 1
+	rest := l.groups[g][c+1:]
 	if i == len(old)-1 { // it ended its chunk, maybe its group: the next chunk joins
 		switch {
 		case c+1 < len(l.groups[g]):
-			elems, c1 = append(elems, l.groups[g][c+1]...), c+2
+			next, rest = l.groups[g][c+1], l.groups[g][c+2:]
 		case g+1 < len(l.groups):
-			elems, g1, c1 = append(elems, l.groups[g+1][0]...), g+2, c+2
+			next, rest, g1 = l.groups[g+1][0], l.groups[g+1][1:], g+2
 		}
 	}
-	return l.splice(g, g1, c, c1, elems, l.n-1, key), true
+	elems := make([]T, 0, len(old)-1+len(next))
+	elems = append(append(append(elems, old[:i]...), old[i+1:]...), next...)
+	var mid [][]T
+	if len(elems) > 0 {
+		mid = [][]T{elems}
+	}
+	return l.replaced(g, g1, slices.Concat(l.groups[g][:c], mid, rest), -1, l.n-1), true
 }
 
-// splice replaces chunks c0 to c1 of groups g0 to g1, counted as one list
-// of chunks, by elems, chunked and grouped again.
-func (l List[T]) splice(g0, g1, c0, c1 int, elems []T, n int, key func(T) string) List[T] {
+// replaced replaces groups g0 to g1 by one group of chunks, or two when
+// split is the index of the chunk ending the first, or none.
+func (l List[T]) replaced(g0, g1 int, chunks [][]T, split, n int) List[T] {
 	if n == 0 {
 		return List[T]{}
 	}
-	window := l.groups[g0]
-	if g1 > g0+1 {
-		window = slices.Concat(l.groups[g0:g1]...)
+	var mid [][][]T
+	switch {
+	case split >= 0 && split+1 < len(chunks):
+		mid = [][][]T{chunks[: split+1 : split+1], chunks[split+1:]}
+	case len(chunks) > 0:
+		mid = [][][]T{chunks}
 	}
-	chunks := make([][]T, 0, len(window)+2)
-	chunks = append(append(append(chunks, window[:c0]...), chunked(elems, key)...), window[c1:]...)
-	mid := grouped(chunks, key)
-	groups := make([][][]T, 0, len(l.groups)-(g1-g0)+len(mid))
-	groups = append(append(append(groups, l.groups[:g0]...), mid...), l.groups[g1:]...)
-	return List[T]{groups: groups, n: n}
+	return List[T]{groups: slices.Concat(l.groups[:g0], mid, l.groups[g1:]), n: n}
 }

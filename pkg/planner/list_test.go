@@ -66,8 +66,46 @@ func TestListChanges(t *testing.T) {
 					t.Fatalf("step %d: list %d long, want %d; or elements differ", step, l.Len(), len(want))
 				}
 				if whole := listOf(slices.Clone(want), self); !reflect.DeepEqual(l, whole) {
-					t.Fatalf("step %d: %d groups, a list built at once %d, or their chunks differ", step, len(l.groups), len(whole.groups))
+					t.Fatalf("step %d (%s, remove %v): %d groups, a list built at once %d, or their chunks differ\n%v\n%v", step, name, remove, len(l.groups), len(whole.groups), lens(l), lens(whole))
 				}
+			}
+		})
+	}
+}
+
+func lens(l List[string]) [][]int {
+	var out [][]int
+	for _, g := range l.groups {
+		var c []int
+		for _, chunk := range g {
+			c = append(c, len(chunk))
+		}
+		out = append(out, c)
+	}
+	return out
+}
+
+// TestListAfterEnd adds a name after a last name that ends a chunk, or a
+// group: the new name starts a chunk, or a group, of its own.
+func TestListAfterEnd(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		mod  uint64
+	}{{"chunk", chunkMean}, {"group", chunkMean * groupMean}} {
+		t.Run(tc.name, func(t *testing.T) {
+			end := ""
+			for k := 0; end == ""; k++ {
+				if n := fmt.Sprintf("peer-%07d", k); hashOf(n)%tc.mod == 0 {
+					end = n
+				}
+			}
+			names := []string{"peer-", end}
+			l := listOf(slices.Clone(names), self).with(end+"x", self)
+			if whole := listOf(append(names, end+"x"), self); !reflect.DeepEqual(l, whole) {
+				t.Fatalf("%v, a list built at once %v", lens(l), lens(whole))
+			}
+			if len(l.groups[len(l.groups)-1][len(l.groups[len(l.groups)-1])-1]) != 1 {
+				t.Fatalf("%v: %s is not in a chunk of its own", lens(l), end+"x")
 			}
 		})
 	}
