@@ -400,3 +400,27 @@ func TestInstallationLabel(t *testing.T) {
 		}
 	}
 }
+
+// TestServedViewListsUnchanged checks that a plan keeps its unchanged names
+// out of View, in Plan.Unchanged, and that the served view lists them in a
+// copy of its own.
+func TestServedViewListsUnchanged(t *testing.T) {
+	p := mustCompute(t, applied(t))
+	v := p.ServedView()
+	for i, tp := range p.View.Targets {
+		want := []string{}
+		for _, peer := range p.DesiredPeers[tp.Cluster].All() {
+			want = append(want, peer.Name)
+		}
+		if len(tp.Unchanged) > 0 || !slices.Equal(p.Unchanged[tp.Cluster].Slice(), want) {
+			t.Errorf("%s: View lists %v unchanged, Plan.Unchanged %v; want none and %v", tp.Cluster, tp.Unchanged, p.Unchanged[tp.Cluster].Slice(), want)
+		}
+		if got := v.Targets[i].Unchanged; len(want) == 0 || !slices.Equal(got, want) {
+			t.Errorf("%s: served view lists %v unchanged, want %v", tp.Cluster, got, want)
+		}
+	}
+	v.Targets[0].Create = append(v.Targets[0].Create, "changed")
+	if slices.Contains(p.View.Targets[0].Create, "changed") {
+		t.Error("the served view shares its lists with the plan")
+	}
+}

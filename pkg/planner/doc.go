@@ -69,6 +69,14 @@
 // granularity, 90,000 desired Peers, to about 30 MB allocated. Callers
 // DeepCopy a Peer before changing it.
 //
+// Each target's desired Peers (Plan.DesiredPeers) and unchanged Peer names
+// (Plan.Unchanged, left out of View.Targets[].Unchanged; ServedView fills
+// them in) are Lists (list.go): chunks of about 256, in groups of about
+// 64 chunks, ending where a name's hash says, so that the layout depends
+// on the names alone. A patched plan shares every chunk but the ones its
+// change touches with the last plan, so one change costs the same at any
+// mesh size, and a patched plan is reflect.DeepEqual to a whole one.
+//
 // # Where things are
 //
 // Compute (plan.go) takes an Input (input.go) through these steps and

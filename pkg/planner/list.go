@@ -43,6 +43,9 @@ func self(s string) string { return s }
 // PeerListOf lists peers; they must be sorted by name for a plan to find one.
 func PeerListOf(peers ...*kilov1alpha1.Peer) PeerList { return listOf(peers, peerName) }
 
+// NameListOf lists names; they must be sorted for a plan to find one.
+func NameListOf(names ...string) NameList { return listOf(names, self) }
+
 // Len is the number of elements.
 func (l List[T]) Len() int { return l.n }
 
