@@ -1,6 +1,7 @@
 package planner
 
 import (
+	"reflect"
 	"slices"
 	"strings"
 	"testing"
@@ -402,8 +403,8 @@ func TestInstallationLabel(t *testing.T) {
 }
 
 // TestServedViewListsUnchanged checks that a plan keeps its unchanged names
-// out of View, in Plan.Unchanged, and that the served view lists them in a
-// copy of its own.
+// and its groups out of View, in Plan.Unchanged and Plan.Groups, and that
+// the served view lists them in a copy of its own.
 func TestServedViewListsUnchanged(t *testing.T) {
 	p := mustCompute(t, applied(t))
 	v := p.ServedView()
@@ -418,6 +419,20 @@ func TestServedViewListsUnchanged(t *testing.T) {
 		if got := v.Targets[i].Unchanged; len(want) == 0 || !slices.Equal(got, want) {
 			t.Errorf("%s: served view lists %v unchanged, want %v", tp.Cluster, got, want)
 		}
+	}
+	groups := 0
+	for i, c := range p.View.Clusters {
+		var want []meshv1alpha1.GroupPlan
+		for _, g := range p.Groups[c.Name].All() {
+			want = append(want, *g)
+		}
+		groups += len(want)
+		if len(c.Groups) > 0 || !reflect.DeepEqual(v.Clusters[i].Groups, want) {
+			t.Errorf("%s: View lists %d groups, the served view %v; want none and %v", c.Name, len(c.Groups), v.Clusters[i].Groups, want)
+		}
+	}
+	if groups == 0 {
+		t.Fatal("the fixtures plan no group: the test checks nothing of them")
 	}
 	v.Targets[0].Create = append(v.Targets[0].Create, "changed")
 	if slices.Contains(p.View.Targets[0].Create, "changed") {

@@ -74,9 +74,10 @@ func (u *patch) reexport(s *source, gi, from, changed int, was *nodeInfo) bool {
 	if k, ok := slices.BinarySearchFunc(pl.order, e.name, func(x *export, name string) int { return strings.Compare(x.name, name) }); ok {
 		pl.templates[k] = &p
 	}
-	if v := &u.plan.View.Clusters[s.idx].Groups[gi]; moved || v.Endpoint != hostPort || v.PersistentKeepalive != int32(keepalive) {
-		groups := u.viewGroups(s.idx)
-		groups[gi].Leader, groups[gi].Endpoint, groups[gi].PersistentKeepalive = n.name, hostPort, int32(keepalive)
+	if v, _ := u.plan.Groups[s.name].get(g.name, groupPlanName); moved || v.Endpoint != hostPort || v.PersistentKeepalive != int32(keepalive) {
+		w := *v // shares its members, which stay
+		w.Leader, w.Endpoint, w.PersistentKeepalive = n.name, hostPort, int32(keepalive)
+		u.plan.Groups[s.name] = u.plan.Groups[s.name].with(&w, groupPlanName)
 	}
 	if moved {
 		u.ledBy(s, gi, from)

@@ -15,21 +15,20 @@ import (
 // patch builds the next plan from the last one. The last plan may still
 // be read by others, so every list it changes is copied first, once.
 type patch struct {
-	st     *State
-	now    time.Time
-	plan   *Plan
-	nodes  []bool // View.Clusters[i].Nodes copied
-	groups []bool // View.Clusters[i].Groups copied
+	st    *State
+	now   time.Time
+	plan  *Plan
+	nodes []bool // View.Clusters[i].Nodes copied
 }
 
 func (st *State) begin(now time.Time) *patch {
 	old := st.plan
-	p := &Plan{View: old.View, DesiredPeers: maps.Clone(old.DesiredPeers), Unchanged: maps.Clone(old.Unchanged), Measured: old.Measured}
+	p := &Plan{View: old.View, DesiredPeers: maps.Clone(old.DesiredPeers), Unchanged: maps.Clone(old.Unchanged), Groups: maps.Clone(old.Groups), Measured: old.Measured}
 	p.View.GeneratedAt = metav1.NewTime(now.UTC())
 	p.View.Clusters = slices.Clone(old.View.Clusters)
 	p.View.Targets = slices.Clone(old.View.Targets)
 	n := len(st.pl.sources)
-	return &patch{st: st, now: now, plan: p, nodes: make([]bool, n), groups: make([]bool, n)}
+	return &patch{st: st, now: now, plan: p, nodes: make([]bool, n)}
 }
 
 func (u *patch) viewNodes(s int) []meshv1alpha1.NodeDecision {
@@ -38,14 +37,6 @@ func (u *patch) viewNodes(s int) []meshv1alpha1.NodeDecision {
 		c.Nodes, u.nodes[s] = slices.Clone(c.Nodes), true
 	}
 	return c.Nodes
-}
-
-func (u *patch) viewGroups(s int) []meshv1alpha1.GroupPlan {
-	c := &u.plan.View.Clusters[s]
-	if !u.groups[s] {
-		c.Groups, u.groups[s] = slices.Clone(c.Groups), true
-	}
-	return c.Groups
 }
 
 // clock moves the plan to the new time: the credential warnings must say

@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	kilov1alpha1 "github.com/kilo-mesh/kilo-mesh-apiserver/pkg/apis/kilo/v1alpha1"
+	meshv1alpha1 "github.com/kilo-mesh/kilo-mesh-apiserver/pkg/apis/mesh/v1alpha1"
 )
 
 // List is a read-only list sorted by name, held in chunks that plans share:
@@ -35,6 +36,20 @@ type PeerList = List[*kilov1alpha1.Peer]
 
 // NameList lists the names of Peers.
 type NameList = List[string]
+
+// GroupList lists the plans of a cluster's groups.
+type GroupList = List[*meshv1alpha1.GroupPlan]
+
+func groupPlanName(g *meshv1alpha1.GroupPlan) string { return g.Name }
+
+// groupListOf lists a cluster's groups, sorted by name, sharing their array.
+func groupListOf(groups []meshv1alpha1.GroupPlan) GroupList {
+	ptrs := make([]*meshv1alpha1.GroupPlan, len(groups))
+	for i := range groups {
+		ptrs[i] = &groups[i]
+	}
+	return listOf(ptrs, groupPlanName)
+}
 
 func peerName(p *kilov1alpha1.Peer) string { return p.Name }
 

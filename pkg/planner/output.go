@@ -24,6 +24,10 @@ type Plan struct {
 	// as planned, sorted: View.Targets[].Unchanged, which a Plan leaves
 	// empty so that plans share these lists too. ServedView fills it in.
 	Unchanged map[string]NameList
+	// Groups holds, per cluster, its groups' plans, sorted by name:
+	// View.Clusters[].Groups, which a Plan leaves empty for the same reason.
+	// ServedView fills it in.
+	Groups map[string]GroupList
 	// Measured is, per cluster, the Connection its snapshot was read
 	// through: the plan's diffs and figures are of that connection's
 	// cluster, and stale once the entry resolves to another.
@@ -34,6 +38,14 @@ type Plan struct {
 // as the plan subresource serves it.
 func (p *Plan) ServedView() *meshv1alpha1.ClusterMeshPlan {
 	v := p.View.DeepCopy()
+	for i := range v.Clusters {
+		if n := p.Groups[v.Clusters[i].Name].Len(); n > 0 {
+			v.Clusters[i].Groups = make([]meshv1alpha1.GroupPlan, 0, n)
+			for _, g := range p.Groups[v.Clusters[i].Name].All() {
+				v.Clusters[i].Groups = append(v.Clusters[i].Groups, *g.DeepCopy())
+			}
+		}
+	}
 	for i := range v.Targets {
 		v.Targets[i].Unchanged = p.Unchanged[v.Targets[i].Cluster].Slice()
 	}
@@ -51,7 +63,8 @@ func (p *Plan) Target(cluster string) (*meshv1alpha1.TargetPlan, bool) {
 	return nil, false
 }
 
-// Cluster returns the source-side view of one cluster.
+// Cluster returns the source-side view of one cluster; its Groups is
+// empty, the groups are in Plan.Groups.
 func (p *Plan) Cluster(name string) (*meshv1alpha1.ClusterPlan, bool) {
 	for i := range p.View.Clusters {
 		if p.View.Clusters[i].Name == name {
