@@ -402,9 +402,10 @@ func TestInstallationLabel(t *testing.T) {
 	}
 }
 
-// TestServedViewListsUnchanged checks that a plan keeps its unchanged names
-// and its groups out of View, in Plan.Unchanged and Plan.Groups, and that
-// the served view lists them in a copy of its own.
+// TestServedViewListsUnchanged checks that a plan keeps its unchanged
+// names, its groups and its node decisions out of View, in Plan.Unchanged,
+// Plan.Groups and Plan.Nodes, and that the served view lists them in a copy
+// of its own.
 func TestServedViewListsUnchanged(t *testing.T) {
 	p := mustCompute(t, applied(t))
 	v := p.ServedView()
@@ -433,6 +434,15 @@ func TestServedViewListsUnchanged(t *testing.T) {
 	}
 	if groups == 0 {
 		t.Fatal("the fixtures plan no group: the test checks nothing of them")
+	}
+	for i, c := range p.View.Clusters {
+		var want []meshv1alpha1.NodeDecision
+		for _, d := range p.Nodes[c.Name].All() {
+			want = append(want, *d)
+		}
+		if len(c.Nodes) > 0 || len(want) == 0 && c.Reachable || !reflect.DeepEqual(v.Clusters[i].Nodes, want) {
+			t.Errorf("%s: View lists %d nodes, the served view %v; want none and %v", c.Name, len(c.Nodes), v.Clusters[i].Nodes, want)
+		}
 	}
 	v.Targets[0].Create = append(v.Targets[0].Create, "changed")
 	if slices.Contains(p.View.Targets[0].Create, "changed") {

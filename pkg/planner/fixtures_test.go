@@ -135,13 +135,12 @@ func peerOf(t testing.TB, p *Plan, target, source, group string) *kilov1alpha1.P
 // decision returns the decision on one node.
 func decision(t testing.TB, p *Plan, cluster, nodeName string) meshv1alpha1.NodeDecision {
 	t.Helper()
-	c, ok := p.Cluster(cluster)
-	if !ok {
+	if _, ok := p.Cluster(cluster); !ok {
 		t.Fatalf("no cluster %s in plan", cluster)
 	}
-	for _, d := range c.Nodes {
+	for _, d := range p.Nodes[cluster].All() {
 		if d.Node == nodeName {
-			return d
+			return *d
 		}
 	}
 	t.Fatalf("no decision for node %s of %s", nodeName, cluster)

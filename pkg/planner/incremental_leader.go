@@ -111,17 +111,25 @@ func (u *patch) leaderMayMove(prev, n, now *nodeInfo) bool {
 // leadership moved from node from, as clusterView writes them.
 func (u *patch) ledBy(s *source, gi, from int) {
 	g, e := &s.groups[gi], &s.exports[gi]
-	nodes := u.viewNodes(s.idx)
-	nodes[from].Role, nodes[g.leader].Role = meshv1alpha1.NodeRoleMember, meshv1alpha1.NodeRoleLeader
-	for _, i := range g.members {
-		switch d := &nodes[i]; {
-		case !d.Included:
+	idx := g.members
+	if !slices.Contains(idx, from) {
+		idx = append(slices.Clone(idx), from)
+	}
+	u.decide(s, idx, func(i int, d *meshv1alpha1.NodeDecision) {
+		switch i {
+		case from:
+			d.Role = meshv1alpha1.NodeRoleMember
+		case g.leader:
+			d.Role = meshv1alpha1.NodeRoleLeader
+		}
+		switch {
+		case !slices.Contains(g.members, i) || !d.Included:
 		case i == g.leader:
 			d.Message = "leads " + g.name + ", exported as Peer " + e.name
 		default:
 			d.Message = "advertised through " + g.name + ", led by " + s.nodes[g.leader].name
 		}
-	}
+	})
 }
 
 // replaceOnTargets puts the group's new Peer p where its old one was

@@ -15,28 +15,43 @@ import (
 // patch builds the next plan from the last one. The last plan may still
 // be read by others, so every list it changes is copied first, once.
 type patch struct {
-	st    *State
-	now   time.Time
-	plan  *Plan
-	nodes []bool // View.Clusters[i].Nodes copied
+	st   *State
+	now  time.Time
+	plan *Plan
 }
 
 func (st *State) begin(now time.Time) *patch {
 	old := st.plan
-	p := &Plan{View: old.View, DesiredPeers: maps.Clone(old.DesiredPeers), Unchanged: maps.Clone(old.Unchanged), Groups: maps.Clone(old.Groups), Measured: old.Measured}
+	p := &Plan{View: old.View, DesiredPeers: maps.Clone(old.DesiredPeers), Unchanged: maps.Clone(old.Unchanged), Groups: maps.Clone(old.Groups), Nodes: maps.Clone(old.Nodes), Measured: old.Measured}
 	p.View.GeneratedAt = metav1.NewTime(now.UTC())
 	p.View.Clusters = slices.Clone(old.View.Clusters)
 	p.View.Targets = slices.Clone(old.View.Targets)
-	n := len(st.pl.sources)
-	return &patch{st: st, now: now, plan: p, nodes: make([]bool, n)}
+	return &patch{st: st, now: now, plan: p}
 }
 
-func (u *patch) viewNodes(s int) []meshv1alpha1.NodeDecision {
-	c := &u.plan.View.Clusters[s]
-	if !u.nodes[s] {
-		c.Nodes, u.nodes[s] = slices.Clone(c.Nodes), true
+// decide rewrites the decisions on nodes idx of s (Plan.Nodes lists s's
+// nodes in s.nodes' order) with edit: chunk by chunk when they are few,
+// else as one new list, which copies a pointer per node rather than a
+// chunk per decision.
+func (u *patch) decide(s *source, idx []int, edit func(i int, d *meshv1alpha1.NodeDecision)) {
+	list := u.plan.Nodes[s.name]
+	if len(idx)*chunkMean < list.Len() {
+		for _, i := range idx {
+			d, _ := list.get(s.nodes[i].name, nodeDecisionName)
+			c := *d // shares its notes, which stay
+			edit(i, &c)
+			list = list.with(&c, nodeDecisionName)
+		}
+	} else {
+		all := list.Slice()
+		for _, i := range idx {
+			c := *all[i]
+			edit(i, &c)
+			all[i] = &c
+		}
+		list = listOf(all, nodeDecisionName)
 	}
-	return c.Nodes
+	u.plan.Nodes[s.name] = list
 }
 
 // clock moves the plan to the new time: the credential warnings must say
@@ -51,6 +66,7 @@ func (u *patch) clock() bool {
 		if r0 != r1 || m0 != m1 {
 			return false
 		}
+		var aged []int
 		for _, i := range u.st.notReady[s.idx] {
 			n := &s.nodes[i]
 			ready, msg := checkedIn(n.node, u.now)
@@ -59,8 +75,11 @@ func (u *patch) clock() bool {
 			}
 			if msg != n.message {
 				n.message = msg
-				u.viewNodes(s.idx)[i].Message = msg
+				aged = append(aged, i)
 			}
+		}
+		if len(aged) > 0 {
+			u.decide(s, aged, func(i int, d *meshv1alpha1.NodeDecision) { d.Message = s.nodes[i].message })
 		}
 	}
 	return true

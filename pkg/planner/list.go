@@ -51,6 +51,20 @@ func groupListOf(groups []meshv1alpha1.GroupPlan) GroupList {
 	return listOf(ptrs, groupPlanName)
 }
 
+// NodeList lists the decisions on a cluster's nodes.
+type NodeList = List[*meshv1alpha1.NodeDecision]
+
+func nodeDecisionName(d *meshv1alpha1.NodeDecision) string { return d.Node }
+
+// NodeListOf lists decisions, sorted by node name, sharing their array.
+func NodeListOf(decisions ...meshv1alpha1.NodeDecision) NodeList {
+	ptrs := make([]*meshv1alpha1.NodeDecision, len(decisions))
+	for i := range decisions {
+		ptrs[i] = &decisions[i]
+	}
+	return listOf(ptrs, nodeDecisionName)
+}
+
 func peerName(p *kilov1alpha1.Peer) string { return p.Name }
 
 func self(s string) string { return s }

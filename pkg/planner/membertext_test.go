@@ -85,7 +85,7 @@ func TestMemberStringsBounded(t *testing.T) {
 		}
 	}
 	for _, c := range p.View.Clusters {
-		for _, d := range c.Nodes {
+		for _, d := range p.Nodes[c.Name].All() {
 			clean("node "+d.Node, d.Node)
 			clean("decision of "+d.Node, d.Message)
 			for _, n := range d.Notes {

@@ -28,6 +28,9 @@ type Plan struct {
 	// View.Clusters[].Groups, which a Plan leaves empty for the same reason.
 	// ServedView fills it in.
 	Groups map[string]GroupList
+	// Nodes holds, per cluster, the decisions on its nodes, sorted by name:
+	// View.Clusters[].Nodes, left empty likewise. ServedView fills it in.
+	Nodes map[string]NodeList
 	// Measured is, per cluster, the Connection its snapshot was read
 	// through: the plan's diffs and figures are of that connection's
 	// cluster, and stale once the entry resolves to another.
@@ -39,6 +42,12 @@ type Plan struct {
 func (p *Plan) ServedView() *meshv1alpha1.ClusterMeshPlan {
 	v := p.View.DeepCopy()
 	for i := range v.Clusters {
+		if n := p.Nodes[v.Clusters[i].Name].Len(); n > 0 {
+			v.Clusters[i].Nodes = make([]meshv1alpha1.NodeDecision, 0, n)
+			for _, d := range p.Nodes[v.Clusters[i].Name].All() {
+				v.Clusters[i].Nodes = append(v.Clusters[i].Nodes, *d.DeepCopy())
+			}
+		}
 		if n := p.Groups[v.Clusters[i].Name].Len(); n > 0 {
 			v.Clusters[i].Groups = make([]meshv1alpha1.GroupPlan, 0, n)
 			for _, g := range p.Groups[v.Clusters[i].Name].All() {
@@ -63,8 +72,8 @@ func (p *Plan) Target(cluster string) (*meshv1alpha1.TargetPlan, bool) {
 	return nil, false
 }
 
-// Cluster returns the source-side view of one cluster; its Groups is
-// empty, the groups are in Plan.Groups.
+// Cluster returns the source-side view of one cluster; its Groups and
+// Nodes are empty, they are in Plan.Groups and Plan.Nodes.
 func (p *Plan) Cluster(name string) (*meshv1alpha1.ClusterPlan, bool) {
 	for i := range p.View.Clusters {
 		if p.View.Clusters[i].Name == name {

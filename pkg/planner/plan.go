@@ -95,6 +95,7 @@ func compute(in Input, keepHeld bool) (*Plan, *planner, error) {
 		DesiredPeers: make(map[string]PeerList, len(pl.sources)),
 		Unchanged:    make(map[string]NameList, len(pl.sources)),
 		Groups:       make(map[string]GroupList, len(pl.sources)),
+		Nodes:        make(map[string]NodeList, len(pl.sources)),
 		Measured:     make(map[string]string, len(pl.sources)),
 	}
 	for _, c := range in.Spec.Clusters {
@@ -103,6 +104,7 @@ func compute(in Input, keepHeld bool) (*Plan, *planner, error) {
 	for _, s := range pl.sources {
 		view := s.view
 		plan.Groups[s.name], view.Groups = groupListOf(view.Groups), nil
+		plan.Nodes[s.name], view.Nodes = NodeListOf(view.Nodes...), nil
 		plan.View.Clusters = append(plan.View.Clusters, view)
 		tp, peers := pl.planTarget(s)
 		plan.Unchanged[s.name], tp.Unchanged = listOf(tp.Unchanged, self), nil

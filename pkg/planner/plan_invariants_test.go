@@ -135,7 +135,7 @@ func checkPlanInvariants(t testing.TB, in Input, p *Plan) {
 		}
 	}
 	for _, c := range p.View.Clusters {
-		for _, d := range c.Nodes {
+		for _, d := range p.Nodes[c.Name].All() {
 			if d.Reason == "" || d.Message == "" || d.Included != (d.Reason == ReasonAdvertised) {
 				t.Errorf("%s: decision %+v", c.Name, d)
 			}

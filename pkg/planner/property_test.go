@@ -309,7 +309,7 @@ func TestPropertyGeneratorCoverage(t *testing.T) {
 			seen[i.Reason] = true
 		}
 		for _, c := range p.View.Clusters {
-			for _, d := range c.Nodes {
+			for _, d := range p.Nodes[c.Name].All() {
 				seen[d.Reason] = true
 			}
 		}
