@@ -1,7 +1,6 @@
 package planner
 
 import (
-	"reflect"
 	"slices"
 	"strings"
 	"testing"
@@ -36,13 +35,11 @@ func foreignPeer(name, key string, allowed ...string) *kilov1alpha1.Peer {
 func target(t *testing.T, p *Plan, cluster string) *meshv1alpha1.TargetPlan {
 	t.Helper()
 	v := p.ServedView()
-	for i := range v.Targets {
-		if v.Targets[i].Cluster == cluster {
-			return &v.Targets[i]
-		}
+	i := slices.IndexFunc(v.Targets, func(tp meshv1alpha1.TargetPlan) bool { return tp.Cluster == cluster })
+	if i < 0 {
+		t.Fatalf("no target %s", cluster)
 	}
-	t.Fatalf("no target %s", cluster)
-	return nil
+	return &v.Targets[i]
 }
 
 func updateNames(tp *meshv1alpha1.TargetPlan) []string {
@@ -399,53 +396,5 @@ func TestInstallationLabel(t *testing.T) {
 		if tp := target(t, again, c); len(tp.Update) > 0 {
 			t.Errorf("%s once labelled: %+v", c, tp.Update)
 		}
-	}
-}
-
-// TestServedViewListsUnchanged checks that a plan keeps its unchanged
-// names, its groups and its node decisions out of View, in Plan.Unchanged,
-// Plan.Groups and Plan.Nodes, and that the served view lists them in a copy
-// of its own.
-func TestServedViewListsUnchanged(t *testing.T) {
-	p := mustCompute(t, applied(t))
-	v := p.ServedView()
-	for i, tp := range p.View.Targets {
-		want := []string{}
-		for _, peer := range p.DesiredPeers[tp.Cluster].All() {
-			want = append(want, peer.Name)
-		}
-		if len(tp.Unchanged) > 0 || !slices.Equal(p.Unchanged[tp.Cluster].Slice(), want) {
-			t.Errorf("%s: View lists %v unchanged, Plan.Unchanged %v; want none and %v", tp.Cluster, tp.Unchanged, p.Unchanged[tp.Cluster].Slice(), want)
-		}
-		if got := v.Targets[i].Unchanged; len(want) == 0 || !slices.Equal(got, want) {
-			t.Errorf("%s: served view lists %v unchanged, want %v", tp.Cluster, got, want)
-		}
-	}
-	groups := 0
-	for i, c := range p.View.Clusters {
-		var want []meshv1alpha1.GroupPlan
-		for _, g := range p.Groups[c.Name].All() {
-			want = append(want, *g)
-		}
-		groups += len(want)
-		if len(c.Groups) > 0 || !reflect.DeepEqual(v.Clusters[i].Groups, want) {
-			t.Errorf("%s: View lists %d groups, the served view %v; want none and %v", c.Name, len(c.Groups), v.Clusters[i].Groups, want)
-		}
-	}
-	if groups == 0 {
-		t.Fatal("the fixtures plan no group: the test checks nothing of them")
-	}
-	for i, c := range p.View.Clusters {
-		var want []meshv1alpha1.NodeDecision
-		for _, d := range p.Nodes[c.Name].All() {
-			want = append(want, *d)
-		}
-		if len(c.Nodes) > 0 || len(want) == 0 && c.Reachable || !reflect.DeepEqual(v.Clusters[i].Nodes, want) {
-			t.Errorf("%s: View lists %d nodes, the served view %v; want none and %v", c.Name, len(c.Nodes), v.Clusters[i].Nodes, want)
-		}
-	}
-	v.Targets[0].Create = append(v.Targets[0].Create, "changed")
-	if slices.Contains(p.View.Targets[0].Create, "changed") {
-		t.Error("the served view shares its lists with the plan")
 	}
 }
