@@ -101,7 +101,7 @@ func TestCacheIncremental(t *testing.T) {
 		t.Fatal(err)
 	}
 	peerOn := func(p *planner.Plan, target, node string) *kilov1alpha1.Peer {
-		for _, q := range p.DesiredPeers[target] {
+		for _, q := range p.DesiredPeers[target].All() {
 			if q.Annotations[planner.AnnotationSourceLeader] == node {
 				return q
 			}
@@ -124,7 +124,7 @@ func TestCacheIncremental(t *testing.T) {
 		}, true},
 		{"the reconciler applies the plan on b", func() {
 			members.edit("b", func(s *clusters.ClusterState) {
-				for _, p := range last.DesiredPeers["b"] {
+				for _, p := range last.DesiredPeers["b"].All() {
 					s.Peers = append(s.Peers, p.DeepCopy())
 				}
 			})

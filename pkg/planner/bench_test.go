@@ -136,7 +136,7 @@ func TestBenchInputIsClean(t *testing.T) {
 		if g == "full" {
 			want = 300
 		}
-		if n := len(p.DesiredPeers["cluster-00"]); n != 2*want {
+		if n := p.DesiredPeers["cluster-00"].Len(); n != 2*want {
 			t.Errorf("%s: %d Peers on cluster-00, want %d", g, n, 2*want)
 		}
 	}

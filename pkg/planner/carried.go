@@ -4,8 +4,6 @@ import (
 	"cmp"
 	"slices"
 	"strings"
-
-	meshv1alpha1 "github.com/kilo-mesh/kilo-mesh-apiserver/pkg/apis/mesh/v1alpha1"
 )
 
 // Uncarried is one direction between two reachable member clusters along
@@ -28,7 +26,7 @@ func (p *Plan) Uncarried(local string) []Uncarried {
 	hostWithheld := p.View.HostAccess != nil && !p.View.HostAccess.Granted && local != ""
 	var sources []string
 	for _, c := range p.View.Clusters {
-		if c.Reachable && hasCarriable(c.Summary.ReadyGroups, c.Groups) {
+		if c.Reachable && hasCarriable(c.Summary.ReadyGroups, p.Groups[c.Name]) {
 			sources = append(sources, c.Name)
 		}
 	}
@@ -48,7 +46,7 @@ func (p *Plan) Uncarried(local string) []Uncarried {
 			}
 		}
 		carried := map[string]bool{}
-		for _, peer := range p.DesiredPeers[t.Cluster] {
+		for _, peer := range p.DesiredPeers[t.Cluster].All() {
 			if !blockedKept[peer.Name] {
 				carried[peer.Labels[LabelSourceCluster]] = true
 			}
@@ -68,11 +66,11 @@ func (p *Plan) Uncarried(local string) []Uncarried {
 
 // hasCarriable reports whether a cluster has a group the mesh should carry:
 // an exported one, or one left out for its networks.
-func hasCarriable(readyGroups int32, groups []meshv1alpha1.GroupPlan) bool {
+func hasCarriable(readyGroups int32, groups GroupList) bool {
 	if readyGroups > 0 {
 		return true
 	}
-	for _, g := range groups {
+	for _, g := range groups.All() {
 		if !g.Ready && IsNetworkGroupReason(g.Reason) {
 			return true
 		}

@@ -14,7 +14,7 @@ func TestUncarried(t *testing.T) {
 	// none of source's groups may be planned there (PublicKeyInUse).
 	foreignKeysOf := func(t *testing.T, in *Input, source, target string) {
 		p := mustCompute(t, *in)
-		for i, peer := range p.DesiredPeers[target] {
+		for i, peer := range p.DesiredPeers[target].All() {
 			if peer.Labels[LabelSourceCluster] == source {
 				addPeer(in, target, foreignPeer(fmt.Sprintf("imported-%d", i), peer.Spec.PublicKey, fmt.Sprintf("10.250.%d.0/24", i)))
 			}

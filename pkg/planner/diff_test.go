@@ -34,11 +34,12 @@ func foreignPeer(name, key string, allowed ...string) *kilov1alpha1.Peer {
 
 func target(t *testing.T, p *Plan, cluster string) *meshv1alpha1.TargetPlan {
 	t.Helper()
-	tp, ok := p.Target(cluster)
-	if !ok {
+	v := p.ServedView()
+	i := slices.IndexFunc(v.Targets, func(tp meshv1alpha1.TargetPlan) bool { return tp.Cluster == cluster })
+	if i < 0 {
 		t.Fatalf("no target %s", cluster)
 	}
-	return tp
+	return &v.Targets[i]
 }
 
 func updateNames(tp *meshv1alpha1.TargetPlan) []string {
@@ -53,7 +54,7 @@ func TestDiffFirstPlanCreatesEverything(t *testing.T) {
 	p := mustCompute(t, testInput(t))
 	for _, c := range []string{"eu", "us", "home"} {
 		tp := target(t, p, c)
-		if tp.DiffState != meshv1alpha1.DiffStateComputed || len(tp.Create) != len(p.DesiredPeers[c]) || int(tp.DesiredPeers) != len(tp.Create) {
+		if tp.DiffState != meshv1alpha1.DiffStateComputed || len(tp.Create) != p.DesiredPeers[c].Len() || int(tp.DesiredPeers) != len(tp.Create) {
 			t.Errorf("%s: %+v", c, tp)
 		}
 		if len(tp.Update)+len(tp.Delete)+len(tp.Unchanged)+len(tp.Kept) > 0 {
@@ -67,7 +68,7 @@ func TestDiffSteadyState(t *testing.T) {
 	p := mustCompute(t, in)
 	for _, c := range []string{"eu", "us", "home"} {
 		tp := target(t, p, c)
-		if len(tp.Unchanged) != len(p.DesiredPeers[c]) || len(tp.Create)+len(tp.Update)+len(tp.Delete) > 0 {
+		if len(tp.Unchanged) != p.DesiredPeers[c].Len() || len(tp.Create)+len(tp.Update)+len(tp.Delete) > 0 {
 			t.Errorf("%s: %+v", c, tp)
 		}
 	}
@@ -289,7 +290,7 @@ func TestDiff(t *testing.T) {
 						have = e
 					}
 				}
-				for _, d := range p.DesiredPeers[tc.target] {
+				for _, d := range p.DesiredPeers[tc.target].All() {
 					if d.Name == k.Name {
 						want = d
 					}
@@ -375,13 +376,13 @@ func TestInstallationLabel(t *testing.T) {
 	in.Installation = "9a3c4e7e-0000-4000-8000-000000000001"
 	p := mustCompute(t, in)
 	for c, peers := range p.DesiredPeers {
-		for _, peer := range peers {
+		for _, peer := range peers.All() {
 			if peer.Labels[LabelInstallation] != in.Installation {
 				t.Fatalf("%s: Peer %s labels %v", c, peer.Name, peer.Labels)
 			}
 		}
 		tp := target(t, p, c)
-		if len(tp.Update) != len(peers) || len(tp.Create)+len(tp.Delete)+len(tp.Unchanged) > 0 {
+		if len(tp.Update) != peers.Len() || len(tp.Create)+len(tp.Delete)+len(tp.Unchanged) > 0 {
 			t.Errorf("%s: %+v", c, tp)
 		}
 		for _, u := range tp.Update {

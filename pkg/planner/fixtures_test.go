@@ -98,7 +98,7 @@ func withPeers(in Input, plan *Plan) Input {
 	out.Clusters = make(map[string]ClusterSnapshot, len(in.Clusters))
 	for name, snap := range in.Clusters {
 		snap.Peers = nil
-		for _, d := range plan.DesiredPeers[name] {
+		for _, d := range plan.DesiredPeers[name].All() {
 			p := d.DeepCopy()
 			p.ResourceVersion = "1"
 			snap.Peers = append(snap.Peers, p)
@@ -124,7 +124,7 @@ func node(t testing.TB, in Input, cluster, name string) *corev1.Node {
 func peerOf(t testing.TB, p *Plan, target, source, group string) *kilov1alpha1.Peer {
 	t.Helper()
 	name := PeerName(testNamespace, testMesh, source, group)
-	for _, d := range p.DesiredPeers[target] {
+	for _, d := range p.DesiredPeers[target].All() {
 		if d.Name == name {
 			return d
 		}
@@ -135,13 +135,12 @@ func peerOf(t testing.TB, p *Plan, target, source, group string) *kilov1alpha1.P
 // decision returns the decision on one node.
 func decision(t testing.TB, p *Plan, cluster, nodeName string) meshv1alpha1.NodeDecision {
 	t.Helper()
-	c, ok := p.Cluster(cluster)
-	if !ok {
+	if _, ok := p.Cluster(cluster); !ok {
 		t.Fatalf("no cluster %s in plan", cluster)
 	}
-	for _, d := range c.Nodes {
+	for _, d := range p.Nodes[cluster].All() {
 		if d.Node == nodeName {
-			return d
+			return *d
 		}
 	}
 	t.Fatalf("no decision for node %s of %s", nodeName, cluster)

@@ -23,7 +23,7 @@ func prefixes(ps ...string) []netip.Prefix {
 // addressesOn lists the allowed IPs the plan puts on target for source.
 func addressesOn(p *Plan, target, source string) []string {
 	var out []string
-	for _, peer := range p.DesiredPeers[target] {
+	for _, peer := range p.DesiredPeers[target].All() {
 		if peer.Labels[LabelSourceCluster] == source {
 			out = append(out, peer.Spec.AllowedIPs...)
 		}

@@ -20,7 +20,7 @@ func wideGrant(maxPeers int, maxBytes int64) HostAccess {
 // members' Peers are not bounded.
 func TestLimitHostPeers(t *testing.T) {
 	all := mustCompute(t, testInput(t)).DesiredPeers
-	onHost := all["eu"]
+	onHost := all["eu"].Slice()
 	if len(onHost) < 3 {
 		t.Fatalf("the fixtures put %d Peers on eu; the test needs 3 or more", len(onHost))
 	}
@@ -39,7 +39,7 @@ func TestLimitHostPeers(t *testing.T) {
 			in := testInput(t)
 			in.HostAccess = tc.access
 			p := mustCompute(t, in)
-			got := p.DesiredPeers["eu"]
+			got := p.DesiredPeers["eu"].Slice()
 			if len(got) != tc.want {
 				t.Fatalf("%d Peers on eu, want %d", len(got), tc.want)
 			}
@@ -52,8 +52,8 @@ func TestLimitHostPeers(t *testing.T) {
 				t.Errorf("%s reported: %v, want %v (%v)", ConflictTooManyHostPeers, !limited, limited, p.View.Conflicts)
 			}
 			for _, member := range []string{"us", "home"} {
-				if len(p.DesiredPeers[member]) != len(all[member]) {
-					t.Errorf("%s holds %d Peers, want %d: members are not bounded", member, len(p.DesiredPeers[member]), len(all[member]))
+				if p.DesiredPeers[member].Len() != all[member].Len() {
+					t.Errorf("%s holds %d Peers, want %d: members are not bounded", member, p.DesiredPeers[member].Len(), all[member].Len())
 				}
 			}
 		})
@@ -96,7 +96,7 @@ func TestHostEndpointPolicy(t *testing.T) {
 			if peerOf(t, p, "home", "us", "node:us-1") == nil {
 				t.Error("the Peer of us-1 left home too: only the local cluster applies the policy")
 			}
-			if !slices.ContainsFunc(p.DesiredPeers["eu"], func(peer *kilov1alpha1.Peer) bool { return peer.Labels[LabelSourceCluster] == "home" }) {
+			if !slices.ContainsFunc(p.DesiredPeers["eu"].Slice(), func(peer *kilov1alpha1.Peer) bool { return peer.Labels[LabelSourceCluster] == "home" }) {
 				t.Error("home's Peers left eu")
 			}
 		})

@@ -29,15 +29,40 @@ func BenchmarkIncremental(b *testing.B) {
 			}
 			in = withPeers(in, p)
 			for _, mode := range []string{"next", "diff+next", "whole"} {
-				b.Run(fmt.Sprintf("%s/10x%d/%s", g, n, mode), func(b *testing.B) { changeLoop(b, in, mode) })
+				b.Run(fmt.Sprintf("%s/10x%d/%s", g, n, mode), func(b *testing.B) { changeLoop(b, in, mode, otherKey) })
 			}
 		}
 	}
 }
 
-// changeLoop changes the key of one of ten nodes of one cluster per plan,
-// each back and forth between its own key and another.
-func changeLoop(b *testing.B, in Input, mode string) {
+// BenchmarkIncrementalEndpoint is BenchmarkIncremental's next at full
+// granularity with a node's force-endpoint changing instead of its key: the
+// group's entry in its cluster's view changes too.
+func BenchmarkIncrementalEndpoint(b *testing.B) {
+	for _, n := range []int{100, 1000, 5000} {
+		in := benchInput(10, n, "full")
+		p, err := Compute(in)
+		if err != nil {
+			b.Fatal(err)
+		}
+		in = withPeers(in, p)
+		b.Run(fmt.Sprintf("full/10x%d/next", n), func(b *testing.B) { changeLoop(b, in, "next", otherEndpoint) })
+	}
+}
+
+func otherKey(n *corev1.Node, j int) {
+	var key [32]byte
+	binary.BigEndian.PutUint64(key[:], uint64(j)|1<<62)
+	n.Annotations[kilov1alpha1.AnnotationKey] = base64.StdEncoding.EncodeToString(key[:])
+}
+
+func otherEndpoint(n *corev1.Node, j int) {
+	n.Annotations[kilov1alpha1.AnnotationForceEndpoint] = fmt.Sprintf("45.0.0.%d:51820", j)
+}
+
+// changeLoop changes one of ten nodes of one cluster per plan (edit
+// changes it), each back and forth between itself and its edited copy.
+func changeLoop(b *testing.B, in Input, mode string, edit func(n *corev1.Node, j int)) {
 	const cluster = "cluster-01"
 	snap := in.Clusters[cluster]
 	in.Clusters = maps.Clone(in.Clusters)
@@ -46,9 +71,7 @@ func changeLoop(b *testing.B, in Input, mode string) {
 	var versions [10][2]*corev1.Node
 	for j := range versions {
 		other := snap.Nodes[j].DeepCopy()
-		var key [32]byte
-		binary.BigEndian.PutUint64(key[:], uint64(j)|1<<62)
-		other.Annotations[kilov1alpha1.AnnotationKey] = base64.StdEncoding.EncodeToString(key[:])
+		edit(other, j)
 		versions[j] = [2]*corev1.Node{snap.Nodes[j], other}
 	}
 	_, st, err := Start(in)

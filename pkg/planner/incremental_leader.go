@@ -74,9 +74,10 @@ func (u *patch) reexport(s *source, gi, from, changed int, was *nodeInfo) bool {
 	if k, ok := slices.BinarySearchFunc(pl.order, e.name, func(x *export, name string) int { return strings.Compare(x.name, name) }); ok {
 		pl.templates[k] = &p
 	}
-	if v := &u.plan.View.Clusters[s.idx].Groups[gi]; moved || v.Endpoint != hostPort || v.PersistentKeepalive != int32(keepalive) {
-		groups := u.viewGroups(s.idx)
-		groups[gi].Leader, groups[gi].Endpoint, groups[gi].PersistentKeepalive = n.name, hostPort, int32(keepalive)
+	if v, _ := u.plan.Groups[s.name].get(g.name, groupPlanName); moved || v.Endpoint != hostPort || v.PersistentKeepalive != int32(keepalive) {
+		w := *v // shares its members, which stay
+		w.Leader, w.Endpoint, w.PersistentKeepalive = n.name, hostPort, int32(keepalive)
+		u.plan.Groups[s.name] = u.plan.Groups[s.name].with(&w, groupPlanName)
 	}
 	if moved {
 		u.ledBy(s, gi, from)
@@ -110,17 +111,25 @@ func (u *patch) leaderMayMove(prev, n, now *nodeInfo) bool {
 // leadership moved from node from, as clusterView writes them.
 func (u *patch) ledBy(s *source, gi, from int) {
 	g, e := &s.groups[gi], &s.exports[gi]
-	nodes := u.viewNodes(s.idx)
-	nodes[from].Role, nodes[g.leader].Role = meshv1alpha1.NodeRoleMember, meshv1alpha1.NodeRoleLeader
-	for _, i := range g.members {
-		switch d := &nodes[i]; {
-		case !d.Included:
+	idx := g.members
+	if !slices.Contains(idx, from) {
+		idx = append(slices.Clone(idx), from)
+	}
+	u.decide(s, idx, func(i int, d *meshv1alpha1.NodeDecision) {
+		switch i {
+		case from:
+			d.Role = meshv1alpha1.NodeRoleMember
+		case g.leader:
+			d.Role = meshv1alpha1.NodeRoleLeader
+		}
+		switch {
+		case !slices.Contains(g.members, i) || !d.Included:
 		case i == g.leader:
 			d.Message = "leads " + g.name + ", exported as Peer " + e.name
 		default:
 			d.Message = "advertised through " + g.name + ", led by " + s.nodes[g.leader].name
 		}
-	}
+	})
 }
 
 // replaceOnTargets puts the group's new Peer p where its old one was
@@ -130,20 +139,19 @@ func (u *patch) replaceOnTargets(s *source, e *export, old, p *kilov1alpha1.Peer
 		if t.idx == s.idx {
 			continue
 		}
-		k, ok := slices.BinarySearchFunc(u.plan.DesiredPeers[t.name], e.name, byPeerName)
+		was, ok := u.plan.DesiredPeers[t.name].get(e.name, peerName)
 		if !ok {
 			continue // not planned there: withheld by policy, or no address left
 		}
-		desired := u.desiredOf(t)
-		if desired[k] == old {
-			desired[k] = p
-		} else {
+		now := p
+		if was != old {
 			q := *p // trimmed for the target as before: its addresses stay
-			q.Spec.AllowedIPs = desired[k].Spec.AllowedIPs
-			desired[k] = &q
+			q.Spec.AllowedIPs = was.Spec.AllowedIPs
+			now = &q
 		}
+		u.plan.DesiredPeers[t.name] = u.plan.DesiredPeers[t.name].with(now, peerName)
 		if t.reachable {
-			u.rediff(t, e.name, desired[k])
+			u.rediff(t, e.name, now)
 		}
 	}
 }

@@ -15,45 +15,43 @@ import (
 // patch builds the next plan from the last one. The last plan may still
 // be read by others, so every list it changes is copied first, once.
 type patch struct {
-	st      *State
-	now     time.Time
-	plan    *Plan
-	nodes   []bool // View.Clusters[i].Nodes copied
-	groups  []bool // View.Clusters[i].Groups copied
-	desired []bool // DesiredPeers of source i copied
+	st   *State
+	now  time.Time
+	plan *Plan
 }
 
 func (st *State) begin(now time.Time) *patch {
 	old := st.plan
-	p := &Plan{View: old.View, DesiredPeers: maps.Clone(old.DesiredPeers), Measured: old.Measured}
+	p := &Plan{View: old.View, DesiredPeers: maps.Clone(old.DesiredPeers), Unchanged: maps.Clone(old.Unchanged), Groups: maps.Clone(old.Groups), Nodes: maps.Clone(old.Nodes), Measured: old.Measured}
 	p.View.GeneratedAt = metav1.NewTime(now.UTC())
 	p.View.Clusters = slices.Clone(old.View.Clusters)
 	p.View.Targets = slices.Clone(old.View.Targets)
-	n := len(st.pl.sources)
-	return &patch{st: st, now: now, plan: p, nodes: make([]bool, n), groups: make([]bool, n), desired: make([]bool, n)}
+	return &patch{st: st, now: now, plan: p}
 }
 
-func (u *patch) viewNodes(s int) []meshv1alpha1.NodeDecision {
-	c := &u.plan.View.Clusters[s]
-	if !u.nodes[s] {
-		c.Nodes, u.nodes[s] = slices.Clone(c.Nodes), true
+// decide rewrites the decisions on nodes idx of s (Plan.Nodes lists s's
+// nodes in s.nodes' order) with edit: chunk by chunk when they are few,
+// else as one new list, which copies a pointer per node rather than a
+// chunk per decision.
+func (u *patch) decide(s *source, idx []int, edit func(i int, d *meshv1alpha1.NodeDecision)) {
+	list := u.plan.Nodes[s.name]
+	if len(idx)*chunkMean < list.Len() {
+		for _, i := range idx {
+			d, _ := list.get(s.nodes[i].name, nodeDecisionName)
+			c := *d // shares its notes, which stay
+			edit(i, &c)
+			list = list.with(&c, nodeDecisionName)
+		}
+	} else {
+		all := list.Slice()
+		for _, i := range idx {
+			c := *all[i]
+			edit(i, &c)
+			all[i] = &c
+		}
+		list = listOf(all, nodeDecisionName)
 	}
-	return c.Nodes
-}
-
-func (u *patch) viewGroups(s int) []meshv1alpha1.GroupPlan {
-	c := &u.plan.View.Clusters[s]
-	if !u.groups[s] {
-		c.Groups, u.groups[s] = slices.Clone(c.Groups), true
-	}
-	return c.Groups
-}
-
-func (u *patch) desiredOf(t *source) []*kilov1alpha1.Peer {
-	if !u.desired[t.idx] {
-		u.plan.DesiredPeers[t.name], u.desired[t.idx] = slices.Clone(u.plan.DesiredPeers[t.name]), true
-	}
-	return u.plan.DesiredPeers[t.name]
+	u.plan.Nodes[s.name] = list
 }
 
 // clock moves the plan to the new time: the credential warnings must say
@@ -68,6 +66,7 @@ func (u *patch) clock() bool {
 		if r0 != r1 || m0 != m1 {
 			return false
 		}
+		var aged []int
 		for _, i := range u.st.notReady[s.idx] {
 			n := &s.nodes[i]
 			ready, msg := checkedIn(n.node, u.now)
@@ -76,8 +75,11 @@ func (u *patch) clock() bool {
 			}
 			if msg != n.message {
 				n.message = msg
-				u.viewNodes(s.idx)[i].Message = msg
+				aged = append(aged, i)
 			}
+		}
+		if len(aged) > 0 {
+			u.decide(s, aged, func(i int, d *meshv1alpha1.NodeDecision) { d.Message = s.nodes[i].message })
 		}
 	}
 	return true
@@ -191,10 +193,7 @@ func (u *patch) peer(c *PeerChange) bool {
 	default:
 		x.managed = slices.Insert(x.managed, k, c.New)
 	}
-	var want *kilov1alpha1.Peer
-	if k, ok := slices.BinarySearchFunc(u.plan.DesiredPeers[t.name], name, byPeerName); ok {
-		want = u.plan.DesiredPeers[t.name][k]
-	}
+	want, _ := u.plan.DesiredPeers[t.name].get(name, peerName)
 	u.rediff(t, name, want)
 	return true
 }
@@ -224,36 +223,43 @@ func (x *existingPeers) foreignUnread(c *PeerChange, pl *planner) bool {
 
 // rediff moves one name to the list of target t's diff it now belongs to,
 // as diff would have put it there; want is its desired Peer, nil if none.
-// Nothing of t is kept.
+// Nothing of t is kept. A list the name stays in or out of is not copied.
 func (u *patch) rediff(t *source, name string, want *kilov1alpha1.Peer) {
 	tp := &u.plan.View.Targets[t.idx]
 	managed := u.st.pl.held[t.idx].managed
-	tp.Create = withoutName(tp.Create, name)
-	tp.Unchanged = withoutName(tp.Unchanged, name)
-	tp.Delete = withoutName(tp.Delete, name)
-	if k, ok := slices.BinarySearchFunc(tp.Update, name, func(p meshv1alpha1.PeerUpdate, n string) int { return strings.Compare(p.Name, n) }); ok {
-		tp.Update = slices.Delete(slices.Clone(tp.Update), k, k+1)
-	}
 	var have *kilov1alpha1.Peer
 	if k, ok := slices.BinarySearchFunc(managed, name, byPeerName); ok {
 		have = managed[k]
 	}
-	switch {
-	case want != nil && have != nil:
-		if fields := changedFields(want, have); len(fields) > 0 {
-			k, _ := slices.BinarySearchFunc(tp.Update, name, func(p meshv1alpha1.PeerUpdate, n string) int { return strings.Compare(p.Name, n) })
-			tp.Update = slices.Insert(slices.Clone(tp.Update), k, meshv1alpha1.PeerUpdate{Name: name, Fields: fields})
+	var fields []string
+	if want != nil && have != nil {
+		fields = changedFields(want, have)
+	}
+	tp.Create = placed(tp.Create, name, want != nil && have == nil)
+	tp.Delete = placed(tp.Delete, name, want == nil && have != nil)
+	unchanged := u.plan.Unchanged[t.name]
+	if _, ok := unchanged.get(name, self); ok != (want != nil && have != nil && len(fields) == 0) {
+		if ok {
+			unchanged, _ = unchanged.without(name, self)
 		} else {
-			tp.Unchanged = withName(tp.Unchanged, name)
+			unchanged = unchanged.with(name, self)
 		}
-	case want != nil:
-		tp.Create = withName(tp.Create, name)
-	case have != nil:
-		tp.Delete = withName(tp.Delete, name)
+		u.plan.Unchanged[t.name] = unchanged
+	}
+	k, ok := slices.BinarySearchFunc(tp.Update, name, func(p meshv1alpha1.PeerUpdate, n string) int { return strings.Compare(p.Name, n) })
+	switch {
+	case len(fields) > 0 && ok && slices.Equal(tp.Update[k].Fields, fields):
+	case len(fields) > 0 && ok:
+		tp.Update = slices.Clone(tp.Update)
+		tp.Update[k] = meshv1alpha1.PeerUpdate{Name: name, Fields: fields}
+	case len(fields) > 0:
+		tp.Update = slices.Insert(slices.Clone(tp.Update), k, meshv1alpha1.PeerUpdate{Name: name, Fields: fields})
+	case ok:
+		tp.Update = slices.Delete(slices.Clone(tp.Update), k, k+1)
 	}
 	// diff leaves a list nil unless it appends to it, but for the one it
-	// sizes in advance: Create with nothing held, Unchanged otherwise.
-	for _, l := range []*[]string{&tp.Create, &tp.Unchanged, &tp.Delete} {
+	// sizes in advance: Create with nothing held.
+	for _, l := range []*[]string{&tp.Create, &tp.Delete} {
 		if len(*l) == 0 {
 			*l = nil
 		}
@@ -264,22 +270,18 @@ func (u *patch) rediff(t *source, name string, want *kilov1alpha1.Peer) {
 	if len(managed) == 0 && tp.Create == nil {
 		tp.Create = []string{}
 	}
-	if len(managed) > 0 && tp.Unchanged == nil {
-		tp.Unchanged = []string{}
-	}
 }
 
-// withoutName returns a copy of a sorted list without name, or the list
-// itself when it does not hold it.
-func withoutName(list []string, name string) []string {
-	if k, ok := slices.BinarySearch(list, name); ok {
+// placed returns a sorted list with or without name: the list itself when
+// it already is, else a copy.
+func placed(list []string, name string, in bool) []string {
+	k, ok := slices.BinarySearch(list, name)
+	switch {
+	case ok == in:
+		return list
+	case in:
+		return slices.Insert(slices.Clone(list), k, name)
+	default:
 		return slices.Delete(slices.Clone(list), k, k+1)
 	}
-	return list
-}
-
-// withName returns a copy of a sorted list with name added.
-func withName(list []string, name string) []string {
-	k, _ := slices.BinarySearch(list, name)
-	return slices.Insert(slices.Clone(list), k, name)
 }

@@ -160,7 +160,7 @@ var stepKinds = []struct {
 		if name == "" || err != nil {
 			return in
 		}
-		snap.Peers = appliedPeers(&in, snap.Peers, p.DesiredPeers[name])
+		snap.Peers = appliedPeers(&in, snap.Peers, p.DesiredPeers[name].Slice())
 		return withSnapshot(in, name, sortedSnapshot(snap))
 	}},
 	{"foreign", 1, func(r *rand.Rand, in Input) Input {

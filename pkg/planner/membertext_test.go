@@ -78,14 +78,14 @@ func TestMemberStringsBounded(t *testing.T) {
 		}
 	}
 	for target, peers := range p.DesiredPeers {
-		for _, peer := range peers {
+		for _, peer := range peers.All() {
 			for k, v := range peer.Annotations {
 				clean(target+"/"+peer.Name+" "+k, v)
 			}
 		}
 	}
 	for _, c := range p.View.Clusters {
-		for _, d := range c.Nodes {
+		for _, d := range p.Nodes[c.Name].All() {
 			clean("node "+d.Node, d.Node)
 			clean("decision of "+d.Node, d.Message)
 			for _, n := range d.Notes {

@@ -10,7 +10,7 @@ import (
 // allowedIPsOn lists every address the Peers of source carry on target.
 func allowedIPsOn(p *Plan, target, source string) []string {
 	var out []string
-	for _, peer := range p.DesiredPeers[target] {
+	for _, peer := range p.DesiredPeers[target].All() {
 		if peer.Labels[LabelSourceCluster] == source {
 			out = append(out, peer.Spec.AllowedIPs...)
 		}

@@ -1,7 +1,6 @@
 package planner
 
 import (
-	kilov1alpha1 "github.com/kilo-mesh/kilo-mesh-apiserver/pkg/apis/kilo/v1alpha1"
 	meshv1alpha1 "github.com/kilo-mesh/kilo-mesh-apiserver/pkg/apis/mesh/v1alpha1"
 )
 
@@ -18,15 +17,52 @@ type Plan struct {
 	// 10 x 1,000-node full plan is on nine targets); Peers that differ per
 	// target still share labels and annotations with it; and a Plan may be
 	// cached and served to several callers at once. DeepCopy a Peer before
-	// modifying it.
-	DesiredPeers map[string][]*kilov1alpha1.Peer
+	// modifying it. The lists are chunked and shared between plans
+	// (list.go): iterate them with All.
+	DesiredPeers map[string]PeerList
+	// Unchanged holds, per target cluster, the names of the Peers it holds
+	// as planned, sorted: View.Targets[].Unchanged, which a Plan leaves
+	// empty so that plans share these lists too. ServedView fills it in.
+	Unchanged map[string]NameList
+	// Groups holds, per cluster, its groups' plans, sorted by name:
+	// View.Clusters[].Groups, which a Plan leaves empty for the same reason.
+	// ServedView fills it in.
+	Groups map[string]GroupList
+	// Nodes holds, per cluster, the decisions on its nodes, sorted by name:
+	// View.Clusters[].Nodes, left empty likewise. ServedView fills it in.
+	Nodes map[string]NodeList
 	// Measured is, per cluster, the Connection its snapshot was read
 	// through: the plan's diffs and figures are of that connection's
 	// cluster, and stale once the entry resolves to another.
 	Measured map[string]string
 }
 
-// Target returns the diff of one target cluster.
+// ServedView is a copy of View with every target's unchanged Peers listed,
+// as the plan subresource serves it.
+func (p *Plan) ServedView() *meshv1alpha1.ClusterMeshPlan {
+	v := p.View.DeepCopy()
+	for i := range v.Clusters {
+		if n := p.Nodes[v.Clusters[i].Name].Len(); n > 0 {
+			v.Clusters[i].Nodes = make([]meshv1alpha1.NodeDecision, 0, n)
+			for _, d := range p.Nodes[v.Clusters[i].Name].All() {
+				v.Clusters[i].Nodes = append(v.Clusters[i].Nodes, *d.DeepCopy())
+			}
+		}
+		if n := p.Groups[v.Clusters[i].Name].Len(); n > 0 {
+			v.Clusters[i].Groups = make([]meshv1alpha1.GroupPlan, 0, n)
+			for _, g := range p.Groups[v.Clusters[i].Name].All() {
+				v.Clusters[i].Groups = append(v.Clusters[i].Groups, *g.DeepCopy())
+			}
+		}
+	}
+	for i := range v.Targets {
+		v.Targets[i].Unchanged = p.Unchanged[v.Targets[i].Cluster].Slice()
+	}
+	return v
+}
+
+// Target returns the diff of one target cluster; its Unchanged is empty,
+// the names are in Plan.Unchanged.
 func (p *Plan) Target(cluster string) (*meshv1alpha1.TargetPlan, bool) {
 	for i := range p.View.Targets {
 		if p.View.Targets[i].Cluster == cluster {
@@ -36,7 +72,8 @@ func (p *Plan) Target(cluster string) (*meshv1alpha1.TargetPlan, bool) {
 	return nil, false
 }
 
-// Cluster returns the source-side view of one cluster.
+// Cluster returns the source-side view of one cluster; its Groups and
+// Nodes are empty, they are in Plan.Groups and Plan.Nodes.
 func (p *Plan) Cluster(name string) (*meshv1alpha1.ClusterPlan, bool) {
 	for i := range p.View.Clusters {
 		if p.View.Clusters[i].Name == name {

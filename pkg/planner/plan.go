@@ -92,17 +92,24 @@ func compute(in Input, keepHeld bool) (*Plan, *planner, error) {
 			GeneratedAt: metav1.NewTime(in.Now.UTC()),
 			HostAccess:  hostAccessView(&in.HostAccess),
 		},
-		DesiredPeers: make(map[string][]*kilov1alpha1.Peer, len(pl.sources)),
+		DesiredPeers: make(map[string]PeerList, len(pl.sources)),
+		Unchanged:    make(map[string]NameList, len(pl.sources)),
+		Groups:       make(map[string]GroupList, len(pl.sources)),
+		Nodes:        make(map[string]NodeList, len(pl.sources)),
 		Measured:     make(map[string]string, len(pl.sources)),
 	}
 	for _, c := range in.Spec.Clusters {
 		plan.Measured[c.Name] = in.Clusters[c.Name].Connection
 	}
 	for _, s := range pl.sources {
-		plan.View.Clusters = append(plan.View.Clusters, s.view)
+		view := s.view
+		plan.Groups[s.name], view.Groups = groupListOf(view.Groups), nil
+		plan.Nodes[s.name], view.Nodes = NodeListOf(view.Nodes...), nil
+		plan.View.Clusters = append(plan.View.Clusters, view)
 		tp, peers := pl.planTarget(s)
+		plan.Unchanged[s.name], tp.Unchanged = listOf(tp.Unchanged, self), nil
 		plan.View.Targets = append(plan.View.Targets, tp)
-		plan.DesiredPeers[s.name] = peers
+		plan.DesiredPeers[s.name] = listOf(peers, peerName)
 	}
 	plan.View.Conflicts, plan.View.Warnings = pl.issues.lists()
 	return plan, pl, nil

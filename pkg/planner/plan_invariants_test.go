@@ -83,7 +83,8 @@ func checkPlanInvariants(t testing.TB, in Input, p *Plan) {
 		n, _, _ := parseNetworks(&in.Spec.Clusters[i])
 		nets[in.Spec.Clusters[i].Name] = n
 	}
-	for target, peers := range p.DesiredPeers {
+	for target, list := range p.DesiredPeers {
+		peers := list.Slice()
 		var all []netip.Prefix
 		var owner []int
 		names := map[string]bool{}
@@ -134,7 +135,7 @@ func checkPlanInvariants(t testing.TB, in Input, p *Plan) {
 		}
 	}
 	for _, c := range p.View.Clusters {
-		for _, d := range c.Nodes {
+		for _, d := range p.Nodes[c.Name].All() {
 			if d.Reason == "" || d.Message == "" || d.Included != (d.Reason == ReasonAdvertised) {
 				t.Errorf("%s: decision %+v", c.Name, d)
 			}

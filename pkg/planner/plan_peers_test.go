@@ -189,7 +189,7 @@ func TestExtraNetworks(t *testing.T) {
 	p := mustCompute(t, in)
 	holder := func(p *Plan, target string) []string {
 		var names []string
-		for _, peer := range p.DesiredPeers[target] {
+		for _, peer := range p.DesiredPeers[target].All() {
 			if peer.Labels[LabelSourceCluster] != "eu" {
 				continue
 			}

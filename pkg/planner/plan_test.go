@@ -51,10 +51,9 @@ func findIssue(list []meshv1alpha1.PlanIssue, reason string) (meshv1alpha1.PlanI
 
 func groupPlan(t testing.TB, p *Plan, cluster, name string) meshv1alpha1.GroupPlan {
 	t.Helper()
-	c, _ := p.Cluster(cluster)
-	for _, g := range c.Groups {
+	for _, g := range p.Groups[cluster].All() {
 		if g.Name == name {
-			return g
+			return *g
 		}
 	}
 	t.Fatalf("no group %s in %s", name, cluster)

@@ -194,7 +194,7 @@ func planBytes(t testing.TB, p *Plan) []byte {
 	t.Helper()
 	var b bytes.Buffer
 	enc := json.NewEncoder(&b)
-	if err := enc.Encode(p.View); err != nil {
+	if err := enc.Encode(p.ServedView()); err != nil {
 		t.Fatal(err)
 	}
 	if err := enc.Encode(p.DesiredPeers); err != nil { // map keys are sorted by encoding/json
@@ -258,7 +258,7 @@ func TestPropertyApplyingAPlanConverges(t *testing.T) {
 		next.Clusters = map[string]ClusterSnapshot{}
 		for name, snap := range in.Clusters {
 			if snap.Reachable {
-				snap.Peers = appliedPeers(&in, snap.Peers, p1.DesiredPeers[name])
+				snap.Peers = appliedPeers(&in, snap.Peers, p1.DesiredPeers[name].Slice())
 			}
 			next.Clusters[name] = snap
 		}
@@ -309,7 +309,7 @@ func TestPropertyGeneratorCoverage(t *testing.T) {
 			seen[i.Reason] = true
 		}
 		for _, c := range p.View.Clusters {
-			for _, d := range c.Nodes {
+			for _, d := range p.Nodes[c.Name].All() {
 				seen[d.Reason] = true
 			}
 		}

@@ -41,7 +41,7 @@ func RenderDOT(p *Plan) []byte {
 			fmt.Fprintf(&b, "\t\t%s [label=%s, style=dashed];\n", id, dotID("its Peers are kept as they are\n"+c.Error))
 			anchors[ci] = id
 		}
-		for _, g := range c.Groups {
+		for _, g := range p.Groups[c.Name].All() {
 			id := dotID(c.Name + "/" + g.Name)
 			lines := []string{g.Name, "leader " + g.Leader, plural(len(g.Members), "member")}
 			if g.WireguardIP != "" {

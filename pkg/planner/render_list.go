@@ -28,7 +28,7 @@ const (
 // flattens it without needing the Peer CRD's list type.
 func RenderPeerList(p *Plan, cluster string, format PeerListFormat) ([]byte, error) {
 	list := &metav1.List{TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "List"}, Items: []runtime.RawExtension{}}
-	for _, desired := range p.DesiredPeers[cluster] {
+	for _, desired := range p.DesiredPeers[cluster].All() {
 		// Only the fields kubectl apply should send; the maps and lists
 		// stay shared with the plan, which the encoder only reads.
 		peer := &kilov1alpha1.Peer{

@@ -56,7 +56,7 @@ func TestGoldenPlans(t *testing.T) {
 	for name, mk := range goldenScenarios {
 		t.Run(name, func(t *testing.T) {
 			p := mustCompute(t, mk(t))
-			view, err := yaml.Marshal(p.View)
+			view, err := yaml.Marshal(p.ServedView())
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -91,7 +91,7 @@ func TestRenderPeerList(t *testing.T) {
 	if err := yaml.Unmarshal(out, &list); err != nil {
 		t.Fatal(err)
 	}
-	if list.APIVersion != "v1" || list.Kind != "List" || len(list.Items) != len(p.DesiredPeers["eu"]) {
+	if list.APIVersion != "v1" || list.Kind != "List" || len(list.Items) != p.DesiredPeers["eu"].Len() {
 		t.Fatalf("list %s/%s with %d items", list.APIVersion, list.Kind, len(list.Items))
 	}
 	for _, item := range list.Items {
@@ -169,8 +169,8 @@ func TestRenderWireGuard(t *testing.T) {
 			t.Errorf("missing %q", want)
 		}
 	}
-	if n := strings.Count(s, "[Peer]"); n != len(p.DesiredPeers["eu"]) {
-		t.Errorf("%d [Peer] sections for %d Peers", n, len(p.DesiredPeers["eu"]))
+	if n := strings.Count(s, "[Peer]"); n != p.DesiredPeers["eu"].Len() {
+		t.Errorf("%d [Peer] sections for %d Peers", n, p.DesiredPeers["eu"].Len())
 	}
 	home := s[strings.Index(s, "# home/"):]
 	home = home[:strings.Index(home[1:], "\n# ")+1]

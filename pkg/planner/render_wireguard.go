@@ -27,7 +27,7 @@ func RenderWireGuard(p *Plan, cluster string) []byte {
 			kept[k.Name] = k.Reason
 		}
 	}
-	for _, peer := range p.DesiredPeers[cluster] {
+	for _, peer := range p.DesiredPeers[cluster].All() {
 		fmt.Fprintf(&b, "\n# %s/%s, leader %s (Peer %s)", oneLine(peer.Labels[LabelSourceCluster]),
 			oneLine(peer.Annotations[AnnotationSourceGroup]), oneLine(peer.Annotations[AnnotationSourceLeader]), peer.Name)
 		if r, ok := kept[peer.Name]; ok {

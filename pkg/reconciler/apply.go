@@ -32,7 +32,7 @@ type targetWork struct {
 	mesh    *meshv1alpha1.ClusterMesh
 	cluster string
 	target  *meshv1alpha1.TargetPlan
-	desired []*kilov1alpha1.Peer // the plan's: read-only
+	desired planner.PeerList // the plan's: read-only
 	// cached is what the member-cluster cache holds now, by name; it is
 	// read after planning, so it is at least as recent as the plan.
 	cached map[string]*kilov1alpha1.Peer
@@ -127,7 +127,7 @@ func (p *targetPass) applyDesired() {
 		write[u.Name] = true
 		klog.V(4).InfoS("Peer differs from the plan", "cluster", p.cluster, "peer", u.Name, "fields", u.Fields)
 	}
-	for _, want := range p.desired {
+	for _, want := range p.desired.All() {
 		if !write[want.Name] {
 			p.record(func(r *targetResult) { r.applied++ }) // unchanged or kept: as planned
 			continue

@@ -283,7 +283,7 @@ func peersOfDeparted(mesh *meshv1alpha1.ClusterMesh, entry string, inSpec bool, 
 			continue
 		}
 		desired := map[string]bool{}
-		for _, p := range plan.DesiredPeers[cluster] {
+		for _, p := range plan.DesiredPeers[cluster].All() {
 			desired[p.Name] = true
 		}
 		for _, p := range st.Peers {

@@ -84,7 +84,7 @@ func planEvents(plan *planner.Plan) []meshEvent {
 	var out []meshEvent
 	for _, c := range plan.View.Clusters {
 		byReason := map[string][]string{}
-		for _, n := range c.Nodes {
+		for _, n := range plan.Nodes[c.Name].All() {
 			if !n.Included {
 				byReason[n.Reason] = append(byReason[n.Reason], n.Node)
 			}

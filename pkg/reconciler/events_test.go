@@ -16,13 +16,13 @@ import (
 )
 
 func TestPlanEvents(t *testing.T) {
-	p := &planner.Plan{View: meshv1alpha1.ClusterMeshPlan{
-		Clusters: []meshv1alpha1.ClusterPlan{{Name: "eu", Nodes: []meshv1alpha1.NodeDecision{
-			{Node: "a", Included: true, Reason: planner.ReasonAdvertised},
-			{Node: "b", Reason: planner.ReasonNotReady, Message: "kg last checked in 1m5s ago"},
-			{Node: "c", Reason: planner.ReasonNoPodCIDR},
-			{Node: "d", Reason: planner.ReasonNotReady, Message: "kg last checked in 2m0s ago"},
-		}}},
+	p := &planner.Plan{Nodes: map[string]planner.NodeList{"eu": planner.NodeListOf(
+		meshv1alpha1.NodeDecision{Node: "a", Included: true, Reason: planner.ReasonAdvertised},
+		meshv1alpha1.NodeDecision{Node: "b", Reason: planner.ReasonNotReady, Message: "kg last checked in 1m5s ago"},
+		meshv1alpha1.NodeDecision{Node: "c", Reason: planner.ReasonNoPodCIDR},
+		meshv1alpha1.NodeDecision{Node: "d", Reason: planner.ReasonNotReady, Message: "kg last checked in 2m0s ago"},
+	)}, View: meshv1alpha1.ClusterMeshPlan{
+		Clusters:  []meshv1alpha1.ClusterPlan{{Name: "eu"}},
 		Conflicts: []meshv1alpha1.PlanIssue{{Reason: planner.ConflictPublicKeyInUse, Cluster: "eu", Target: "us", Message: "key k"}},
 		Warnings: []meshv1alpha1.PlanIssue{
 			{Reason: planner.WarningCredentialExpiring, Cluster: "us", Message: "expires at T"},
@@ -46,7 +46,8 @@ func TestPlanEventsBoundExamples(t *testing.T) {
 	for i := range 12 {
 		nodes = append(nodes, meshv1alpha1.NodeDecision{Node: fmt.Sprintf("n%02d", i), Reason: planner.ReasonNoPublicKey})
 	}
-	p := &planner.Plan{View: meshv1alpha1.ClusterMeshPlan{Clusters: []meshv1alpha1.ClusterPlan{{Name: "eu", Nodes: nodes}}}}
+	p := &planner.Plan{Nodes: map[string]planner.NodeList{"eu": planner.NodeListOf(nodes...)},
+		View: meshv1alpha1.ClusterMeshPlan{Clusters: []meshv1alpha1.ClusterPlan{{Name: "eu"}}}}
 	got := planEvents(p)
 	want := "cluster eu: 12 node(s) not advertised (NoPublicKey): n00, n01, n02, n03, n04 and 7 more"
 	if len(got) != 1 || got[0].Message != want {

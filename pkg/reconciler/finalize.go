@@ -175,7 +175,7 @@ func (r *Reconciler) leftBehind(mesh *meshv1alpha1.ClusterMesh, states map[strin
 			}
 		}
 		if plan != nil {
-			for _, p := range plan.DesiredPeers[cluster] {
+			for _, p := range plan.DesiredPeers[cluster].All() {
 				set[p.Name] = struct{}{}
 			}
 		}

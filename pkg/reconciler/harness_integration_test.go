@@ -346,10 +346,10 @@ func (h *harness) matchesPlan(t *testing.T, mesh *meshv1alpha1.ClusterMesh, n in
 	for i := range n {
 		have := h.peers(t, i, string(mesh.UID))
 		want := plan.DesiredPeers[clusterName(i)]
-		if len(want) == 0 {
+		if want.Len() == 0 {
 			problems = append(problems, fmt.Sprintf("cluster %d: the plan desires no Peer yet", i))
 		}
-		for _, w := range want {
+		for _, w := range want.All() {
 			p := have[w.Name]
 			if p == nil {
 				problems = append(problems, fmt.Sprintf("cluster %d: missing %s", i, w.Name))

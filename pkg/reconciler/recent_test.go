@@ -70,7 +70,7 @@ func TestSecondPassFromAStaleCache(t *testing.T) {
 	recent := newRecentWrites()
 	pass := func(cached map[string]*kilov1alpha1.Peer, desired []*kilov1alpha1.Peer) (*writes, targetResult) {
 		client := &writes{}
-		res := applyTarget(context.Background(), targetWork{mesh: mesh, cluster: "eu", target: target, desired: desired,
+		res := applyTarget(context.Background(), targetWork{mesh: mesh, cluster: "eu", target: target, desired: planner.PeerListOf(desired...),
 			cached: cached, client: client, recent: recent, writer: newFairWriter()})
 		return client, res
 	}
@@ -131,7 +131,7 @@ func TestWritesOfAnotherConnection(t *testing.T) {
 	recent.now = func() time.Time { return at } // well within writeMemory
 	pass := func(conn string) (*writes, targetResult) {
 		client := &writes{conn: conn}
-		res := applyTarget(context.Background(), targetWork{mesh: mesh, cluster: "west", target: target, desired: desired,
+		res := applyTarget(context.Background(), targetWork{mesh: mesh, cluster: "west", target: target, desired: planner.PeerListOf(desired...),
 			cached: map[string]*kilov1alpha1.Peer{}, client: client, recent: recent, writer: newFairWriter()})
 		return client, res
 	}

@@ -32,13 +32,15 @@ func testMesh() *meshv1alpha1.ClusterMesh {
 // testPlan is a plan over eu and us, each carrying the other's two groups;
 // unreachable clusters have no figures.
 func testPlan(unreachable ...string) *planner.Plan {
-	p := &planner.Plan{DesiredPeers: map[string][]*kilov1alpha1.Peer{}}
+	p := &planner.Plan{DesiredPeers: map[string]planner.PeerList{}}
 	for _, name := range []string{"eu", "us"} {
 		other := map[string]string{"eu": "us", "us": "eu"}[name]
+		var peers []*kilov1alpha1.Peer
 		for _, g := range []string{"a", "b"} {
-			p.DesiredPeers[name] = append(p.DesiredPeers[name], &kilov1alpha1.Peer{ObjectMeta: metav1.ObjectMeta{
+			peers = append(peers, &kilov1alpha1.Peer{ObjectMeta: metav1.ObjectMeta{
 				Name: other + "-" + g, Labels: map[string]string{planner.LabelSourceCluster: other}}})
 		}
+		p.DesiredPeers[name] = planner.PeerListOf(peers...)
 		cp := meshv1alpha1.ClusterPlan{Name: name, Reachable: true, Granularity: meshv1alpha1.GranularityLocation,
 			Summary: meshv1alpha1.ClusterPlanSummary{Nodes: 5, KiloReadyNodes: 4, AdvertisedNodes: 3, Groups: 2, ReadyGroups: 2,
 				SkippedByReason: []meshv1alpha1.ReasonCount{{Reason: planner.ReasonNoPodCIDR, Count: 1}, {Reason: planner.ReasonNotReady, Count: 1}}}}
@@ -231,7 +233,7 @@ func TestBuildStatusConflictsKeepPeersOut(t *testing.T) {
 			outcomes := allApplied()
 			for _, src := range tt.block {
 				target := map[string]string{"eu": "us", "us": "eu"}[src]
-				plan.DesiredPeers[target] = nil
+				plan.DesiredPeers[target] = planner.PeerList{}
 				plan.View.Targets[slices.IndexFunc(plan.View.Targets, func(tp meshv1alpha1.TargetPlan) bool { return tp.Cluster == target })].DesiredPeers = 0
 				outcomes[target] = targetOutcome{reconciled: true}
 			}

@@ -110,12 +110,12 @@ func allPeers(mesh *meshv1alpha1.ClusterMesh, p *planner.Plan) *meshv1alpha1.Clu
 // peerValues copies the plan's Peers into the view's list of values. The
 // copies are shallow: their labels, annotations and lists stay the plan's,
 // which is shared and read-only, and the encoder only reads them.
-func peerValues(peers []*kilov1alpha1.Peer) []kilov1alpha1.Peer {
-	if peers == nil {
+func peerValues(peers planner.PeerList) []kilov1alpha1.Peer {
+	if peers.Len() == 0 {
 		return nil
 	}
-	out := make([]kilov1alpha1.Peer, len(peers))
-	for i, p := range peers {
+	out := make([]kilov1alpha1.Peer, peers.Len())
+	for i, p := range peers.All() {
 		out[i] = *p
 	}
 	return out

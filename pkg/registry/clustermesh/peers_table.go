@@ -43,7 +43,7 @@ func (r *PeersREST) ConvertToTable(_ context.Context, obj runtime.Object, opts r
 		}
 	case *peerList:
 		shared := &meshv1alpha1.ClusterMeshPeers{ObjectMeta: metav1.ObjectMeta{Namespace: v.meshNamespace, Name: v.meshName}}
-		for _, p := range v.plan.DesiredPeers[v.cluster] {
+		for _, p := range v.plan.DesiredPeers[v.cluster].All() {
 			table.Rows = append(table.Rows, peerRow(&shared.ObjectMeta, shared, v.cluster, p, objects))
 		}
 	case *textStream:

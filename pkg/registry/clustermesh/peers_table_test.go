@@ -30,7 +30,7 @@ func testPeersPlan() *planner.Plan {
 	eu := testPeer("m-eu-a", "eu", "location:a", ip, "10.1.0.0/24", "10.1.1.0/24", "10.1.2.0/24", "10.1.3.0/24", "10.1.4.0/24", "10.4.0.1/32")
 	us := testPeer("m-us-n1", "us", "node:n1", dns, "10.2.0.0/24")
 	roaming := testPeer("m-us-n2", "us", "node:n2", nil, "10.2.1.0/24")
-	return &planner.Plan{DesiredPeers: map[string][]*kilov1alpha1.Peer{"eu": {us, roaming}, "us": {eu}}}
+	return &planner.Plan{DesiredPeers: map[string]planner.PeerList{"eu": planner.PeerListOf(us, roaming), "us": planner.PeerListOf(eu)}}
 }
 
 func TestPeersTable(t *testing.T) {

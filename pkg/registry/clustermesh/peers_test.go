@@ -16,7 +16,7 @@ func TestAllPeersCopiesThePlansPeers(t *testing.T) {
 	shared := &kilov1alpha1.Peer{Spec: kilov1alpha1.PeerSpec{AllowedIPs: []string{"10.0.0.0/24"}, PublicKey: "k"}}
 	shared.Name, shared.Labels = "p", map[string]string{planner.LabelSourceCluster: "c"}
 	before := shared.DeepCopy()
-	p := &planner.Plan{DesiredPeers: map[string][]*kilov1alpha1.Peer{"a": {shared}, "b": {shared}, "c": {}}}
+	p := &planner.Plan{DesiredPeers: map[string]planner.PeerList{"a": planner.PeerListOf(shared), "b": planner.PeerListOf(shared), "c": {}}}
 	mesh := &meshv1alpha1.ClusterMesh{Spec: meshv1alpha1.ClusterMeshSpec{Clusters: []meshv1alpha1.ClusterEntry{{Name: "c"}, {Name: "a"}, {Name: "b"}, {Name: "gone"}}}}
 	mesh.Name, mesh.Namespace = "m", "ns"
 

@@ -52,7 +52,7 @@ func (r *PlanREST) Get(ctx context.Context, name string, _ *metav1.GetOptions) (
 	if err != nil {
 		return nil, fmt.Errorf("planning %s/%s: %w", mesh.Namespace, mesh.Name, err)
 	}
-	view := p.View.DeepCopy()
+	view := p.ServedView()
 	view.Name, view.Namespace = mesh.Name, mesh.Namespace
 	return view, nil
 }
