@@ -47,6 +47,7 @@ type config struct {
 	serverArgs                              []string
 	cpuProfile                              string
 	cpuProfileFor                           time.Duration
+	heapProfile                             string
 }
 
 func main() {
@@ -62,6 +63,7 @@ func main() {
 	flag.DurationVar(&c.steady, "steady", time.Minute, "how long writes are counted in steady state")
 	flag.StringVar(&c.cpuProfile, "cpuprofile", "", "write the server's CPU profile during the single changes to this file")
 	flag.DurationVar(&c.cpuProfileFor, "cpuprofile-duration", 30*time.Second, "how long the -cpuprofile profile runs, from the first single change")
+	flag.StringVar(&c.heapProfile, "heapprofile", "", "write the server's heap profile at the end to this file")
 	flag.Func("server-arg", "a flag for kilo-mesh-apiserver, e.g. --member-cluster-qps=200 (repeatable)", func(s string) error {
 		c.serverArgs = append(c.serverArgs, s)
 		return nil
@@ -191,6 +193,11 @@ func run(ctx context.Context, c config) error {
 	}
 	sent, failed := stopCheckIns()
 	rss, hwm := memory(server.Pid())
+	if c.heapProfile != "" {
+		if err := heapProfile(ctx, direct, c.heapProfile); err != nil {
+			return err
+		}
+	}
 	metrics, err := framework.Scrape(ctx, direct)
 	if err != nil {
 		return err

@@ -29,16 +29,29 @@ func cpuProfile(ctx context.Context, cfg *rest.Config, d time.Duration, path str
 }
 
 func fetchProfile(ctx context.Context, cfg *rest.Config, d time.Duration, path string) error {
+	return writeProfile(ctx, cfg, d+time.Minute, "profile", map[string]string{"seconds": fmt.Sprint(int(d.Seconds()))}, path)
+}
+
+// heapProfile writes the server's heap profile, after a garbage collection,
+// to path: what holds the memory the figures report.
+func heapProfile(ctx context.Context, cfg *rest.Config, path string) error {
+	return writeProfile(ctx, cfg, time.Minute, "heap", map[string]string{"gc": "1"}, path)
+}
+
+func writeProfile(ctx context.Context, cfg *rest.Config, timeout time.Duration, profile string, params map[string]string, path string) error {
 	cfg = rest.CopyConfig(cfg)
-	cfg.Timeout = d + time.Minute
+	cfg.Timeout = timeout
 	client, err := kubernetes.NewForConfig(cfg)
 	if err != nil {
 		return err
 	}
-	raw, err := client.Discovery().RESTClient().Get().AbsPath("/debug/pprof/profile").
-		Param("seconds", fmt.Sprint(int(d.Seconds()))).DoRaw(ctx)
+	req := client.Discovery().RESTClient().Get().AbsPath("/debug/pprof", profile)
+	for k, v := range params {
+		req = req.Param(k, v)
+	}
+	raw, err := req.DoRaw(ctx)
 	if err != nil {
-		return fmt.Errorf("reading /debug/pprof/profile of %s: %w", cfg.Host, err)
+		return fmt.Errorf("reading /debug/pprof/%s of %s: %w", profile, cfg.Host, err)
 	}
 	return os.WriteFile(path, raw, 0o644)
 }
