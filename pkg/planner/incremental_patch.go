@@ -18,6 +18,10 @@ type patch struct {
 	st   *State
 	now  time.Time
 	plan *Plan
+	// diffCopied marks the targets whose Create, Delete and Update lists
+	// this patch has copied: a Next covering thousands of Peers (a cold
+	// start's echoes) copies each list once, not once per Peer.
+	diffCopied map[int]bool
 }
 
 func (st *State) begin(now time.Time) *patch {
@@ -26,7 +30,7 @@ func (st *State) begin(now time.Time) *patch {
 	p.View.GeneratedAt = metav1.NewTime(now.UTC())
 	p.View.Clusters = slices.Clone(old.View.Clusters)
 	p.View.Targets = slices.Clone(old.View.Targets)
-	return &patch{st: st, now: now, plan: p}
+	return &patch{st: st, now: now, plan: p, diffCopied: map[int]bool{}}
 }
 
 // decide rewrites the decisions on nodes idx of s (Plan.Nodes lists s's
@@ -235,6 +239,10 @@ func (u *patch) rediff(t *source, name string, want *kilov1alpha1.Peer) {
 	if want != nil && have != nil {
 		fields = changedFields(want, have)
 	}
+	if !u.diffCopied[t.idx] {
+		u.diffCopied[t.idx] = true
+		tp.Create, tp.Delete, tp.Update = slices.Clone(tp.Create), slices.Clone(tp.Delete), slices.Clone(tp.Update)
+	}
 	tp.Create = placed(tp.Create, name, want != nil && have == nil)
 	tp.Delete = placed(tp.Delete, name, want == nil && have != nil)
 	unchanged := u.plan.Unchanged[t.name]
@@ -250,12 +258,11 @@ func (u *patch) rediff(t *source, name string, want *kilov1alpha1.Peer) {
 	switch {
 	case len(fields) > 0 && ok && slices.Equal(tp.Update[k].Fields, fields):
 	case len(fields) > 0 && ok:
-		tp.Update = slices.Clone(tp.Update)
 		tp.Update[k] = meshv1alpha1.PeerUpdate{Name: name, Fields: fields}
 	case len(fields) > 0:
-		tp.Update = slices.Insert(slices.Clone(tp.Update), k, meshv1alpha1.PeerUpdate{Name: name, Fields: fields})
+		tp.Update = slices.Insert(tp.Update, k, meshv1alpha1.PeerUpdate{Name: name, Fields: fields})
 	case ok:
-		tp.Update = slices.Delete(slices.Clone(tp.Update), k, k+1)
+		tp.Update = slices.Delete(tp.Update, k, k+1)
 	}
 	// diff leaves a list nil unless it appends to it, but for the one it
 	// sizes in advance: Create with nothing held.
@@ -272,16 +279,15 @@ func (u *patch) rediff(t *source, name string, want *kilov1alpha1.Peer) {
 	}
 }
 
-// placed returns a sorted list with or without name: the list itself when
-// it already is, else a copy.
+// placed returns a sorted list, which the patch owns, with or without name.
 func placed(list []string, name string, in bool) []string {
 	k, ok := slices.BinarySearch(list, name)
 	switch {
 	case ok == in:
 		return list
 	case in:
-		return slices.Insert(slices.Clone(list), k, name)
+		return slices.Insert(list, k, name)
 	default:
-		return slices.Delete(slices.Clone(list), k, k+1)
+		return slices.Delete(list, k, k+1)
 	}
 }
