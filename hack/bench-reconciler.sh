@@ -8,7 +8,7 @@
 # latency budget by stage, writes per minute in steady state and server memory.
 # Usage: hack/bench-reconciler.sh [-clusters N] [-nodes N] [-granularity Full|Location]
 #                                 [-nodes-per-location N] [-changes N] [-burst N] [-steady 60s]
-#                                 [-checkins 30s] [-loop=false] [-cpuprofile FILE]
+#                                 [-checkins 30s] [-loop=false] [-cpuprofile FILE] [-heapprofile FILE]
 #                                 [-server-arg --member-cluster-qps=200 ...]
 set -o errexit -o nounset -o pipefail
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)

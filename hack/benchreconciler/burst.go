@@ -41,7 +41,11 @@ func (b *bench) burst(ctx context.Context, n int) (p50, p99, worst time.Duration
 		byEndpoint[fmt.Sprintf("198.21.%d.%d", k/256, k%256)] = changes[k]
 	}
 	var watches []watch.Interface
+	stopped := make(chan struct{})
 	defer func() {
+		mu.Lock()
+		defer mu.Unlock()
+		close(stopped)
 		for _, w := range watches {
 			w.Stop()
 		}
@@ -62,27 +66,54 @@ func (b *bench) burst(ctx context.Context, n int) (p50, p99, worst time.Duration
 		if err != nil {
 			return 0, 0, 0, err
 		}
+		mu.Lock()
 		watches = append(watches, w)
+		mu.Unlock()
 		go func() {
-			for ev := range w.ResultChan() {
-				u, ok := ev.Object.(*unstructured.Unstructured)
-				if !ok {
-					continue
-				}
-				ip, _, _ := unstructured.NestedString(u.Object, "spec", "endpoint", "dnsOrIP", "ip")
-				mu.Lock()
-				c := byEndpoint[ip]
-				if c != nil && c.peer == u.GetName() && c.cluster != i && !c.at.IsZero() && c.missing > 0 {
-					if c.missing--; c.missing == 0 {
-						c.took = time.Since(c.at)
-						if remaining--; remaining == 0 {
-							close(done)
+			rv := list.ResourceVersion
+			for {
+				for ev := range w.ResultChan() {
+					u, ok := ev.Object.(*unstructured.Unstructured)
+					if !ok {
+						continue
+					}
+					rv = u.GetResourceVersion()
+					ip, _, _ := unstructured.NestedString(u.Object, "spec", "endpoint", "dnsOrIP", "ip")
+					mu.Lock()
+					c := byEndpoint[ip]
+					if c != nil && c.peer == u.GetName() && c.cluster != i && !c.at.IsZero() && c.missing > 0 {
+						if c.missing--; c.missing == 0 {
+							c.took = time.Since(c.at)
+							if remaining--; remaining == 0 {
+								close(done)
+							}
 						}
 					}
+					mu.Unlock()
+				}
+				// A loaded API server closes watches: go on from the last
+				// event seen, so that no change goes unseen.
+				select {
+				case <-done:
+					return
+				case <-stopped:
+					return
+				case <-time.After(100 * time.Millisecond):
+				}
+				var err error
+				if w, err = b.peers[i].Watch(ctx, metav1.ListOptions{LabelSelector: sel, ResourceVersion: rv}); err != nil {
+					closed <- i
+					return
+				}
+				mu.Lock()
+				select {
+				case <-stopped:
+					w.Stop()
+				default:
+					watches = append(watches, w)
 				}
 				mu.Unlock()
 			}
-			closed <- i
 		}()
 	}
 	tick := time.NewTicker(time.Second / time.Duration(n))
