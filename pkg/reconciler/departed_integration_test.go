@@ -66,17 +66,7 @@ func TestDepartureConfirmedOnTheCluster(t *testing.T) {
 		Body([]byte(patch)).Do(h.ctx).Into(&edited); err != nil {
 		t.Fatalf("editing cluster-2 out: %v", err)
 	}
-	framework.EventuallyT(t, converge, "the departure done", func() error {
-		m := h.mesh(t, mesh.Name)
-		if m == nil || m.Status.ObservedGeneration < edited.Generation {
-			return errors.New("the edit is not observed yet")
-		}
-		c := meta.FindStatusCondition(m.Status.Conditions, meshv1alpha1.ConditionDeparturesComplete)
-		if c == nil || c.Status != metav1.ConditionTrue || len(m.Status.DepartedClusters) > 0 {
-			return fmt.Errorf("DeparturesComplete %+v, departedClusters %+v", c, m.Status.DepartedClusters)
-		}
-		return nil
-	})
+	awaitDepartures(t, h, mesh.Name, edited.Generation)
 	if left := h.peers(t, 2, uid); len(left) > 0 {
 		t.Errorf("DeparturesComplete is True while the departed cluster holds %d Peers of the mesh", len(left))
 	}
@@ -147,6 +137,23 @@ func TestDeletedMidDeparture(t *testing.T) {
 		}
 		if n := len(h.peers(t, 2, uid)); n > 0 {
 			return fmt.Errorf("the departed cluster holds %d Peers of the mesh", n)
+		}
+		return nil
+	})
+}
+
+// awaitDepartures waits until the mesh's status, at generation gen or
+// later, says every departure is complete.
+func awaitDepartures(t *testing.T, h *harness, name string, gen int64) {
+	t.Helper()
+	framework.EventuallyT(t, converge, "the departure done", func() error {
+		m := h.mesh(t, name)
+		if m == nil || m.Status.ObservedGeneration < gen {
+			return errors.New("the edit is not observed yet")
+		}
+		c := meta.FindStatusCondition(m.Status.Conditions, meshv1alpha1.ConditionDeparturesComplete)
+		if c == nil || c.Status != metav1.ConditionTrue || len(m.Status.DepartedClusters) > 0 {
+			return fmt.Errorf("DeparturesComplete %+v, departedClusters %+v", c, m.Status.DepartedClusters)
 		}
 		return nil
 	})

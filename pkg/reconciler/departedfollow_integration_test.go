@@ -3,15 +3,11 @@
 package reconciler
 
 import (
-	"errors"
-	"fmt"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
-	"k8s.io/apimachinery/pkg/api/meta"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 
 	meshv1alpha1 "github.com/kilo-mesh/kilo-mesh-apiserver/pkg/apis/mesh/v1alpha1"
@@ -102,17 +98,7 @@ func TestDepartureAfterLateFollow(t *testing.T) {
 	if edited.Generation != gen.Load() {
 		t.Fatalf("the edit made generation %d, the gate waits for %d", edited.Generation, gen.Load())
 	}
-	framework.EventuallyT(t, converge, "the departure done", func() error {
-		m := h.mesh(t, mesh.Name)
-		if m == nil || m.Status.ObservedGeneration < edited.Generation {
-			return errors.New("the edit is not observed yet")
-		}
-		c := meta.FindStatusCondition(m.Status.Conditions, meshv1alpha1.ConditionDeparturesComplete)
-		if c == nil || c.Status != metav1.ConditionTrue || len(m.Status.DepartedClusters) > 0 {
-			return fmt.Errorf("DeparturesComplete %+v, departedClusters %+v", c, m.Status.DepartedClusters)
-		}
-		return nil
-	})
+	awaitDepartures(t, h, mesh.Name, edited.Generation)
 	t.Logf("the departure was done %s after the connections followed the edit (settle recheck %s)",
 		time.Since(followedAt).Round(time.Millisecond), settleRecheck)
 	if n := probe.notedAt.Load(); n <= 0 {
