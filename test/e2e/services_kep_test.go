@@ -16,6 +16,7 @@ import (
 	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
 	mcsv1beta1 "sigs.k8s.io/mcs-api/pkg/apis/v1beta1"
 
@@ -186,22 +187,15 @@ func (s *svcEnv) testExportedMetadata(t *testing.T) {
 	framework.EventuallyT(t, svcConverge, "the exported labels and annotations on the import", metadata(
 		map[string]string{"tier": "web", "team": "shop"}, map[string]string{"example.com/owner": "shop", "example.com/ticket": "T-1"}))
 
+	// Merge patches, as kubectl label would send: the server writes the
+	// import and the export's status meanwhile, so an update could conflict.
 	imports := s.mcs(2).MulticlusterV1beta1().ServiceImports(ns)
-	si, err := imports.Get(ctx, "labelled", metav1.GetOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	si.Labels["user-label"], si.Annotations["example.com/user"] = "kept", "kept"
-	if _, err := imports.Update(ctx, si, metav1.UpdateOptions{}); err != nil {
+	userMeta := []byte(`{"metadata":{"labels":{"user-label":"kept"},"annotations":{"example.com/user":"kept"}}}`)
+	if _, err := imports.Patch(ctx, "labelled", types.MergePatchType, userMeta, metav1.PatchOptions{}); err != nil {
 		t.Fatalf("another writer labelling the import: %v", err)
 	}
-	cur, err := exports.Get(ctx, "labelled", metav1.GetOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	cur.Spec.ExportedLabels = map[string]string{"team": "shop"}
-	cur.Spec.ExportedAnnotations = map[string]string{"example.com/owner": "shop"}
-	if _, err := exports.Update(ctx, cur, metav1.UpdateOptions{}); err != nil {
+	drop := []byte(`{"spec":{"exportedLabels":{"tier":null},"exportedAnnotations":{"example.com/ticket":null}}}`)
+	if _, err := exports.Patch(ctx, "labelled", types.MergePatchType, drop, metav1.PatchOptions{}); err != nil {
 		t.Fatalf("dropping a label and an annotation from the export: %v", err)
 	}
 	framework.EventuallyT(t, svcConverge, "the dropped label and annotation gone from the import, the others kept", metadata(
