@@ -2,6 +2,7 @@ package reconciler
 
 import (
 	"maps"
+	"slices"
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
@@ -97,9 +98,35 @@ func withOwner(svc *corev1.Service, si *mcsv1beta1.ServiceImport) *corev1.Servic
 	return out
 }
 
+// mergedOwners is have's owner references with want's set last: another
+// owner's stay, and a reference to an owner of want's group, kind and name
+// (the ServiceImport as it was before it was recreated) is replaced.
+func mergedOwners(have, want []metav1.OwnerReference) []metav1.OwnerReference {
+	out := make([]metav1.OwnerReference, 0, len(have)+len(want))
+	for _, r := range have {
+		if !slices.ContainsFunc(want, func(w metav1.OwnerReference) bool { return sameOwner(r, w) }) {
+			out = append(out, r)
+		}
+	}
+	return append(out, want...)
+}
+
+// sameOwner reports whether a and b name one owner, whatever its version and UID.
+func sameOwner(a, b metav1.OwnerReference) bool {
+	return a.Kind == b.Kind && a.Name == b.Name && apiGroup(a.APIVersion) == apiGroup(b.APIVersion)
+}
+
+func apiGroup(apiVersion string) string {
+	group, _, ok := strings.Cut(apiVersion, "/")
+	if !ok {
+		return "" // the core group's "v1"
+	}
+	return group
+}
+
 func derivedCurrent(want, have *corev1.Service) bool {
 	w, h := &want.Spec, &have.Spec
-	return subset(want.Labels, have.Labels) && apiequality.Semantic.DeepEqual(want.OwnerReferences, have.OwnerReferences) &&
+	return subset(want.Labels, have.Labels) && apiequality.Semantic.DeepEqual(mergedOwners(have.OwnerReferences, want.OwnerReferences), have.OwnerReferences) &&
 		w.Type == h.Type && len(h.Selector) == 0 && apiequality.Semantic.DeepEqual(w.Ports, h.Ports) &&
 		(w.SessionAffinity == "" || w.SessionAffinity == h.SessionAffinity) &&
 		(w.SessionAffinityConfig == nil || apiequality.Semantic.DeepEqual(w.SessionAffinityConfig, h.SessionAffinityConfig)) &&
