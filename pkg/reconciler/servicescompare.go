@@ -98,17 +98,27 @@ func withOwner(svc *corev1.Service, si *mcsv1beta1.ServiceImport) *corev1.Servic
 	return out
 }
 
-// mergedOwners is have's owner references with want's set last: another
-// owner's stay, and a reference to an owner of want's group, kind and name
-// (the ServiceImport as it was before it was recreated) is replaced.
+// mergedOwners is have's owner references with want's set: another owner's
+// stay, and a reference to an owner of one of want's group, kind and name
+// (the ServiceImport as it was before it was recreated) is replaced in place.
 func mergedOwners(have, want []metav1.OwnerReference) []metav1.OwnerReference {
 	out := make([]metav1.OwnerReference, 0, len(have)+len(want))
+	placed := make([]bool, len(want))
 	for _, r := range have {
-		if !slices.ContainsFunc(want, func(w metav1.OwnerReference) bool { return sameOwner(r, w) }) {
+		i := slices.IndexFunc(want, func(w metav1.OwnerReference) bool { return sameOwner(r, w) })
+		switch {
+		case i < 0:
 			out = append(out, r)
+		case !placed[i]:
+			out, placed[i] = append(out, want[i]), true
 		}
 	}
-	return append(out, want...)
+	for i, w := range want {
+		if !placed[i] {
+			out = append(out, w)
+		}
+	}
+	return out
 }
 
 // sameOwner reports whether a and b name one owner, whatever its version and UID.

@@ -102,8 +102,9 @@ func TestMergedOwners(t *testing.T) {
 		{"ours alone", []metav1.OwnerReference{ours}, []metav1.OwnerReference{ours}, true},
 		{"another owner's kept", []metav1.OwnerReference{other, ours}, []metav1.OwnerReference{other, ours}, true},
 		{"another ServiceImport's kept", []metav1.OwnerReference{otherImport}, []metav1.OwnerReference{otherImport, ours}, false},
-		{"ours before another's moves last, once", []metav1.OwnerReference{ours, other}, []metav1.OwnerReference{other, ours}, false},
-		{"the recreated ServiceImport replaces the old", []metav1.OwnerReference{stale, other}, []metav1.OwnerReference{other, ours}, false},
+		{"ours before another's stays in place", []metav1.OwnerReference{ours, other}, []metav1.OwnerReference{ours, other}, true},
+		{"the recreated ServiceImport replaces the old in place", []metav1.OwnerReference{stale, other}, []metav1.OwnerReference{ours, other}, false},
+		{"a duplicate of ours goes", []metav1.OwnerReference{stale, other, ours}, []metav1.OwnerReference{ours, other}, false},
 		{"of another version too", []metav1.OwnerReference{older}, []metav1.OwnerReference{ours}, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
