@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -28,12 +29,27 @@ const (
 
 // shared is one object the server writes and another writer marks.
 type shared struct {
-	what  string
-	patch func(ctx context.Context, name string, pt types.PatchType, data []byte) error
-	get   func(ctx context.Context, name string) (metav1.Object, error)
-	name  string
+	what, name string
+	patch      func(ctx context.Context, data []byte) error
+	get        func(ctx context.Context) (metav1.Object, error)
 	// owned: the other writer adds an owner reference too.
 	owned bool
+}
+
+// objectClient is what the typed clients of the shared objects have in common.
+type objectClient[T metav1.Object] interface {
+	Get(ctx context.Context, name string, opts metav1.GetOptions) (T, error)
+	Patch(ctx context.Context, name string, pt types.PatchType, data []byte, opts metav1.PatchOptions, subresources ...string) (T, error)
+}
+
+func sharedObject[T metav1.Object](what, name string, c objectClient[T], owned bool) shared {
+	return shared{what: what, name: name, owned: owned,
+		patch: func(ctx context.Context, data []byte) error {
+			_, err := c.Patch(ctx, name, types.MergePatchType, data, metav1.PatchOptions{})
+			return err
+		},
+		get: func(ctx context.Context) (metav1.Object, error) { return c.Get(ctx, name, metav1.GetOptions{}) },
+	}
 }
 
 // testOtherWriters: another writer's finalizer and kubectl's last-applied
@@ -61,30 +77,10 @@ func (s *svcEnv) testOtherWriters(t *testing.T) {
 	imports, exports := s.mcs(2).MulticlusterV1beta1().ServiceImports(ns), s.mcs(1).MulticlusterV1beta1().ServiceExports(ns)
 	svcs, slicesOf := s.kube(2).CoreV1().Services(ns), s.kube(2).DiscoveryV1().EndpointSlices(ns)
 	objects := []shared{
-		{"ServiceImport", func(ctx context.Context, n string, pt types.PatchType, b []byte) error {
-			_, err := imports.Patch(ctx, n, pt, b, metav1.PatchOptions{})
-			return err
-		}, func(ctx context.Context, n string) (metav1.Object, error) {
-			return imports.Get(ctx, n, metav1.GetOptions{})
-		}, "audit", false},
-		{"derived Service", func(ctx context.Context, n string, pt types.PatchType, b []byte) error {
-			_, err := svcs.Patch(ctx, n, pt, b, metav1.PatchOptions{})
-			return err
-		}, func(ctx context.Context, n string) (metav1.Object, error) {
-			return svcs.Get(ctx, n, metav1.GetOptions{})
-		}, imp.derived.Name, true},
-		{"EndpointSlice", func(ctx context.Context, n string, pt types.PatchType, b []byte) error {
-			_, err := slicesOf.Patch(ctx, n, pt, b, metav1.PatchOptions{})
-			return err
-		}, func(ctx context.Context, n string) (metav1.Object, error) {
-			return slicesOf.Get(ctx, n, metav1.GetOptions{})
-		}, imp.slices[0].Name, false},
-		{"ServiceExport", func(ctx context.Context, n string, pt types.PatchType, b []byte) error {
-			_, err := exports.Patch(ctx, n, pt, b, metav1.PatchOptions{})
-			return err
-		}, func(ctx context.Context, n string) (metav1.Object, error) {
-			return exports.Get(ctx, n, metav1.GetOptions{})
-		}, "audit", false},
+		sharedObject[*mcsv1beta1.ServiceImport]("ServiceImport", "audit", imports, false),
+		sharedObject[*corev1.Service]("derived Service", imp.derived.Name, svcs, true),
+		sharedObject[*discoveryv1.EndpointSlice]("EndpointSlice", imp.slices[0].Name, slicesOf, false),
+		sharedObject[*mcsv1beta1.ServiceExport]("ServiceExport", "audit", exports, false),
 	}
 
 	// The derived Service's other owner must exist: the garbage collector
@@ -103,7 +99,7 @@ func (s *svcEnv) testOtherWriters(t *testing.T) {
 		"annotations": map[string]string{corev1.LastAppliedConfigAnnotation: otherLastApplied}}}
 	for _, o := range objects {
 		t.Cleanup(func() {
-			err := o.patch(context.Background(), o.name, types.MergePatchType, []byte(`{"metadata":{"finalizers":null}}`))
+			err := o.patch(context.Background(), []byte(`{"metadata":{"finalizers":null}}`))
 			if err != nil && !apierrors.IsNotFound(err) {
 				t.Errorf("removing the finalizer of %s %s: %v", o.what, o.name, err)
 			}
@@ -123,7 +119,7 @@ func (s *svcEnv) testOtherWriters(t *testing.T) {
 			if err != nil {
 				return err
 			}
-			return o.patch(ctx, o.name, types.MergePatchType, b)
+			return o.patch(ctx, b)
 		})
 	}
 
@@ -184,7 +180,7 @@ func (s *svcEnv) testOtherWriters(t *testing.T) {
 	})
 
 	for _, o := range objects {
-		got, err := o.get(ctx, o.name)
+		got, err := o.get(ctx)
 		if err != nil {
 			t.Fatal(err)
 		}
