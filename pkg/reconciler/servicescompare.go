@@ -9,6 +9,7 @@ import (
 	discoveryv1 "k8s.io/api/discovery/v1"
 	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	mcsv1beta1 "sigs.k8s.io/mcs-api/pkg/apis/v1beta1"
 
 	"github.com/kilo-mesh/kilo-mesh-apiserver/pkg/planner/services"
@@ -123,15 +124,7 @@ func mergedOwners(have, want []metav1.OwnerReference) []metav1.OwnerReference {
 
 // sameOwner reports whether a and b name one owner, whatever its version and UID.
 func sameOwner(a, b metav1.OwnerReference) bool {
-	return a.Kind == b.Kind && a.Name == b.Name && apiGroup(a.APIVersion) == apiGroup(b.APIVersion)
-}
-
-func apiGroup(apiVersion string) string {
-	group, _, ok := strings.Cut(apiVersion, "/")
-	if !ok {
-		return "" // the core group's "v1"
-	}
-	return group
+	return a.Name == b.Name && schema.FromAPIVersionAndKind(a.APIVersion, a.Kind).GroupKind() == schema.FromAPIVersionAndKind(b.APIVersion, b.Kind).GroupKind()
 }
 
 func derivedCurrent(want, have *corev1.Service) bool {

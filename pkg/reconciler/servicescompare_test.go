@@ -92,6 +92,8 @@ func TestMergedOwners(t *testing.T) {
 	other := metav1.OwnerReference{APIVersion: "v1", Kind: "ConfigMap", Name: "cart", UID: "cm-1"}
 	otherImport := ours
 	otherImport.Name, otherImport.UID = "shop", "si-3"
+	otherGroup := ours
+	otherGroup.APIVersion, otherGroup.UID = "example.com/v1", "x-1"
 	for _, tc := range []struct {
 		name    string
 		have    []metav1.OwnerReference
@@ -101,6 +103,7 @@ func TestMergedOwners(t *testing.T) {
 		{"none yet", nil, []metav1.OwnerReference{ours}, false},
 		{"ours alone", []metav1.OwnerReference{ours}, []metav1.OwnerReference{ours}, true},
 		{"another owner's kept", []metav1.OwnerReference{other, ours}, []metav1.OwnerReference{other, ours}, true},
+		{"a ServiceImport of another group kept", []metav1.OwnerReference{otherGroup}, []metav1.OwnerReference{otherGroup, ours}, false},
 		{"another ServiceImport's kept", []metav1.OwnerReference{otherImport}, []metav1.OwnerReference{otherImport, ours}, false},
 		{"ours before another's stays in place", []metav1.OwnerReference{ours, other}, []metav1.OwnerReference{ours, other}, true},
 		{"the recreated ServiceImport replaces the old in place", []metav1.OwnerReference{stale, other}, []metav1.OwnerReference{ours, other}, false},
