@@ -15,21 +15,9 @@ import (
 // kubectl's last-applied copy, which would double the weight of every
 // object a user applied.
 
-// lastApplied is kubectl's annotation holding a copy of the object.
-const lastApplied = "kubectl.kubernetes.io/last-applied-configuration"
-
 // slimMeta is the metadata the services computation and the reconciler
 // read of an object.
 func slimMeta(m *metav1.ObjectMeta) metav1.ObjectMeta {
-	annotations := m.Annotations
-	if _, ok := annotations[lastApplied]; ok {
-		annotations = make(map[string]string, len(m.Annotations))
-		for k, v := range m.Annotations {
-			if k != lastApplied {
-				annotations[k] = v
-			}
-		}
-	}
 	return metav1.ObjectMeta{
 		Name:              m.Name,
 		Namespace:         m.Namespace,
@@ -39,7 +27,7 @@ func slimMeta(m *metav1.ObjectMeta) metav1.ObjectMeta {
 		CreationTimestamp: m.CreationTimestamp,
 		DeletionTimestamp: m.DeletionTimestamp,
 		Labels:            m.Labels,
-		Annotations:       annotations,
+		Annotations:       withoutLastApplied(m.Annotations),
 		OwnerReferences:   m.OwnerReferences,
 	}
 }

@@ -124,12 +124,9 @@ func slimPeer(p *kilov1alpha1.Peer) (*kilov1alpha1.Peer, int64) {
 			CreationTimestamp: p.CreationTimestamp,
 			DeletionTimestamp: p.DeletionTimestamp,
 			Labels:            p.Labels,
-			Annotations:       p.Annotations,
+			Annotations:       withoutLastApplied(p.Annotations),
 		},
 		Spec: p.Spec,
-	}
-	if _, ok := p.Annotations[lastAppliedAnnotation]; ok {
-		out.Annotations = withoutKey(p.Annotations, lastAppliedAnnotation)
 	}
 	w := int64(objectOverhead+len(p.Name)+len(p.UID)+len(p.ResourceVersion)+len(p.Spec.PublicKey)+len(p.Spec.PresharedKey)) +
 		mapWeight(out.Labels) + mapWeight(out.Annotations) + listWeight(p.Spec.AllowedIPs)
@@ -202,6 +199,15 @@ func unchanged(oldObj, newObj any, now time.Time) bool {
 		return equality.Semantic.DeepEqual(&a, &b)
 	}
 	return false
+}
+
+// withoutLastApplied is m without kubectl's last-applied copy; m itself
+// when it has none.
+func withoutLastApplied(m map[string]string) map[string]string {
+	if _, ok := m[lastAppliedAnnotation]; !ok {
+		return m
+	}
+	return withoutKey(m, lastAppliedAnnotation)
 }
 
 // withoutKey returns a copy of m without key; m itself may be a cache's.

@@ -207,3 +207,29 @@ func TestTransformSecret(t *testing.T) {
 		t.Errorf("got %+v", s)
 	}
 }
+
+func TestWithoutLastApplied(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		in, out map[string]string
+		copied  bool
+	}{
+		{"none: the map itself", map[string]string{"a": "1"}, map[string]string{"a": "1"}, false},
+		{"nil", nil, nil, false},
+		{"kubectl's copy dropped, into a new map", map[string]string{"a": "1", lastAppliedAnnotation: "{}"}, map[string]string{"a": "1"}, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			before := len(tc.in)
+			got := withoutLastApplied(tc.in)
+			if !equality.Semantic.DeepEqual(got, tc.out) {
+				t.Errorf("withoutLastApplied = %v, want %v", got, tc.out)
+			}
+			if len(tc.in) != before {
+				t.Errorf("the cache's map was changed: %v", tc.in)
+			}
+			if copied := tc.in != nil && fmt.Sprintf("%p", got) != fmt.Sprintf("%p", tc.in); copied != tc.copied {
+				t.Errorf("copied %v, want %v", copied, tc.copied)
+			}
+		})
+	}
+}

@@ -139,7 +139,7 @@ func (p *servicesPass) done(counter *int, what string, obj metav1.Object, err er
 	case err == nil:
 		*counter++
 		return true
-	case apierrors.IsConflict(err), apierrors.IsAlreadyExists(err), apierrors.IsNotFound(err):
+	case apierrors.IsConflict(err), errors.Is(err, errStale), apierrors.IsAlreadyExists(err), apierrors.IsNotFound(err):
 		p.unseen = true
 	default:
 		p.errs = append(p.errs, fmt.Sprintf("%s %s/%s: %s", what, obj.GetNamespace(), obj.GetName(), writeErrorText(err)))
@@ -159,6 +159,30 @@ func writeErrorText(err error) string {
 		return "timed out"
 	}
 	return "the cluster did not answer"
+}
+
+// errStale is an object changed since the cache read it: the cache is
+// behind, as on a conflict.
+var errStale = errors.New("changed since the cache read it")
+
+// updateLive updates the object the cache holds as have. The cache's copy
+// lacks what other writers own (finalizers, kubectl's last-applied copy), so
+// the object is read whole, set sets only what the mesh owns, and the update
+// carries the resourceVersion the cache read: the object changed since is
+// errStale, and one changed between the read and the update a conflict.
+// A read and an update, not a patch: the member identity has no patch.
+func updateLive[T metav1.Object](ctx context.Context, get func(context.Context, string, metav1.GetOptions) (T, error),
+	update func(context.Context, T, metav1.UpdateOptions) (T, error), have T, set func(T)) (T, error) {
+	live, err := get(ctx, have.GetName(), metav1.GetOptions{})
+	if err == nil && live.GetResourceVersion() != have.GetResourceVersion() {
+		err = errStale
+	}
+	if err != nil {
+		var none T
+		return none, err
+	}
+	set(live)
+	return update(ctx, live, metav1.UpdateOptions{FieldManager: FieldManager})
 }
 
 func (p *servicesPass) delete(del func(context.Context, string, metav1.DeleteOptions) error, what string, obj metav1.Object) {
@@ -232,9 +256,9 @@ func (p *servicesPass) applyImport(imp *services.Import) {
 		}
 		si = created
 	case !importSpecCurrent(want, si):
-		obj := si.DeepCopy()
-		obj.Labels, obj.Annotations, obj.Spec = importLabels(si, want), importAnnotations(si.Annotations, want.Annotations), want.Spec
-		updated, err := imports.Update(p.ctx, obj, metav1.UpdateOptions{FieldManager: FieldManager})
+		updated, err := updateLive(p.ctx, imports.Get, imports.Update, si, func(obj *mcsv1beta1.ServiceImport) {
+			obj.Labels, obj.Annotations, obj.Spec = importLabels(obj, want), importAnnotations(obj.Annotations, want.Annotations), want.Spec
+		})
 		if !p.done(&p.updated, "ServiceImport", want, err, "ServiceImport", updated) {
 			return
 		}
@@ -270,12 +294,12 @@ func (p *servicesPass) applyDerived(want *corev1.Service) bool {
 	case !p.owned(have):
 		return false // the computation blocks such an import; never overwritten
 	}
-	obj := have.DeepCopy()
-	obj.Labels, obj.OwnerReferences = mergedMap(obj.Labels, want.Labels), want.OwnerReferences
-	clusterIP, clusterIPs := obj.Spec.ClusterIP, obj.Spec.ClusterIPs
-	obj.Spec = want.Spec
-	obj.Spec.ClusterIP, obj.Spec.ClusterIPs = clusterIP, clusterIPs // allocated, immutable
-	answer, err := svcs.Update(p.ctx, obj, metav1.UpdateOptions{FieldManager: FieldManager})
+	answer, err := updateLive(p.ctx, svcs.Get, svcs.Update, have, func(obj *corev1.Service) {
+		obj.Labels, obj.OwnerReferences = mergedMap(obj.Labels, want.Labels), mergedOwners(obj.OwnerReferences, want.OwnerReferences)
+		clusterIP, clusterIPs := obj.Spec.ClusterIP, obj.Spec.ClusterIPs
+		obj.Spec = want.Spec
+		obj.Spec.ClusterIP, obj.Spec.ClusterIPs = clusterIP, clusterIPs // allocated, immutable
+	})
 	return p.done(&p.updated, "Service", want, err, "Service", answer)
 }
 
@@ -286,9 +310,9 @@ func (p *servicesPass) applySlice(want *discoveryv1.EndpointSlice) {
 	case have != nil && sliceCurrent(want, have):
 		return
 	case have != nil && p.owned(have) && have.AddressType == want.AddressType:
-		obj := have.DeepCopy()
-		obj.Labels, obj.Ports, obj.Endpoints = mergedMap(obj.Labels, want.Labels), want.Ports, want.Endpoints
-		answer, err := slices.Update(p.ctx, obj, metav1.UpdateOptions{FieldManager: FieldManager})
+		answer, err := updateLive(p.ctx, slices.Get, slices.Update, have, func(obj *discoveryv1.EndpointSlice) {
+			obj.Labels, obj.Ports, obj.Endpoints = mergedMap(obj.Labels, want.Labels), want.Ports, want.Endpoints
+		})
 		p.done(&p.updated, "EndpointSlice", want, err, "EndpointSlice", answer)
 		return
 	case have != nil:

@@ -2,12 +2,14 @@ package reconciler
 
 import (
 	"maps"
+	"slices"
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
 	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	mcsv1beta1 "sigs.k8s.io/mcs-api/pkg/apis/v1beta1"
 
 	"github.com/kilo-mesh/kilo-mesh-apiserver/pkg/planner/services"
@@ -97,9 +99,37 @@ func withOwner(svc *corev1.Service, si *mcsv1beta1.ServiceImport) *corev1.Servic
 	return out
 }
 
+// mergedOwners is have's owner references with want's set: another owner's
+// stay, and a reference to an owner of one of want's group, kind and name
+// (the ServiceImport as it was before it was recreated) is replaced in place.
+func mergedOwners(have, want []metav1.OwnerReference) []metav1.OwnerReference {
+	out := make([]metav1.OwnerReference, 0, len(have)+len(want))
+	placed := make([]bool, len(want))
+	for _, r := range have {
+		i := slices.IndexFunc(want, func(w metav1.OwnerReference) bool { return sameOwner(r, w) })
+		switch {
+		case i < 0:
+			out = append(out, r)
+		case !placed[i]:
+			out, placed[i] = append(out, want[i]), true
+		}
+	}
+	for i, w := range want {
+		if !placed[i] {
+			out = append(out, w)
+		}
+	}
+	return out
+}
+
+// sameOwner reports whether a and b name one owner, whatever its version and UID.
+func sameOwner(a, b metav1.OwnerReference) bool {
+	return a.Name == b.Name && schema.FromAPIVersionAndKind(a.APIVersion, a.Kind).GroupKind() == schema.FromAPIVersionAndKind(b.APIVersion, b.Kind).GroupKind()
+}
+
 func derivedCurrent(want, have *corev1.Service) bool {
 	w, h := &want.Spec, &have.Spec
-	return subset(want.Labels, have.Labels) && apiequality.Semantic.DeepEqual(want.OwnerReferences, have.OwnerReferences) &&
+	return subset(want.Labels, have.Labels) && apiequality.Semantic.DeepEqual(mergedOwners(have.OwnerReferences, want.OwnerReferences), have.OwnerReferences) &&
 		w.Type == h.Type && len(h.Selector) == 0 && apiequality.Semantic.DeepEqual(w.Ports, h.Ports) &&
 		(w.SessionAffinity == "" || w.SessionAffinity == h.SessionAffinity) &&
 		(w.SessionAffinityConfig == nil || apiequality.Semantic.DeepEqual(w.SessionAffinityConfig, h.SessionAffinityConfig)) &&

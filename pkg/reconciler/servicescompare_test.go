@@ -4,6 +4,9 @@ import (
 	"maps"
 	"testing"
 
+	corev1 "k8s.io/api/core/v1"
+	apiequality "k8s.io/apimachinery/pkg/api/equality"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	mcsv1beta1 "sigs.k8s.io/mcs-api/pkg/apis/v1beta1"
 
 	"github.com/kilo-mesh/kilo-mesh-apiserver/pkg/planner/services"
@@ -75,6 +78,46 @@ func TestImportLabels(t *testing.T) {
 			}
 			if got := importSpecCurrent(want, have); got != tc.current {
 				t.Errorf("importSpecCurrent = %v, want %v", got, tc.current)
+			}
+		})
+	}
+}
+
+func TestMergedOwners(t *testing.T) {
+	ours := metav1.OwnerReference{APIVersion: mcsv1beta1.GroupVersion.String(), Kind: mcsv1beta1.ServiceImportKindName, Name: "cart", UID: "si-2"}
+	stale := ours
+	stale.UID = "si-1"
+	older := stale
+	older.APIVersion = mcsv1beta1.GroupName + "/v1alpha1"
+	other := metav1.OwnerReference{APIVersion: "v1", Kind: "ConfigMap", Name: "cart", UID: "cm-1"}
+	otherImport := ours
+	otherImport.Name, otherImport.UID = "shop", "si-3"
+	otherGroup := ours
+	otherGroup.APIVersion, otherGroup.UID = "example.com/v1", "x-1"
+	for _, tc := range []struct {
+		name    string
+		have    []metav1.OwnerReference
+		out     []metav1.OwnerReference
+		current bool
+	}{
+		{"none yet", nil, []metav1.OwnerReference{ours}, false},
+		{"ours alone", []metav1.OwnerReference{ours}, []metav1.OwnerReference{ours}, true},
+		{"another owner's kept", []metav1.OwnerReference{other, ours}, []metav1.OwnerReference{other, ours}, true},
+		{"a ServiceImport of another group kept", []metav1.OwnerReference{otherGroup}, []metav1.OwnerReference{otherGroup, ours}, false},
+		{"another ServiceImport's kept", []metav1.OwnerReference{otherImport}, []metav1.OwnerReference{otherImport, ours}, false},
+		{"ours before another's stays in place", []metav1.OwnerReference{ours, other}, []metav1.OwnerReference{ours, other}, true},
+		{"the recreated ServiceImport replaces the old in place", []metav1.OwnerReference{stale, other}, []metav1.OwnerReference{ours, other}, false},
+		{"a duplicate of ours goes", []metav1.OwnerReference{stale, other, ours}, []metav1.OwnerReference{ours, other}, false},
+		{"of another version too", []metav1.OwnerReference{older}, []metav1.OwnerReference{ours}, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := mergedOwners(tc.have, []metav1.OwnerReference{ours}); !apiequality.Semantic.DeepEqual(got, tc.out) {
+				t.Errorf("mergedOwners = %+v, want %+v", got, tc.out)
+			}
+			want := &corev1.Service{ObjectMeta: metav1.ObjectMeta{OwnerReferences: []metav1.OwnerReference{ours}}}
+			have := &corev1.Service{ObjectMeta: metav1.ObjectMeta{OwnerReferences: tc.have}}
+			if got := derivedCurrent(want, have); got != tc.current {
+				t.Errorf("derivedCurrent = %v, want %v", got, tc.current)
 			}
 		})
 	}

@@ -28,6 +28,7 @@ func TestServices(t *testing.T) {
 	t.Run("a headless export is imported without IP", s.testHeadless)
 	t.Run("an import carries the Service's IP families, ports, affinity and policies", s.testProperties)
 	t.Run("a label or annotation the export drops leaves the import", s.testExportedMetadata)
+	t.Run("another writer's finalizers, annotations and owners stay", s.testOtherWriters)
 	t.Run("conflicting exports are resolved by age", s.testConflict)
 	t.Run("an ExternalName Service is refused", s.testExternalName)
 	t.Run("an endpoint outside the podCIDRs is never written", s.testOutsidePodCIDRs)
