@@ -28,6 +28,7 @@ import (
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/yaml"
 
+	"github.com/kilo-mesh/kilo-mesh-apiserver/hack/internal/benchenv"
 	kilov1alpha1 "github.com/kilo-mesh/kilo-mesh-apiserver/pkg/apis/kilo/v1alpha1"
 	meshv1alpha1 "github.com/kilo-mesh/kilo-mesh-apiserver/pkg/apis/mesh/v1alpha1"
 	"github.com/kilo-mesh/kilo-mesh-apiserver/pkg/planner"
@@ -69,12 +70,7 @@ func main() {
 		return nil
 	})
 	flag.Parse()
-	log.SetFlags(log.Ltime)
-	ctx, cancel := context.WithTimeout(context.Background(), time.Hour)
-	defer cancel()
-	if err := run(ctx, c); err != nil {
-		log.Fatal(err)
-	}
+	benchenv.Run(time.Hour, func(ctx context.Context) error { return run(ctx, c) })
 }
 
 // bench holds the environment of a run.
@@ -94,26 +90,21 @@ func run(ctx context.Context, c config) error {
 	if c.granularity != string(meshv1alpha1.GranularityFull) && c.granularity != string(meshv1alpha1.GranularityLocation) {
 		return fmt.Errorf("-granularity must be Full or Location")
 	}
-	env, err := framework.Start(ctx, framework.Options{
+	env, server, err := benchenv.Start(ctx, framework.Options{
 		Clusters: c.clusters,
 		// The Nodes have no kubelets renewing their Leases: without a grace
 		// period as long as the run, the node lifecycle controller marks
 		// every Node Unknown and taints it, thousands of Node writes racing
 		// the check-in stream that a cluster with live kubelets never sees.
 		ExtraControllerManagerArgs: []string{"--node-monitor-grace-period=2h"},
-	})
+	}, framework.MeshServerOptions{ExtraArgs: c.serverArgs})
 	if err != nil {
 		return err
 	}
 	defer env.Stop()
-	server, err := env.StartMeshServer(ctx, framework.MeshServerOptions{ExtraArgs: c.serverArgs})
-	if err != nil {
-		return err
-	}
 	b := &bench{config: c, env: env, server: server}
 	for i := range c.clusters {
-		cfg := rest.CopyConfig(env.RESTConfig(i, framework.UserAdmin))
-		cfg.QPS, cfg.Burst = 2000, 4000
+		cfg := benchenv.AdminConfig(env, i)
 		// Nodes in protobuf, as kubelets and controllers read them: JSON answers to
 		// the check-in stream would cost this process and the members more.
 		kubeCfg := rest.CopyConfig(cfg)
@@ -192,7 +183,7 @@ func run(ctx context.Context, c config) error {
 		return err
 	}
 	sent, failed := stopCheckIns()
-	rss, hwm := memory(server.Pid())
+	rss, hwm, _ := benchenv.Memory(server.Pid()) // 0 when unreadable, as the table shows
 	if c.heapProfile != "" {
 		if err := heapProfile(ctx, direct, c.heapProfile); err != nil {
 			return err
@@ -239,7 +230,7 @@ func run(ctx context.Context, c config) error {
 	if passes > 0 {
 		fmt.Printf("| reconcile passes, mean duration | %.0f, %s | |\n", passes, time.Duration(passTime/passes*float64(time.Second)).Round(time.Millisecond))
 	}
-	fmt.Printf("| load average at the end | %s | |\n", loadAverage())
+	fmt.Printf("| load average at the end | %s | |\n", benchenv.LoadAverage())
 	if err := budget(fmt.Sprintf("%d single changes", c.changes), beforeChanges, afterChanges); err != nil {
 		return err
 	}

@@ -17,9 +17,9 @@ import (
 
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/rest"
 	mcsclient "sigs.k8s.io/mcs-api/pkg/client/clientset/versioned"
 
+	"github.com/kilo-mesh/kilo-mesh-apiserver/hack/internal/benchenv"
 	"github.com/kilo-mesh/kilo-mesh-apiserver/test/framework"
 )
 
@@ -46,12 +46,7 @@ func main() {
 	flag.DurationVar(&c.steady, "steady", time.Minute, "how long writes are counted in steady state")
 	flag.DurationVar(&c.settle, "settle", 20*time.Second, "wait before a memory reading or the steady-state count")
 	flag.Parse()
-	log.SetFlags(log.Ltime)
-	ctx, cancel := context.WithTimeout(context.Background(), time.Hour)
-	defer cancel()
-	if err := run(ctx, c); err != nil {
-		log.Fatal(err)
-	}
+	benchenv.Run(time.Hour, func(ctx context.Context) error { return run(ctx, c) })
 }
 
 // bench holds the environment of a run; clusters 1 to 3 are the members.
@@ -68,19 +63,14 @@ type bench struct {
 func members() []int { return []int{1, 2, 3} }
 
 func run(ctx context.Context, c config) error {
-	env, err := framework.Start(ctx, framework.Options{Clusters: 4})
+	env, server, err := benchenv.Start(ctx, framework.Options{Clusters: 4}, framework.MeshServerOptions{})
 	if err != nil {
 		return err
 	}
 	defer env.Stop()
-	server, err := env.StartMeshServer(ctx, framework.MeshServerOptions{})
-	if err != nil {
-		return err
-	}
 	b := &bench{config: c, env: env, server: server, kube: map[int]kubernetes.Interface{}, mcs: map[int]mcsclient.Interface{}}
 	for i := range 4 {
-		cfg := rest.CopyConfig(env.RESTConfig(i, framework.UserAdmin))
-		cfg.QPS, cfg.Burst = 2000, 4000
+		cfg := benchenv.AdminConfig(env, i)
 		b.kube[i] = kubernetes.NewForConfigOrDie(cfg)
 		b.mcs[i] = mcsclient.NewForConfigOrDie(cfg)
 	}
@@ -137,6 +127,6 @@ func run(ctx context.Context, c config) error {
 	fmt.Printf("| server memory with services: resident, Go heap in use | %s | |\n", with)
 	fmt.Printf("| extra memory of services: resident, Go heap in use | %d MiB, %d MiB | |\n",
 		(int64(with.rss)-int64(without.rss))>>20, (int64(with.heap)-int64(without.heap))>>20)
-	fmt.Printf("| load average at the end | %s | |\n", loadAverage())
+	fmt.Printf("| load average at the end | %s | |\n", benchenv.LoadAverage())
 	return nil
 }

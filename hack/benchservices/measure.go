@@ -1,15 +1,12 @@
 package main
 
 import (
-	"bufio"
 	"context"
 	"fmt"
 	"log"
-	"os"
-	"strconv"
-	"strings"
 	"time"
 
+	"github.com/kilo-mesh/kilo-mesh-apiserver/hack/internal/benchenv"
 	"github.com/kilo-mesh/kilo-mesh-apiserver/test/framework"
 )
 
@@ -26,18 +23,11 @@ func (u usage) String() string {
 // memory reads the server's resident set and its Go heap in use.
 func (b *bench) memory(ctx context.Context) (usage, error) {
 	var u usage
-	f, err := os.Open(fmt.Sprintf("/proc/%d/status", b.server.Pid()))
+	rss, _, err := benchenv.Memory(b.server.Pid())
 	if err != nil {
 		return u, fmt.Errorf("reading the server's memory: %w", err)
 	}
-	defer f.Close()
-	s := bufio.NewScanner(f)
-	for s.Scan() {
-		if fields := strings.Fields(s.Text()); len(fields) >= 2 && fields[0] == "VmRSS:" {
-			kb, _ := strconv.ParseUint(fields[1], 10, 64)
-			u.rss = kb << 10
-		}
-	}
+	u.rss = rss
 	m, err := framework.Scrape(ctx, b.server.DirectRESTConfig(framework.UserAdmin))
 	if err != nil {
 		return u, err
@@ -48,15 +38,6 @@ func (b *bench) memory(ctx context.Context) (usage, error) {
 		u.heap = uint64(heap)
 	}
 	return u, nil
-}
-
-// loadAverage is the machine's load average over 1, 5 and 15 minutes.
-func loadAverage() string {
-	b, err := os.ReadFile("/proc/loadavg")
-	if err != nil {
-		return "unknown"
-	}
-	return strings.Join(strings.Fields(string(b))[:3], " ")
 }
 
 // steadyResources are what the services reconciler writes on members.

@@ -11,7 +11,6 @@ import (
 	"io"
 	"log"
 	"net/http"
-	"os"
 	"slices"
 	"strings"
 	"time"
@@ -20,6 +19,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/rest"
 
+	"github.com/kilo-mesh/kilo-mesh-apiserver/hack/internal/benchenv"
 	"github.com/kilo-mesh/kilo-mesh-apiserver/test/framework"
 )
 
@@ -32,24 +32,15 @@ func main() {
 		cold     = flag.Int("cold", 20, "GETs per view spaced past the plan cache's lifetime, so each one plans anew")
 	)
 	flag.Parse()
-	log.SetFlags(log.Ltime)
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Minute)
-	defer cancel()
-	if err := run(ctx, *clusters, *nodes, *perLoc, *requests, *cold); err != nil {
-		log.Fatal(err)
-	}
+	benchenv.Run(30*time.Minute, func(ctx context.Context) error { return run(ctx, *clusters, *nodes, *perLoc, *requests, *cold) })
 }
 
 func run(ctx context.Context, clusters, nodes, perLoc, requests, cold int) error {
-	env, err := framework.Start(ctx, framework.Options{Clusters: clusters})
+	env, server, err := benchenv.Start(ctx, framework.Options{Clusters: clusters}, framework.MeshServerOptions{})
 	if err != nil {
 		return err
 	}
 	defer env.Stop()
-	server, err := env.StartMeshServer(ctx, framework.MeshServerOptions{})
-	if err != nil {
-		return err
-	}
 	start := time.Now()
 	for i := 0; i < clusters; i++ {
 		if err := env.CreateKiloNodes(ctx, i, nodes, func(j int) framework.KiloNode { return kiloNode(i, j, perLoc) }); err != nil {
@@ -123,8 +114,8 @@ func run(ctx context.Context, clusters, nodes, perLoc, requests, cold int) error
 			return err
 		}
 	}
-	if rss, err := rssMiB(server.Pid()); err == nil {
-		fmt.Printf("# kilo-mesh-apiserver resident memory after the run: %d MiB\n", rss)
+	if rss, _, err := benchenv.Memory(server.Pid()); err == nil {
+		fmt.Printf("# kilo-mesh-apiserver resident memory after the run: %d MiB\n", rss>>20)
 	}
 	return nil
 }
@@ -215,21 +206,4 @@ func kiloNode(cluster, j, perLoc int) framework.KiloNode {
 		// nodes Ready for the whole run without that write traffic.
 		LastSeen: time.Now().Add(time.Hour),
 	}
-}
-
-func rssMiB(pid int) (int, error) {
-	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
-	if err != nil {
-		return 0, err
-	}
-	for _, line := range strings.Split(string(data), "\n") {
-		if strings.HasPrefix(line, "VmRSS:") {
-			var kb int
-			if _, err := fmt.Sscanf(strings.TrimPrefix(line, "VmRSS:"), "%d", &kb); err != nil {
-				return 0, err
-			}
-			return kb / 1024, nil
-		}
-	}
-	return 0, fmt.Errorf("no VmRSS for pid %d", pid)
 }

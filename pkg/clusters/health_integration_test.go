@@ -19,11 +19,7 @@ import (
 
 func (h *harness) testNoPeerCRD(t *testing.T) {
 	ns := h.namespace(t)
-	h.putSecret(t, ns, "member", h.kubeconfig(member2, framework.UserAdmin))
-	mesh := newMesh(ns, "crd", localEntry("host"), remoteEntry("member", "member"))
-	m, changes := h.startManager(t)
-	m.Follow(mesh)
-	framework.EventuallyT(t, 30*time.Second, "usable", allUsable(m, mesh))
+	m, changes, mesh := h.followMember(t, ns, "crd", member2)
 	informers := m.stats().Informers
 
 	crds := h.env.Dynamic(member2, framework.UserAdmin).Resource(schema.GroupVersionResource{Group: "apiextensions.k8s.io", Version: "v1", Resource: "customresourcedefinitions"})

@@ -22,11 +22,7 @@ import (
 func (h *harness) testDepartedHeld(t *testing.T) {
 	ns := h.namespace(t)
 	h.createPeer(t, member1, "held-peer")
-	h.putSecret(t, ns, "member", h.kubeconfig(member1, framework.UserAdmin))
-	mesh := newMesh(ns, "leaving", localEntry("host"), remoteEntry("member", "member"))
-	m, _ := h.startManager(t, func(c *Config) { c.HoldDeparted = time.Minute })
-	m.Follow(mesh)
-	framework.EventuallyT(t, 30*time.Second, "usable", allUsable(m, mesh))
+	m, _, mesh := h.followMember(t, ns, "leaving", member1, func(c *Config) { c.HoldDeparted = time.Minute })
 	identity := m.Identities(mesh)["member"]
 
 	left := mesh.DeepCopy()
@@ -81,11 +77,7 @@ func (h *harness) testDepartedHeld(t *testing.T) {
 // same content shares the departed hold's connection.
 func (h *harness) testHoldAfterRepoint(t *testing.T) {
 	ns := h.namespace(t)
-	h.putSecret(t, ns, "member", h.kubeconfig(member1, framework.UserAdmin))
-	mesh := newMesh(ns, "repointed", localEntry("host"), remoteEntry("member", "member"))
-	m, _ := h.startManager(t, func(c *Config) { c.HoldDeparted = time.Minute })
-	m.Follow(mesh)
-	framework.EventuallyT(t, 30*time.Second, "usable", allUsable(m, mesh))
+	m, _, mesh := h.followMember(t, ns, "repointed", member1, func(c *Config) { c.HoldDeparted = time.Minute })
 	oldIdentity := m.Identities(mesh)["member"]
 
 	h.putSecret(t, ns, "member", h.kubeconfig(member2, framework.UserAdmin))

@@ -103,6 +103,18 @@ func (h *harness) startManager(t *testing.T, mutate ...func(*Config)) (*Manager,
 	return m, changes
 }
 
+// followMember starts a Manager following mesh ns/name of the host and an
+// entry "member" whose Secret reaches cluster, and waits until both are usable.
+func (h *harness) followMember(t *testing.T, ns, name string, cluster int, mutate ...func(*Config)) (*Manager, *changeLog, *meshv1alpha1.ClusterMesh) {
+	t.Helper()
+	h.putSecret(t, ns, "member", h.kubeconfig(cluster, framework.UserAdmin))
+	mesh := newMesh(ns, name, localEntry("host"), remoteEntry("member", "member"))
+	m, changes := h.startManager(t, mutate...)
+	m.Follow(mesh)
+	framework.EventuallyT(t, 30*time.Second, "usable", allUsable(m, mesh))
+	return m, changes, mesh
+}
+
 func (h *harness) namespace(t *testing.T) string {
 	t.Helper()
 	ns, err := h.env.NewNamespace(h.ctx, "mesh")

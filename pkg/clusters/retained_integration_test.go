@@ -24,11 +24,7 @@ func (h *harness) testSecretGoneBeforeDeletion(t *testing.T) {
 	ns := h.namespace(t)
 	node := h.createNode(t, member1, "retained")
 	h.createPeer(t, member1, "retained-peer")
-	h.putSecret(t, ns, "member", h.kubeconfig(member1, framework.UserAdmin))
-	mesh := newMesh(ns, "gone", localEntry("host"), remoteEntry("member", "member"))
-	m, _ := h.startManager(t)
-	m.Follow(mesh)
-	framework.EventuallyT(t, 30*time.Second, "usable", allUsable(m, mesh))
+	m, _, mesh := h.followMember(t, ns, "gone", member1)
 
 	secrets := h.env.Client(framework.HostCluster, framework.UserAdmin).CoreV1().Secrets(ns)
 	if err := secrets.Delete(h.ctx, "member", metav1.DeleteOptions{}); err != nil {

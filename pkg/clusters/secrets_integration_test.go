@@ -22,11 +22,7 @@ import (
 func (h *harness) testSecretRotation(t *testing.T) {
 	ns := h.namespace(t)
 	on1, on2 := h.createNode(t, member1, "only-on-1"), h.createNode(t, member2, "only-on-2")
-	h.putSecret(t, ns, "member", h.kubeconfig(member1, framework.UserAdmin))
-	mesh := newMesh(ns, "rot", localEntry("host"), remoteEntry("member", "member"))
-	m, changes := h.startManager(t)
-	m.Follow(mesh)
-	framework.EventuallyT(t, 30*time.Second, "usable", allUsable(m, mesh))
+	m, changes, mesh := h.followMember(t, ns, "rot", member1)
 	if st := m.Snapshot(mesh)["member"]; !hasNode(st, on1) || hasNode(st, on2) {
 		t.Fatalf("member shows the wrong cluster before rotation")
 	}

@@ -18,11 +18,7 @@ func (o *Options) CompleteMeshes(_ *cobra.Command, args []string, prefix string)
 	if len(args) > 0 {
 		return nil, cobra.ShellCompDirectiveNoFileComp
 	}
-	ns, err := o.Namespace()
-	if err != nil {
-		return nil, cobra.ShellCompDirectiveError
-	}
-	api, err := o.Meshes()
+	ns, api, err := o.NamespacedMeshes()
 	if err != nil {
 		return nil, cobra.ShellCompDirectiveError
 	}
@@ -47,11 +43,7 @@ func (o *Options) CompleteClusters(cmd *cobra.Command, args []string, prefix str
 	if len(args) == 0 {
 		return nil, cobra.ShellCompDirectiveNoFileComp
 	}
-	ns, err := o.Namespace()
-	if err != nil {
-		return nil, cobra.ShellCompDirectiveError
-	}
-	api, err := o.Meshes()
+	ns, api, err := o.NamespacedMeshes()
 	if err != nil {
 		return nil, cobra.ShellCompDirectiveError
 	}

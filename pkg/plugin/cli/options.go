@@ -96,6 +96,20 @@ func (o *Options) Meshes() (*MeshAPI, error) {
 	return NewMeshAPI(cfg)
 }
 
+// NamespacedMeshes is what every command about a mesh starts from: the
+// namespace of the mesh and a client of the mesh API.
+func (o *Options) NamespacedMeshes() (string, *MeshAPI, error) {
+	ns, err := o.Namespace()
+	if err != nil {
+		return "", nil, err
+	}
+	api, err := o.Meshes()
+	if err != nil {
+		return "", nil, err
+	}
+	return ns, api, nil
+}
+
 // MeshArgs is the usual Args of a command taking the name of a mesh.
 func MeshArgs(cmd *cobra.Command, args []string) error {
 	if len(args) != 1 {

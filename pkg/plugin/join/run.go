@@ -30,15 +30,11 @@ const redactedToken = "REDACTED"
 // and the mesh on the host, the member's networks are known.
 func (o *Options) Run(ctx context.Context) error {
 	w := o.report()
-	ns, err := o.Namespace()
+	ns, api, err := o.NamespacedMeshes()
 	if err != nil {
 		return err
 	}
 	host, err := o.Host()
-	if err != nil {
-		return err
-	}
-	api, err := o.Meshes()
 	if err != nil {
 		return err
 	}

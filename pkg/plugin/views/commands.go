@@ -50,11 +50,7 @@ whole typed plan.`,
 }
 
 func readPlan(ctx context.Context, o *cli.Options, name string) (*meshv1alpha1.ClusterMeshPlan, error) {
-	ns, err := o.Namespace()
-	if err != nil {
-		return nil, err
-	}
-	api, err := o.Meshes()
+	ns, api, err := o.NamespacedMeshes()
 	if err != nil {
 		return nil, err
 	}
@@ -103,11 +99,7 @@ the Peers of that cluster as a list kubectl apply takes (yaml, json) or as the
 }
 
 func runPeers(ctx context.Context, o *cli.Options, name, cluster, format string) error {
-	ns, err := o.Namespace()
-	if err != nil {
-		return err
-	}
-	api, err := o.Meshes()
+	ns, api, err := o.NamespacedMeshes()
 	if err != nil {
 		return err
 	}
@@ -193,11 +185,7 @@ graph is drawn from: the mesh's Peers view, as peers -o json|yaml does.`,
 			default:
 				return fmt.Errorf("unknown -o %q: use dot, svg, json or yaml", output)
 			}
-			ns, err := o.Namespace()
-			if err != nil {
-				return err
-			}
-			api, err := o.Meshes()
+			ns, api, err := o.NamespacedMeshes()
 			if err != nil {
 				return err
 			}

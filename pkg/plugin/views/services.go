@@ -49,11 +49,7 @@ ClusterMeshServices view.`,
 }
 
 func readServices(ctx context.Context, o *cli.Options, name, cluster string) (*meshv1alpha1.ClusterMeshServices, error) {
-	ns, err := o.Namespace()
-	if err != nil {
-		return nil, err
-	}
-	api, err := o.Meshes()
+	ns, api, err := o.NamespacedMeshes()
 	if err != nil {
 		return nil, err
 	}

@@ -50,11 +50,7 @@ timeout); 1 any other error.`,
 }
 
 func runStatus(ctx context.Context, o *cli.Options, name string, wait bool, timeout time.Duration, output string) error {
-	ns, err := o.Namespace()
-	if err != nil {
-		return err
-	}
-	api, err := o.Meshes()
+	ns, api, err := o.NamespacedMeshes()
 	if err != nil {
 		return err
 	}

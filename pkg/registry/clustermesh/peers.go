@@ -54,12 +54,9 @@ func (r *PeersREST) Get(ctx context.Context, name string, options runtime.Object
 	if !ok {
 		return nil, fmt.Errorf("unexpected options %T", options)
 	}
-	mesh, err := getMesh(ctx, r.meshes, name)
+	mesh, err := getMesh(ctx, r.meshes, name, opts.Cluster)
 	if err != nil {
 		return nil, err
-	}
-	if opts.Cluster != "" && !isMember(mesh, opts.Cluster) {
-		return nil, notAMember(mesh, opts.Cluster)
 	}
 	p, err := r.planner.Plan(mesh)
 	if err != nil {
@@ -82,20 +79,6 @@ func (r *PeersREST) Get(ctx context.Context, name string, options runtime.Object
 		return nil, apierrors.NewBadRequest(fmt.Sprintf("unknown format %q: use %q or %q", opts.Format,
 			meshv1alpha1.PeersFormatWireGuard, meshv1alpha1.PeersFormatDOT))
 	}
-}
-
-// notAMember is the answer of a view asked about a cluster the mesh lacks.
-func notAMember(mesh *meshv1alpha1.ClusterMesh, cluster string) error {
-	return apierrors.NewBadRequest(fmt.Sprintf("cluster %q is not a member of clustermesh %s", cluster, mesh.Name))
-}
-
-func isMember(mesh *meshv1alpha1.ClusterMesh, cluster string) bool {
-	for _, c := range mesh.Spec.Clusters {
-		if c.Name == cluster {
-			return true
-		}
-	}
-	return false
 }
 
 func allPeers(mesh *meshv1alpha1.ClusterMesh, p *planner.Plan) *meshv1alpha1.ClusterMeshPeers {

@@ -2,7 +2,6 @@ package clustermesh
 
 import (
 	"context"
-	"reflect"
 	"testing"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -63,23 +62,14 @@ func TestPeersTable(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				if table.Rows == nil || len(table.Rows) != len(tc.want) {
-					t.Fatalf("%d rows (nil: %v), want %d", len(table.Rows), table.Rows == nil, len(tc.want))
-				}
-				for i, row := range table.Rows {
-					if !reflect.DeepEqual(row.Cells, tc.want[i]) {
-						t.Errorf("row %d:\nwant %#v\ngot  %#v", i, tc.want[i], row.Cells)
-					}
-					if len(row.Cells) != len(peersColumns) {
-						t.Errorf("row %d: %d cells for %d columns", i, len(row.Cells), len(peersColumns))
-					}
-					if !objects {
-						continue
-					}
-					got := row.Object.Object.(*meshv1alpha1.ClusterMeshPeers)
-					if len(got.Targets) != 1 || got.Targets[0].Cluster != tc.want[i][0] ||
-						len(got.Targets[0].Peers) != 1 || got.Targets[0].Peers[0].Name != tc.want[i][1] {
-						t.Errorf("row %d: object %+v is not the view of its Peer", i, got.Targets)
+				checkCells(t, table, tc.want, len(peersColumns))
+				if objects {
+					for i, row := range table.Rows {
+						got := row.Object.Object.(*meshv1alpha1.ClusterMeshPeers)
+						if len(got.Targets) != 1 || got.Targets[0].Cluster != tc.want[i][0] ||
+							len(got.Targets[0].Peers) != 1 || got.Targets[0].Peers[0].Name != tc.want[i][1] {
+							t.Errorf("row %d: object %+v is not the view of its Peer", i, got.Targets)
+						}
 					}
 				}
 				checkRowObjects(t, table, "m")

@@ -44,7 +44,7 @@ func (r *PlanREST) Destroy() {}
 // Get computes the plan of mesh name. Looking the mesh up through the store
 // gives namespaces and NotFound the semantics of the main resource.
 func (r *PlanREST) Get(ctx context.Context, name string, _ *metav1.GetOptions) (runtime.Object, error) {
-	mesh, err := getMesh(ctx, r.meshes, name)
+	mesh, err := getMesh(ctx, r.meshes, name, "")
 	if err != nil {
 		return nil, err
 	}
@@ -55,16 +55,4 @@ func (r *PlanREST) Get(ctx context.Context, name string, _ *metav1.GetOptions) (
 	view := p.ServedView()
 	view.Name, view.Namespace = mesh.Name, mesh.Namespace
 	return view, nil
-}
-
-func getMesh(ctx context.Context, meshes rest.Getter, name string) (*meshv1alpha1.ClusterMesh, error) {
-	obj, err := meshes.Get(ctx, name, &metav1.GetOptions{})
-	if err != nil {
-		return nil, err
-	}
-	mesh, ok := obj.(*meshv1alpha1.ClusterMesh)
-	if !ok {
-		return nil, fmt.Errorf("unexpected object %T", obj)
-	}
-	return mesh, nil
 }

@@ -114,6 +114,23 @@ func TestPlanTableObjects(t *testing.T) {
 // reads the object's metadata (a row without an object fails the request)
 // and, for includeObject=Object, converts it to the view's version, which
 // only works for a kind of the mesh group.
+// checkCells: the table has want's rows, in order, each with a cell per
+// column.
+func checkCells(t *testing.T, table *metav1.Table, want [][]interface{}, columns int) {
+	t.Helper()
+	if table.Rows == nil || len(table.Rows) != len(want) {
+		t.Fatalf("%d rows (nil: %v), want %d", len(table.Rows), table.Rows == nil, len(want))
+	}
+	for i, row := range table.Rows {
+		if !reflect.DeepEqual(row.Cells, want[i]) {
+			t.Errorf("row %d:\nwant %#v\ngot  %#v", i, want[i], row.Cells)
+		}
+		if len(row.Cells) != columns {
+			t.Errorf("row %d: %d cells for %d columns", i, len(row.Cells), columns)
+		}
+	}
+}
+
 func checkRowObjects(t *testing.T, table *metav1.Table, mesh string) {
 	t.Helper()
 	scheme := runtime.NewScheme()

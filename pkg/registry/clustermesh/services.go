@@ -62,12 +62,9 @@ func (r *ServicesREST) Get(ctx context.Context, name string, options runtime.Obj
 	if !ok {
 		return nil, fmt.Errorf("unexpected options %T", options)
 	}
-	mesh, err := getMesh(ctx, r.meshes, name)
+	mesh, err := getMesh(ctx, r.meshes, name, opts.Cluster)
 	if err != nil {
 		return nil, err
-	}
-	if opts.Cluster != "" && !isMember(mesh, opts.Cluster) {
-		return nil, notAMember(mesh, opts.Cluster)
 	}
 	out, err := r.planner.Services(mesh)
 	if errors.Is(err, ErrServicesDisabled) {

@@ -75,32 +75,23 @@ func TestServicesTable(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				if table.Rows == nil || len(table.Rows) != len(tc.want) {
-					t.Fatalf("%d rows (nil: %v), want %d", len(table.Rows), table.Rows == nil, len(tc.want))
-				}
-				for i, row := range table.Rows {
-					if !reflect.DeepEqual(row.Cells, tc.want[i]) {
-						t.Errorf("row %d:\nwant %#v\ngot  %#v", i, tc.want[i], row.Cells)
-					}
-					if len(row.Cells) != len(servicesColumns) {
-						t.Errorf("row %d: %d cells for %d columns", i, len(row.Cells), len(servicesColumns))
-					}
-					if !objects {
-						continue
-					}
-					got := row.Object.Object.(*meshv1alpha1.ClusterMeshServices)
-					switch {
-					case tc.want[i][2] == "<none>":
-						if len(got.Exports) != 0 || len(got.Clusters) != 1 || len(got.Clusters[0].Imports) != 0 || len(got.Clusters[0].HiddenImports)+len(got.Clusters[0].HiddenExports) != 1 {
-							t.Errorf("row %d: object %+v is not the view of its count", i, got)
-						}
-					case tc.want[i][1] == "Import":
-						if len(got.Exports) != 0 || len(got.Clusters) != 1 || got.Clusters[0].Cluster != tc.want[i][0] || len(got.Clusters[0].Imports) != 1 {
-							t.Errorf("row %d: object %+v is not the view of its import", i, got)
-						}
-					case tc.want[i][1] == "Export":
-						if len(got.Clusters) != 0 || len(got.Exports) != 1 || got.Exports[0].Cluster != tc.want[i][0] {
-							t.Errorf("row %d: object %+v is not the view of its export", i, got)
+				checkCells(t, table, tc.want, len(servicesColumns))
+				if objects {
+					for i, row := range table.Rows {
+						got := row.Object.Object.(*meshv1alpha1.ClusterMeshServices)
+						switch {
+						case tc.want[i][2] == "<none>":
+							if len(got.Exports) != 0 || len(got.Clusters) != 1 || len(got.Clusters[0].Imports) != 0 || len(got.Clusters[0].HiddenImports)+len(got.Clusters[0].HiddenExports) != 1 {
+								t.Errorf("row %d: object %+v is not the view of its count", i, got)
+							}
+						case tc.want[i][1] == "Import":
+							if len(got.Exports) != 0 || len(got.Clusters) != 1 || got.Clusters[0].Cluster != tc.want[i][0] || len(got.Clusters[0].Imports) != 1 {
+								t.Errorf("row %d: object %+v is not the view of its import", i, got)
+							}
+						case tc.want[i][1] == "Export":
+							if len(got.Clusters) != 0 || len(got.Exports) != 1 || got.Exports[0].Cluster != tc.want[i][0] {
+								t.Errorf("row %d: object %+v is not the view of its export", i, got)
+							}
 						}
 					}
 				}

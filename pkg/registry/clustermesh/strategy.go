@@ -6,7 +6,6 @@ import (
 	"context"
 	"fmt"
 
-	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -19,6 +18,7 @@ import (
 
 	meshv1alpha1 "github.com/kilo-mesh/kilo-mesh-apiserver/pkg/apis/mesh/v1alpha1"
 	"github.com/kilo-mesh/kilo-mesh-apiserver/pkg/apis/mesh/validation"
+	"github.com/kilo-mesh/kilo-mesh-apiserver/pkg/registry/strategies"
 )
 
 // strategy governs writes to the main resource: spec changes bump the
@@ -26,6 +26,7 @@ import (
 type strategy struct {
 	runtime.ObjectTyper
 	names.NameGenerator
+	strategies.Common
 }
 
 var (
@@ -60,11 +61,7 @@ func (strategy) PrepareForUpdate(_ context.Context, obj, old runtime.Object) {
 	prev := old.(*meshv1alpha1.ClusterMesh)
 	m.Status = prev.Status
 	meshv1alpha1.SetDefaults(m)
-	// Clients cannot set the generation; only a spec change moves it.
-	m.Generation = prev.Generation
-	if !apiequality.Semantic.DeepEqual(m.Spec, prev.Spec) {
-		m.Generation++
-	}
+	strategies.KeepGeneration(m, prev, m.Spec, prev.Spec)
 }
 
 func (strategy) Validate(_ context.Context, obj runtime.Object) field.ErrorList {
@@ -74,18 +71,6 @@ func (strategy) Validate(_ context.Context, obj runtime.Object) field.ErrorList 
 func (strategy) ValidateUpdate(_ context.Context, obj, old runtime.Object) field.ErrorList {
 	return validation.ValidateClusterMeshUpdate(obj.(*meshv1alpha1.ClusterMesh), old.(*meshv1alpha1.ClusterMesh))
 }
-
-func (strategy) WarningsOnCreate(context.Context, runtime.Object) []string { return nil }
-
-func (strategy) WarningsOnUpdate(context.Context, runtime.Object, runtime.Object) []string {
-	return nil
-}
-
-func (strategy) AllowCreateOnUpdate() bool { return false }
-
-func (strategy) AllowUnconditionalUpdate() bool { return true }
-
-func (strategy) Canonicalize(runtime.Object) {}
 
 // statusStrategy governs the status subresource: only status changes, and
 // the generation never moves.

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 
-	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -16,6 +15,7 @@ import (
 
 	meshv1alpha1 "github.com/kilo-mesh/kilo-mesh-apiserver/pkg/apis/mesh/v1alpha1"
 	"github.com/kilo-mesh/kilo-mesh-apiserver/pkg/apis/mesh/validation"
+	"github.com/kilo-mesh/kilo-mesh-apiserver/pkg/registry/strategies"
 )
 
 // strategy governs writes of grants: cluster-scoped, validated, and the
@@ -23,6 +23,7 @@ import (
 // of a grant the meshes' Granted conditions describe.
 type strategy struct {
 	runtime.ObjectTyper
+	strategies.Common
 }
 
 var (
@@ -41,10 +42,7 @@ func (strategy) PrepareForCreate(_ context.Context, obj runtime.Object) {
 
 func (strategy) PrepareForUpdate(_ context.Context, obj, old runtime.Object) {
 	g, prev := obj.(*meshv1alpha1.ClusterMeshGrant), old.(*meshv1alpha1.ClusterMeshGrant)
-	g.Generation = prev.Generation
-	if !apiequality.Semantic.DeepEqual(g.Spec, prev.Spec) {
-		g.Generation++
-	}
+	strategies.KeepGeneration(g, prev, g.Spec, prev.Spec)
 }
 
 func (strategy) Validate(_ context.Context, obj runtime.Object) field.ErrorList {
@@ -54,18 +52,6 @@ func (strategy) Validate(_ context.Context, obj runtime.Object) field.ErrorList 
 func (strategy) ValidateUpdate(_ context.Context, obj, old runtime.Object) field.ErrorList {
 	return validation.ValidateClusterMeshGrantUpdate(obj.(*meshv1alpha1.ClusterMeshGrant), old.(*meshv1alpha1.ClusterMeshGrant))
 }
-
-func (strategy) WarningsOnCreate(context.Context, runtime.Object) []string { return nil }
-
-func (strategy) WarningsOnUpdate(context.Context, runtime.Object, runtime.Object) []string {
-	return nil
-}
-
-func (strategy) AllowCreateOnUpdate() bool { return false }
-
-func (strategy) AllowUnconditionalUpdate() bool { return true }
-
-func (strategy) Canonicalize(runtime.Object) {}
 
 // getAttrs exposes labels and metadata fields to list and watch selectors.
 func getAttrs(obj runtime.Object) (labels.Set, fields.Set, error) {
