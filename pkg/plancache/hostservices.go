@@ -36,8 +36,8 @@ var hostServiceRights = func() []authorizer.AttributesRecord {
 			out = append(out, authorizer.AttributesRecord{Verb: v, APIGroup: group, Resource: resource, Subresource: subresource, ResourceRequest: true})
 		}
 	}
-	add(mcsv1beta1.GroupName, mcsv1beta1.ServiceImportPluralName, "", "create", "update", "delete")
-	add("", "services", "", "create", "update", "delete")
+	add(mcsv1beta1.GroupName, mcsv1beta1.ServiceImportPluralName, "", "create", "get", "update", "delete")
+	add("", "services", "", "create", "get", "update", "delete")
 	add("discovery.k8s.io", "endpointslices", "", "create", "update", "delete", "get", "list")
 	add(mcsv1beta1.GroupName, mcsv1beta1.ServiceExportPluralName, "status", "update")
 	return out

@@ -172,8 +172,8 @@ func TestServicesHost(t *testing.T) {
 	// would use there needs no grant: the reviews ask the host's RBAC.
 	own := s.namespace(t, framework.HostCluster, 1)
 	role := &rbacv1.Role{ObjectMeta: metav1.ObjectMeta{Name: "services-by-hand", Namespace: own}, Rules: []rbacv1.PolicyRule{
-		{APIGroups: []string{mcsv1beta1.GroupName}, Resources: []string{"serviceimports"}, Verbs: []string{"create", "update", "delete"}},
-		{APIGroups: []string{""}, Resources: []string{"services"}, Verbs: []string{"create", "update", "delete"}},
+		{APIGroups: []string{mcsv1beta1.GroupName}, Resources: []string{"serviceimports"}, Verbs: []string{"create", "get", "update", "delete"}},
+		{APIGroups: []string{""}, Resources: []string{"services"}, Verbs: []string{"create", "get", "update", "delete"}},
 		{APIGroups: []string{discoveryv1.GroupName}, Resources: []string{"endpointslices"}, Verbs: []string{"create", "update", "delete", "get", "list"}},
 		{APIGroups: []string{mcsv1beta1.GroupName}, Resources: []string{"serviceexports/status"}, Verbs: []string{"update"}},
 	}}
