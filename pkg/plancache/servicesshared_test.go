@@ -78,6 +78,23 @@ func TestOtherServicesMeshes(t *testing.T) {
 			},
 		},
 		{
+			name:   "the earlier mesh removes the shared entry",
+			theirs: enabled(claimMesh("first", t0, claimEntry("host", "10.11.0.0/16"), claimEntry("far", "10.12.0.0/16"))), theirIDs: shared,
+			laterIDs:  map[string]string{"local": "H", "mine": "M"},
+			wantLater: map[string]planner.OtherServicesMesh{"local": {Earlier: true}},
+			wantFirst: map[string]planner.OtherServicesMesh{"host": {}},
+			change: func(s *otherMeshSource, members *tableMembers, first *meshv1alpha1.ClusterMesh) {
+				left := first.DeepCopy()
+				left.Spec.Clusters = left.Spec.Clusters[1:]
+				left.Generation++
+				members.ids["first"] = map[string]string{"far": "F"}
+				if err := s.meshes.Update(left); err != nil {
+					t.Fatal(err)
+				}
+				s.meshChanged(left)
+			},
+		},
+		{
 			name:   "the earlier mesh's Secret now reaches another cluster",
 			theirs: enabled(claimMesh("first", t0, claimEntry("host", "10.11.0.0/16"), claimEntry("far", "10.12.0.0/16"))), theirIDs: shared,
 			laterIDs:  map[string]string{"local": "H", "mine": "M"},
