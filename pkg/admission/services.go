@@ -18,10 +18,10 @@ import (
 // it, and a later mesh cannot block an earlier one's updates of an entry
 // it held with services on. The message names no other tenant's object.
 // An entry admission cannot identify (Secret unreadable, server not yet
-// verified) is not refused here, and nothing names the second mesh: each
-// mesh writes only objects it owns, so in the shared cluster an import the
-// other mesh wrote first is blocked for it (ImportNotOwned), and once the
-// cluster is verified the later mesh's next spec change keeping it is refused.
+// verified) is not refused here: once both meshes verified the cluster, the
+// plan reports it on both (ServicesClusterShared, naming only each mesh's
+// own entry), each mesh still writes only objects it owns, and the later
+// mesh's next spec change keeping the cluster is refused here.
 func checkServicesClusters(mesh, old *meshv1alpha1.ClusterMesh, ours []entryRef, meshes cache.Indexer, members Members) field.ErrorList {
 	if mesh.Spec.MultiClusterServices != meshv1alpha1.MultiClusterServicesEnabled {
 		return nil

@@ -22,7 +22,10 @@ import (
 // one URL, so a mesh that cannot reach a cluster claims nothing there.
 // Of two meshes whose networks collide on a shared cluster the one created
 // first (then the lower UID) keeps them; the other's plan leaves them out
-// of its Peers there and reports the conflict.
+// of its Peers there and reports the conflict. Meshes with multi-cluster
+// services Enabled on a shared cluster are reported to each other's plan
+// whichever came first (a cluster belongs to one ClusterSet), with which
+// of them takes precedence.
 //
 // A mesh's claims change with its spec and with the identities of its
 // clusters (a Secret pointing elsewhere, a cluster verified at last), so
@@ -165,7 +168,8 @@ func sameIdentities(a, b map[string]string) bool {
 func (s *otherMeshSource) hasSynced() bool { return true }
 
 // fill gives the planner the claims of the meshes that take precedence
-// over mesh on the clusters it shares with them.
+// over mesh on the clusters it shares with them, and the clusters it
+// shares with any mesh with multi-cluster services.
 func (s *otherMeshSource) fill(mesh *meshv1alpha1.ClusterMesh, in *planner.Input) error {
 	key := types.NamespacedName{Namespace: mesh.Namespace, Name: mesh.Name}
 	mine := s.members.Identities(mesh)
@@ -197,10 +201,17 @@ func (s *otherMeshSource) fill(mesh *meshv1alpha1.ClusterMesh, in *planner.Input
 			continue
 		}
 		other, ok := obj.(*meshv1alpha1.ClusterMesh)
-		if !ok || !validation.Precedes(other, mesh) {
+		if !ok {
 			continue
 		}
 		theirs := s.members.Identities(other)
+		earlier := validation.Precedes(other, mesh)
+		if other.Spec.MultiClusterServices == meshv1alpha1.MultiClusterServicesEnabled {
+			fillServicesShared(in, byID, theirs, earlier)
+		}
+		if !earlier {
+			continue
+		}
 		var claims []planner.OtherMeshClaim
 		for i := range other.Spec.Clusters {
 			e := &other.Spec.Clusters[i]
@@ -227,4 +238,22 @@ func (s *otherMeshSource) fill(mesh *meshv1alpha1.ClusterMesh, in *planner.Input
 		}
 	}
 	return nil
+}
+
+// fillServicesShared records the clusters of the planned mesh (byID: its
+// cluster of each verified identity) that another mesh with services
+// Enabled verified too (theirs), and whether that mesh takes precedence.
+func fillServicesShared(in *planner.Input, byID, theirs map[string]string, earlier bool) {
+	for _, id := range theirs {
+		name, shared := byID[id]
+		if id == "" || !shared {
+			continue
+		}
+		if in.OtherServicesMeshes == nil {
+			in.OtherServicesMeshes = map[string]planner.OtherServicesMesh{}
+		}
+		o := in.OtherServicesMeshes[name]
+		o.Earlier = o.Earlier || earlier
+		in.OtherServicesMeshes[name] = o
+	}
 }

@@ -46,7 +46,7 @@ type PeerChange struct {
 // Changes is what differs between two inputs of one mesh.
 type Changes struct {
 	// Whole says that something besides the Nodes and Peers listed
-	// differs (the spec, host access, other meshes' claims, a cluster's
+	// differs (the spec, host access, other meshes' claims or services, a cluster's
 	// reachability, a node appeared or went): the next plan is whole.
 	Whole bool
 	Nodes []NodeChange
@@ -159,7 +159,7 @@ func (st *State) Diff(in *Input) Changes {
 	if prev.MeshNamespace != in.MeshNamespace || prev.MeshName != in.MeshName || prev.MeshUID != in.MeshUID ||
 		prev.Installation != in.Installation || len(prev.Clusters) != len(in.Clusters) ||
 		!reflect.DeepEqual(prev.Spec, in.Spec) || !reflect.DeepEqual(prev.HostAccess, in.HostAccess) ||
-		!reflect.DeepEqual(prev.OtherMeshClaims, in.OtherMeshClaims) {
+		!reflect.DeepEqual(prev.OtherMeshClaims, in.OtherMeshClaims) || !reflect.DeepEqual(prev.OtherServicesMeshes, in.OtherServicesMeshes) {
 		return Changes{Whole: true}
 	}
 	var ch Changes

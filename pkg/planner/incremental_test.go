@@ -119,6 +119,7 @@ func planDifference(got, want *Plan) string {
 		{"View.Conflicts", got.View.Conflicts, want.View.Conflicts},
 		{"View.Warnings", got.View.Warnings, want.View.Warnings},
 		{"DesiredPeers", got.DesiredPeers, want.DesiredPeers},
+		{"ServicesYielded", got.ServicesYielded, want.ServicesYielded},
 		{"View", got.View, want.View},
 	}
 	for _, p := range parts {

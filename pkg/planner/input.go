@@ -40,6 +40,12 @@ type Input struct {
 	// (ConflictCIDRClaimedByOtherMesh). Computed outside the planner, from
 	// verified cluster identities (pkg/plancache).
 	OtherMeshClaims map[string][]OtherMeshClaim
+	// OtherServicesMeshes are this mesh's clusters, by name, that another
+	// mesh with multiClusterServices Enabled (of any namespace) has
+	// verified too: the plan warns of them when this mesh has services
+	// Enabled (ServicesClusterShared). Computed outside the planner, from
+	// verified cluster identities (pkg/plancache).
+	OtherServicesMeshes map[string]OtherServicesMesh
 }
 
 // OtherMeshClaim is one network another mesh claims on a shared cluster.

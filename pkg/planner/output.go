@@ -35,6 +35,11 @@ type Plan struct {
 	// through: the plan's diffs and figures are of that connection's
 	// cluster, and stale once the entry resolves to another.
 	Measured map[string]string
+	// ServicesYielded are the clusters, sorted, that this mesh shares with
+	// a mesh with multiClusterServices Enabled that takes precedence over
+	// it (Input.OtherServicesMeshes): its ServicesClusterShared warnings
+	// say what that means, and its Ready condition is False while any is.
+	ServicesYielded []string
 }
 
 // ServedView is a copy of View with every target's unchanged Peers listed,

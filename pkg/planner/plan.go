@@ -111,6 +111,7 @@ func compute(in Input, keepHeld bool) (*Plan, *planner, error) {
 		plan.View.Targets = append(plan.View.Targets, tp)
 		plan.DesiredPeers[s.name] = listOf(peers, peerName)
 	}
+	plan.ServicesYielded = pl.checkServicesShared()
 	plan.View.Conflicts, plan.View.Warnings = pl.issues.lists()
 	return plan, pl, nil
 }

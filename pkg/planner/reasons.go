@@ -172,6 +172,8 @@ const (
 	WarningCredentialExpired       = "CredentialExpired"
 	WarningNodesTooLarge           = "NodesTooLarge"
 	WarningInvalidNodes            = "InvalidNodes"
+	// Another mesh with multi-cluster services has verified the cluster too.
+	WarningServicesClusterShared = "ServicesClusterShared"
 )
 
 // Reasons a managed Peer is kept as it is.

@@ -83,6 +83,7 @@ func buildStatus(in statusInput) meshv1alpha1.ClusterMeshStatus {
 		setCondition(&st, gen, in.now, meshv1alpha1.ConditionClustersReachable, metav1.ConditionUnknown, ReasonPlanFailed, msg)
 		setCondition(&st, gen, in.now, meshv1alpha1.ConditionCredentialsValid, metav1.ConditionUnknown, ReasonPlanFailed, msg)
 		setCondition(&st, gen, in.now, meshv1alpha1.ConditionGranted, metav1.ConditionUnknown, ReasonPlanFailed, msg)
+		setCondition(&st, gen, in.now, meshv1alpha1.ConditionServicesExclusive, metav1.ConditionUnknown, ReasonPlanFailed, msg)
 		return st
 	}
 
@@ -97,6 +98,7 @@ func buildStatus(in statusInput) meshv1alpha1.ClusterMeshStatus {
 	setConditions(&st, in)
 	setCredentialsCondition(&st, in)
 	setGranted(&st, in.mesh.Generation, in.plan)
+	setServicesExclusive(&st, in.mesh.Generation, in.now, in.mesh, in.plan)
 	return st
 }
 
@@ -222,7 +224,8 @@ func setConditions(st *meshv1alpha1.ClusterMeshStatus, in statusInput) {
 
 	setCarried(st, gen, now, in.plan)
 	uncarried := in.plan.Uncarried(localName(in.mesh))
-	if reachable && appliedOK && len(uncarried) == 0 {
+	yielded := len(in.plan.ServicesYielded) > 0
+	if reachable && appliedOK && len(uncarried) == 0 && !yielded {
 		setCondition(st, gen, now, meshv1alpha1.ConditionReady, metav1.ConditionTrue, ReasonReady,
 			"every member cluster is reachable, holds the Peers the plan shows, and carries something of every other")
 		return
@@ -234,16 +237,22 @@ func setConditions(st *meshv1alpha1.ClusterMeshStatus, in statusInput) {
 		}
 	}
 	reason := ReasonNotReady
+	switch {
+	case len(why) == 0 && len(uncarried) > 0 && !yielded:
+		reason = ReasonNothingCarried
+	case len(why) == 0 && len(uncarried) == 0 && yielded:
+		reason = planner.WarningServicesClusterShared
+	}
 	if len(uncarried) > 0 {
-		if len(why) == 0 {
-			reason = ReasonNothingCarried
-		}
 		var dirs []string
 		for _, u := range uncarried {
 			dirs = append(dirs, u.Source+" -> "+u.Target)
 		}
 		why = append(why, fmt.Sprintf("nothing is carried %s because of conflicts or invalid networks (see %s and %s)",
 			summarize(dirs, 5), meshv1alpha1.ConditionPeersCarried, meshv1alpha1.ConditionNetworksValid))
+	}
+	if yielded {
+		why = append(why, yieldedText(in.plan))
 	}
 	setCondition(st, gen, now, meshv1alpha1.ConditionReady, metav1.ConditionFalse, reason, strings.Join(why, "; "))
 }

@@ -121,6 +121,7 @@ func (r *Reconciler) syncMesh(ctx context.Context, key types.NamespacedName, tra
 	if plan != nil {
 		facts = append(facts, planEvents(plan)...)
 		facts = append(facts, grantedEvents(plan)...)
+		facts = append(facts, servicesSharedEvents(plan)...)
 		facts = append(facts, limitEvents(states)...)
 	}
 	r.report(mesh, plan, outcomes)

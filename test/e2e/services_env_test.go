@@ -16,7 +16,6 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/kubernetes"
 	mcsv1beta1 "sigs.k8s.io/mcs-api/pkg/apis/v1beta1"
 	mcsclient "sigs.k8s.io/mcs-api/pkg/client/clientset/versioned"
@@ -315,15 +314,4 @@ func viewImport(v *meshv1alpha1.ClusterMeshServices, cluster, ns, name string) *
 }
 
 // mesh reads the ClusterMesh svc through the aggregation layer.
-func (s *svcEnv) mesh() (*meshv1alpha1.ClusterMesh, error) {
-	u, err := s.env.Dynamic(framework.HostCluster, framework.UserAdmin).Resource(framework.ClusterMeshGVR).Namespace(s.ns).
-		Get(context.Background(), "svc", metav1.GetOptions{})
-	if err != nil {
-		return nil, fmt.Errorf("reading ClusterMesh svc: %w", err)
-	}
-	m := &meshv1alpha1.ClusterMesh{}
-	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, m); err != nil {
-		return nil, fmt.Errorf("converting ClusterMesh svc: %w", err)
-	}
-	return m, nil
-}
+func (s *svcEnv) mesh() (*meshv1alpha1.ClusterMesh, error) { return s.meshIn(s.ns, "svc") }

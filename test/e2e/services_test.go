@@ -34,6 +34,7 @@ func TestServices(t *testing.T) {
 	t.Run("an endpoint outside the podCIDRs is never written", s.testOutsidePodCIDRs)
 	t.Run("a user's ServiceImport is left alone", s.testUserImport)
 	t.Run("a user's Service at the derived name is left alone", s.testDerivedNameTaken)
+	t.Run("a cluster shared with another tenant's services mesh is reported and clears", s.testSharedCluster)
 	// The attacks come last: they take a member over the server's limits.
 	t.Run("a giant EndpointSlice takes nothing over", s.testGiantSlice)
 	t.Run("an export flood takes nothing over", s.testExportFlood)

@@ -1344,7 +1344,7 @@ func schema_pkg_apis_mesh_v1alpha1_ClusterMeshStatus(ref common.ReferenceCallbac
 							},
 						},
 						SchemaProps: spec.SchemaProps{
-							Description: "conditions: Ready, ClustersReachable, PeersApplied, PeersCarried, NetworksValid, CredentialsValid, Granted, DeparturesComplete.",
+							Description: "conditions: Ready, ClustersReachable, PeersApplied, PeersCarried, NetworksValid, CredentialsValid, Granted, DeparturesComplete, ServicesExclusive.",
 							Type:        []string{"array"},
 							Items: &spec.SchemaOrArray{
 								Schema: &spec.Schema{

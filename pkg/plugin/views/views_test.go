@@ -184,7 +184,7 @@ func TestRenderStatus(t *testing.T) {
 		rows = append(rows, strings.Join(f[:min(3, len(f))], " "))
 	}
 	want := []string{"Ready False NotReady", "ClustersReachable Unknown", "PeersApplied Unknown", "PeersCarried Unknown", "NetworksValid Unknown",
-		"CredentialsValid Unknown", "Granted False NotGranted", "DeparturesComplete Unknown", "FromALaterServer True Later"}
+		"CredentialsValid Unknown", "Granted False NotGranted", "DeparturesComplete Unknown", "ServicesExclusive Unknown", "FromALaterServer True Later"}
 	if strings.Join(rows, "\n") != strings.Join(want, "\n") {
 		t.Errorf("condition rows:\n%s\nwant:\n%s\nin:\n%s", strings.Join(rows, "\n"), strings.Join(want, "\n"), out.String())
 	}

@@ -166,6 +166,11 @@ const (
 	// mesh still holds its Peers, or others hold the departed cluster's;
 	// the reason says whether the work is under way or stuck.
 	ConditionDeparturesComplete = "DeparturesComplete"
+	// ConditionServicesExclusive is False while another mesh with
+	// multiClusterServices Enabled has verified a member cluster of this
+	// one, which also has them Enabled: a cluster belongs to at most one
+	// ClusterSet. The message names this mesh's entries only.
+	ConditionServicesExclusive = "ServicesExclusive"
 )
 
 // Reasons of a status.departedClusters item, and of a False
@@ -189,7 +194,7 @@ const (
 var ConditionTypes = []string{
 	ConditionReady, ConditionClustersReachable, ConditionPeersApplied,
 	ConditionPeersCarried, ConditionNetworksValid, ConditionCredentialsValid, ConditionGranted,
-	ConditionDeparturesComplete,
+	ConditionDeparturesComplete, ConditionServicesExclusive,
 }
 
 // ClusterMeshStatus is what the server last observed and applied.
@@ -197,7 +202,7 @@ type ClusterMeshStatus struct {
 	// observedGeneration is the generation of the spec this status describes.
 	// +optional
 	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
-	// conditions: Ready, ClustersReachable, PeersApplied, PeersCarried, NetworksValid, CredentialsValid, Granted, DeparturesComplete.
+	// conditions: Ready, ClustersReachable, PeersApplied, PeersCarried, NetworksValid, CredentialsValid, Granted, DeparturesComplete, ServicesExclusive.
 	// +optional
 	// +listType=map
 	// +listMapKey=type

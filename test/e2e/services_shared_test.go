@@ -1,0 +1,238 @@
+//go:build e2e
+
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/watch"
+
+	meshv1alpha1 "github.com/kilo-mesh/kilo-mesh-apiserver/pkg/apis/mesh/v1alpha1"
+	"github.com/kilo-mesh/kilo-mesh-apiserver/pkg/planner"
+	"github.com/kilo-mesh/kilo-mesh-apiserver/test/framework"
+)
+
+// rivalMesh is tenant-b's mesh with services: its local cluster and
+// cluster one of svc, declared alike, reached through Secret SECRET.
+const rivalMesh = `apiVersion: mesh.kilo.squat.ai/v1alpha1
+kind: ClusterMesh
+metadata:
+  name: NAME
+spec:
+  multiClusterServices: Enabled
+  clusters:
+  - name: rivalhome
+    local: true
+    podCIDRs: ["10.70.0.0/16"]
+    wireguardCIDR: 10.71.0.0/16
+  - name: rivalside
+    kubeconfigSecretRef: {name: SECRET}
+    podCIDRs: ["10.11.0.0/16"]
+    wireguardCIDR: 10.41.0.0/16
+`
+
+// testSharedCluster: tenant-b creates a mesh with services Enabled before
+// the Secret of its entry exists, so admission cannot tell that the entry
+// reaches cluster one, which svc has with services; then the Secret
+// appears. Both meshes report the shared cluster (ServicesExclusive False,
+// ServicesClusterShared, a Warning event) naming only their own entry; the
+// later mesh is not Ready and svc's Ready does not move. It clears when
+// the rival disables its services, and when a rival is deleted.
+func (s *svcEnv) testSharedCluster(t *testing.T) {
+	ctx := context.Background()
+	tenant := framework.NamespaceTenantB
+	if err := s.env.ApplyGrant(ctx, "svcshared", framework.TenantGrant(tenant)); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := s.env.DeleteGrant(ctx, "svcshared"); err != nil {
+			t.Error(err)
+		}
+	})
+	// An export of cluster one, whose conditions both meshes compute.
+	ns := s.namespace(t, 1, 2)
+	s.backend(t, 1, ns, "desk", []string{"10.11.1.60"}, nil)
+	s.export(t, 1, ns, "desk")
+	s.waitImported(t, 2, ns, "desk")
+
+	first := s.rival(t, "rival", "rival-kubeconfig")
+	s.wantShared(t, tenant, first, "rivalside", true)
+	s.wantShared(t, s.ns, "svc", "one", false)
+	t.Logf("while shared, the ServiceExport %s/desk of cluster one was rewritten %d times in 10s", ns, s.exportWrites(t, ns, "desk", 10*time.Second))
+
+	// The rival disables its services: both meshes clear.
+	s.env.KubectlT(t, framework.HostCluster, framework.UserTenantB, "-n", tenant, "patch", "clustermesh", first, "--type=merge",
+		"-p", `{"spec":{"multiClusterServices":"Disabled"}}`)
+	s.wantExclusive(t, tenant, first, meshv1alpha1.ConditionServicesExclusive+" True with reason ServicesDisabled", func(m *meshv1alpha1.ClusterMesh) bool {
+		c := meta.FindStatusCondition(m.Status.Conditions, meshv1alpha1.ConditionServicesExclusive)
+		r := meta.FindStatusCondition(m.Status.Conditions, meshv1alpha1.ConditionReady)
+		return c != nil && c.Status == metav1.ConditionTrue && c.Reason == "ServicesDisabled" &&
+			r != nil && r.Reason != planner.WarningServicesClusterShared && !strings.Contains(r.Message, meshv1alpha1.ConditionServicesExclusive)
+	})
+	s.wantExclusive(t, s.ns, "svc", meshv1alpha1.ConditionServicesExclusive+" True with reason Exclusive", exclusive)
+	t.Logf("once cleared, the ServiceExport %s/desk of cluster one was rewritten %d times in 10s", ns, s.exportWrites(t, ns, "desk", 10*time.Second))
+
+	// Another rival, deleted while it shares the cluster: svc clears.
+	s.env.KubectlT(t, framework.HostCluster, framework.UserTenantB, "-n", tenant, "delete", "clustermesh", first)
+	second := s.rival(t, "again", "again-kubeconfig")
+	s.wantShared(t, s.ns, "svc", "one", false)
+	s.env.KubectlT(t, framework.HostCluster, framework.UserTenantB, "-n", tenant, "delete", "clustermesh", second, "--wait=false")
+	s.wantExclusive(t, s.ns, "svc", meshv1alpha1.ConditionServicesExclusive+" True with reason Exclusive after the rival's deletion", exclusive)
+}
+
+func exclusive(m *meshv1alpha1.ClusterMesh) bool {
+	c := meta.FindStatusCondition(m.Status.Conditions, meshv1alpha1.ConditionServicesExclusive)
+	return c != nil && c.Status == metav1.ConditionTrue && c.Reason == "Exclusive"
+}
+
+// rival creates tenant-b's mesh name while its Secret does not exist
+// (admission lets it in), then the Secret, for cluster one.
+func (s *svcEnv) rival(t *testing.T, name, secret string) string {
+	t.Helper()
+	ctx := context.Background()
+	manifest := strings.NewReplacer("NAME", name, "SECRET", secret).Replace(rivalMesh)
+	framework.EventuallyT(t, svcConverge, "tenant-b's mesh "+name+" admitted (the grant seen)", func() error {
+		_, stderr, err := s.env.KubectlWithInput(ctx, strings.NewReader(manifest), framework.HostCluster, framework.UserTenantB,
+			"-n", framework.NamespaceTenantB, "create", "-f", "-")
+		if err != nil && !strings.Contains(stderr, "AlreadyExists") {
+			return fmt.Errorf("%v: %s", err, stderr)
+		}
+		return nil
+	})
+	t.Cleanup(func() {
+		err := s.env.Dynamic(framework.HostCluster, framework.UserAdmin).Resource(framework.ClusterMeshGVR).Namespace(framework.NamespaceTenantB).
+			Delete(context.Background(), name, metav1.DeleteOptions{})
+		if err != nil && !apierrors.IsNotFound(err) {
+			t.Error(err)
+		}
+	})
+	if _, err := s.env.CreateKubeconfigSecret(ctx, framework.NamespaceTenantB, secret, 1, framework.UserAdmin); err != nil {
+		t.Fatal(err)
+	}
+	return name
+}
+
+// wantShared waits for mesh ns/name to report its entry as shared with
+// another services mesh, by condition and event, in words that name none
+// of the other mesh; later says whether it is the later mesh, whose Ready
+// must say so (the earlier one's must not).
+func (s *svcEnv) wantShared(t *testing.T, ns, name, entry string, later bool) {
+	t.Helper()
+	// The other tenant's names, as words ("one" is in the text itself).
+	others := []string{framework.NamespaceTenantB, "rival", "again", "rivalside", "rivalhome"}
+	if ns == framework.NamespaceTenantB {
+		others = []string{s.ns, "svc", "two"}
+	}
+	hidden := func(what, text string) error {
+		for _, o := range others {
+			if regexp.MustCompile(`\b` + regexp.QuoteMeta(o) + `\b`).MatchString(text) {
+				return fmt.Errorf("%s of %s/%s reveals %q of the other tenant: %s", what, ns, name, o, text)
+			}
+		}
+		return nil
+	}
+	var mesh *meshv1alpha1.ClusterMesh
+	framework.EventuallyT(t, svcConverge, fmt.Sprintf("%s/%s reports %s shared", ns, name, entry), func() error {
+		var err error
+		if mesh, err = s.meshIn(ns, name); err != nil {
+			return err
+		}
+		c := meta.FindStatusCondition(mesh.Status.Conditions, meshv1alpha1.ConditionServicesExclusive)
+		if c == nil || c.Status != metav1.ConditionFalse || c.Reason != planner.WarningServicesClusterShared ||
+			!strings.Contains(c.Message, planner.WarningServicesClusterShared+" ("+entry+")") {
+			return fmt.Errorf("%s is %+v", meshv1alpha1.ConditionServicesExclusive, c)
+		}
+		return hidden(meshv1alpha1.ConditionServicesExclusive, c.Message)
+	})
+	ready := meta.FindStatusCondition(mesh.Status.Conditions, meshv1alpha1.ConditionReady)
+	if c := meta.FindStatusCondition(mesh.Status.Conditions, meshv1alpha1.ConditionServicesExclusive); ready != nil {
+		t.Logf("%s/%s: %s %s: %s | Ready %s %s: %s", ns, name, c.Type, c.Reason, c.Message, ready.Status, ready.Reason, ready.Message)
+	}
+	says := ready != nil && ready.Status == metav1.ConditionFalse &&
+		(ready.Reason == planner.WarningServicesClusterShared || strings.Contains(ready.Message, meshv1alpha1.ConditionServicesExclusive+" is False"))
+	switch {
+	case ready == nil:
+		t.Errorf("%s/%s has no Ready condition", ns, name)
+	case later && !says:
+		t.Errorf("the later mesh %s/%s is Ready %s/%s (%s) while it shares %s", ns, name, ready.Status, ready.Reason, ready.Message, entry)
+	case !later && (ready.Reason == planner.WarningServicesClusterShared || strings.Contains(ready.Message, meshv1alpha1.ConditionServicesExclusive)):
+		t.Errorf("the earlier mesh %s/%s was made unready by the later one: %s (%s)", ns, name, ready.Reason, ready.Message)
+	}
+	if ready != nil {
+		if err := hidden("Ready", ready.Message); err != nil {
+			t.Error(err)
+		}
+	}
+	framework.EventuallyT(t, svcConverge, fmt.Sprintf("a %s event of %s/%s", planner.WarningServicesClusterShared, ns, name), func() error {
+		list, err := s.kube(framework.HostCluster).CoreV1().Events(ns).List(context.Background(),
+			metav1.ListOptions{FieldSelector: "reason=" + planner.WarningServicesClusterShared})
+		if err != nil {
+			return err
+		}
+		for _, e := range list.Items {
+			if e.InvolvedObject.Name == name && e.Type == "Warning" && strings.Contains(e.Message, "("+entry+")") {
+				return hidden("the event", e.Message)
+			}
+		}
+		return fmt.Errorf("none among %d", len(list.Items))
+	})
+}
+
+// wantExclusive waits until mesh ns/name satisfies ok.
+func (s *svcEnv) wantExclusive(t *testing.T, ns, name, what string, ok func(*meshv1alpha1.ClusterMesh) bool) {
+	t.Helper()
+	framework.EventuallyT(t, svcConverge, fmt.Sprintf("%s/%s: %s", ns, name, what), func() error {
+		m, err := s.meshIn(ns, name)
+		if err != nil {
+			return err
+		}
+		if !ok(m) {
+			return fmt.Errorf("conditions %+v", m.Status.Conditions)
+		}
+		return nil
+	})
+}
+
+// meshIn reads ClusterMesh ns/name through the aggregation layer.
+func (s *svcEnv) meshIn(ns, name string) (*meshv1alpha1.ClusterMesh, error) {
+	u, err := s.env.Dynamic(framework.HostCluster, framework.UserAdmin).Resource(framework.ClusterMeshGVR).Namespace(ns).
+		Get(context.Background(), name, metav1.GetOptions{})
+	if err != nil {
+		return nil, fmt.Errorf("reading ClusterMesh %s/%s: %w", ns, name, err)
+	}
+	m := &meshv1alpha1.ClusterMesh{}
+	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, m); err != nil {
+		return nil, fmt.Errorf("converting ClusterMesh %s/%s: %w", ns, name, err)
+	}
+	return m, nil
+}
+
+// exportWrites counts the changes of ServiceExport ns/name of cluster one
+// seen in d: a figure for the report, the writes two meshes make of one
+// export's conditions.
+func (s *svcEnv) exportWrites(t *testing.T, ns, name string, d time.Duration) int {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), d)
+	defer cancel()
+	w, err := s.mcs(1).MulticlusterV1beta1().ServiceExports(ns).Watch(ctx, metav1.ListOptions{FieldSelector: "metadata.name=" + name})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Stop()
+	n := 0
+	for e := range w.ResultChan() {
+		if e.Type == watch.Modified {
+			n++
+		}
+	}
+	return n
+}
