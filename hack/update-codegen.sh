@@ -36,3 +36,8 @@ go run ./hack/genmember artifacts/charts/kilo-mesh-member/templates/identity.yam
 # and Helm's crds/ (installed before the templates, never upgraded).
 go run ./hack/genmember -crds artifacts/member/crds
 go run ./hack/genmember -crds artifacts/charts/kilo-mesh-member/crds
+# The same services rules for the server's own identity on the host:
+# kustomize's component (whole objects) and the chart's rules, which its
+# template host-services.yaml wraps with the release's names and labels.
+go run ./hack/genmember -host-services artifacts/components/host-services/rbac.yaml
+go run ./hack/genmember -host-services-rules artifacts/charts/kilo-mesh-apiserver/files/host-services-rules.yaml

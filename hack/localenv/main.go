@@ -5,8 +5,9 @@
 // namespace demo, and the ClusterMeshGrant that lets demo's meshes reach
 // into cluster-0 (artifacts/examples/clustermeshgrant.yaml), since tenants
 // there hold edit and no Peer rights. Services are enabled on the example
-// mesh and west exports demo/hello (services.go). It prints a KUBECONFIG and
-// commands to try, and stops everything on Ctrl-C.
+// mesh, west exports demo/hello and east, the host, imports it
+// (services.go). It prints a KUBECONFIG and commands to try, and stops
+// everything on Ctrl-C.
 //
 // The mesh server's embedded etcd data lives in <run-dir>/mesh-data and is
 // kept across runs; the clusters are new on every run.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"log"
+	"path/filepath"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -17,10 +18,11 @@ import (
 )
 
 // The services demo: cluster-1 ("west") exports Service demo/hello, two
-// Ready Pods behind it; every member cluster gets namespace demo (a
-// namespace is imported only where it exists) and the mcs-api CRDs. The
-// host, cluster-0, is left out: the server's own identity has no services
-// rights there yet.
+// Ready Pods behind it; every cluster gets namespace demo (a namespace is
+// imported only where it exists) and the mcs-api CRDs. The host, cluster-0,
+// also gets the server's services rights as an install gives them
+// (artifacts/components/host-services), and the demo's grant names demo in
+// serviceNamespaces, so it imports too.
 const (
 	demoService  = "hello"
 	demoExporter = 1
@@ -30,7 +32,10 @@ const (
 // setupServicesDemo enables services on ClusterMesh demo/demo (as
 // tenant-a, who created it) and exports the demo Service from west.
 func setupServicesDemo(ctx context.Context, env *framework.Env) error {
-	for i := 1; i < env.NumClusters(); i++ {
+	if err := installHostServices(ctx, env); err != nil {
+		return err
+	}
+	for i := range env.NumClusters() {
 		if err := env.InstallMCSCRDs(ctx, i); err != nil {
 			return err
 		}
@@ -73,6 +78,23 @@ func setupServicesDemo(ctx context.Context, env *framework.Env) error {
 	return nil
 }
 
+// installHostServices gives the server's ServiceAccount its services
+// rights on the host from the file the install's component and chart are
+// generated with, as an administrator turning them on would.
+func installHostServices(ctx context.Context, env *framework.Env) error {
+	root, err := framework.RepoRoot()
+	if err != nil {
+		return err
+	}
+	path := filepath.Join(root, "artifacts", "components", "host-services", "rbac.yaml")
+	if _, stderr, err := env.Kubectl(ctx, framework.HostCluster, framework.UserAdmin, "apply", "-f", path); err != nil {
+		return fmt.Errorf("applying %s on %s: %w: %s", path, env.Cluster(framework.HostCluster).Name, err, stderr)
+	}
+	log.Printf("gave kilo-mesh-apiserver its services rights on %s (%s, what hostServices.enabled installs)",
+		meshName(framework.HostCluster), path)
+	return nil
+}
+
 // keepNodesReady renews every sample node's Ready condition, as kubelets
 // would, until ctx ends, so that the demo's Pods stay Ready.
 func keepNodesReady(ctx context.Context, env *framework.Env, nodesPerCluster int) {
@@ -103,6 +125,8 @@ Services across clusters (ClusterMesh demo has spec.multiClusterServices: Enable
   kubectl get serviceexport hello -n demo --context cluster-%[1]d-admin -o jsonpath='{.status.conditions}'
   kubectl get serviceimports,svc,endpointslices -n demo --context cluster-%[1]d-admin   # its import (the exporting cluster imports too)
 `, demoExporter, meshName(demoExporter))
+	fmt.Printf("  kubectl get serviceimports,svc,endpointslices -n demo --context cluster-%d-admin   # %s, the host, imports it too (the grant's serviceNamespaces)\n",
+		framework.HostCluster, meshName(framework.HostCluster))
 	for i := 1; i < env.NumClusters(); i++ {
 		if i == demoExporter {
 			continue
@@ -113,7 +137,5 @@ Services across clusters (ClusterMesh demo has spec.multiClusterServices: Enable
 		}
 		fmt.Printf("  kubectl get serviceimports -n demo --context cluster-%d-admin%s\n", i, note)
 	}
-	fmt.Printf(`  kubectl mesh services demo                                   # what every cluster imports, and why not
-(%s, the host, takes no part in services yet: the server's own identity has no rights there.)
-`, meshName(framework.HostCluster))
+	fmt.Println("  kubectl mesh services demo                                   # what every cluster imports, and why not")
 }

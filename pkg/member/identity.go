@@ -50,8 +50,7 @@ func Username() string {
 // Pods, no writes to Nodes or namespaces.
 func Rules() []rbacv1.PolicyRule {
 	read := []string{"get", "list", "watch"}
-	manage := []string{"get", "list", "watch", "create", "update", "delete"}
-	return []rbacv1.PolicyRule{
+	return append([]rbacv1.PolicyRule{
 		{APIGroups: []string{""}, Resources: []string{"nodes"}, Verbs: read},
 		{APIGroups: []string{""}, Resources: []string{"namespaces"}, Verbs: read},
 		{
@@ -59,6 +58,16 @@ func Rules() []rbacv1.PolicyRule {
 			Resources: []string{kilov1alpha1.PeerResource.Resource},
 			Verbs:     []string{"get", "list", "watch", "create", "update", "patch", "delete"},
 		},
+	}, ServicesRules()...)
+}
+
+// ServicesRules are the rules of Rules for multi-cluster services; the
+// server's own identity needs the same on the host cluster when a local
+// cluster takes part in services (HostServicesObjects).
+func ServicesRules() []rbacv1.PolicyRule {
+	read := []string{"get", "list", "watch"}
+	manage := []string{"get", "list", "watch", "create", "update", "delete"}
+	return []rbacv1.PolicyRule{
 		// Services and EndpointSlices cannot be limited to the mesh's own
 		// by RBAC; the server only writes and deletes those carrying its
 		// labels (docs/security.md).

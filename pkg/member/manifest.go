@@ -1,12 +1,8 @@
 package member
 
 import (
-	"bytes"
-	"fmt"
-
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
-	"sigs.k8s.io/yaml"
 )
 
 // manifestHeader opens artifacts/member/rbac.yaml.
@@ -52,19 +48,5 @@ func Unstructured(obj runtime.Object) (*unstructured.Unstructured, error) {
 
 // Manifest renders Objects as the multi-document YAML of artifacts/member.
 func Manifest() ([]byte, error) {
-	var b bytes.Buffer
-	b.WriteString(manifestHeader)
-	for _, obj := range Objects() {
-		u, err := Unstructured(obj)
-		if err != nil {
-			return nil, err
-		}
-		doc, err := yaml.Marshal(u.Object)
-		if err != nil {
-			return nil, fmt.Errorf("encoding %s %s: %w", u.GetKind(), u.GetName(), err)
-		}
-		b.WriteString("---\n")
-		b.Write(doc)
-	}
-	return b.Bytes(), nil
+	return render(manifestHeader, Objects())
 }

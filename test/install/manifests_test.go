@@ -90,6 +90,8 @@ func renderings(t *testing.T) []rendering {
 			images: etcd,
 		},
 		{name: "helm default pod values", chart: chart, set: podValues, images: server},
+		{name: "kustomize host-services", kustomize: "../test/install/testdata/host-services", images: server},
+		{name: "helm host-services", chart: chart, set: []string{"hostServices.enabled=true"}, same: "kustomize host-services", images: server},
 	}
 }
 
