@@ -62,17 +62,11 @@ func TestServicesHost(t *testing.T) {
 		}
 		go s.keepNodeReady(nodeCtx, i)
 	}
-	// The administrator lets the server write services on the host as the
-	// member identity does on members: the defence under test is the
+	// The administrator gives the server the host's services rights the
+	// install ships (hostServices.enabled): the defence under test is the
 	// server's, not RBAC's.
-	if _, stderr, err := env.Kubectl(ctx, framework.HostCluster, framework.UserAdmin, "apply", "-k", "../../artifacts/member"); err != nil {
-		t.Fatalf("applying artifacts/member: %v\n%s", err, stderr)
-	}
-	binding := &rbacv1.ClusterRoleBinding{ObjectMeta: metav1.ObjectMeta{Name: "kilo-mesh-apiserver-host-services"},
-		RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: "kilo-mesh-member"},
-		Subjects: []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Namespace: framework.MeshNamespace, Name: framework.MeshServiceAccount}}}
-	if _, err := s.kube(framework.HostCluster).RbacV1().ClusterRoleBindings().Create(ctx, binding, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
+	if _, stderr, err := env.Kubectl(ctx, framework.HostCluster, framework.UserAdmin, "apply", "-f", "../../artifacts/components/host-services/rbac.yaml"); err != nil {
+		t.Fatalf("applying artifacts/components/host-services: %v\n%s", err, stderr)
 	}
 
 	// Tenant A: edit in its own namespace of the host, and a grant for
