@@ -12,7 +12,8 @@ import (
 // TestYieldedCluster: on a cluster an earlier services mesh holds, this
 // mesh writes and deletes nothing, says why in the cluster and its
 // imports, and its exports there are still carried to its other clusters
-// (a sharing another tenant can cause removes nothing anywhere).
+// (a sharing another tenant can cause removes nothing anywhere); once it
+// clears, the cluster is served again.
 func TestYieldedCluster(t *testing.T) {
 	v4 := discoveryv1.AddressTypeIPv4
 	exportFrom := func(c Cluster) Cluster {
@@ -75,6 +76,11 @@ func TestYieldedCluster(t *testing.T) {
 			_, st := Start(&unyielded)
 			if next, _, _ := st.Next(tc.in); !reflect.DeepEqual(next, out) {
 				t.Errorf("incremental output differs from Compute:\n%+v\n%+v", next, out)
+			}
+			// Once the sharing clears, the cluster is served again.
+			_, st = Start(tc.in)
+			if next, _, _ := st.Next(&unyielded); !reflect.DeepEqual(next, Compute(&unyielded)) {
+				t.Errorf("after the yield cleared, incremental output differs from Compute")
 			}
 		})
 	}
