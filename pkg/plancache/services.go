@@ -13,6 +13,7 @@ import (
 	"k8s.io/klog/v2"
 
 	meshv1alpha1 "github.com/kilo-mesh/kilo-mesh-apiserver/pkg/apis/mesh/v1alpha1"
+	"github.com/kilo-mesh/kilo-mesh-apiserver/pkg/planner"
 	"github.com/kilo-mesh/kilo-mesh-apiserver/pkg/planner/services"
 )
 
@@ -74,11 +75,16 @@ func (c *Cache) Services(mesh *meshv1alpha1.ClusterMesh) (*services.Output, erro
 // namespaces of the local cluster it may not use, until when.
 func (c *Cache) servicesInput(mesh *meshv1alpha1.ClusterMesh) (*services.Input, time.Time, error) {
 	states := c.members.Snapshot(mesh)
+	// The clusters an earlier services mesh holds, as the plan reads them.
+	var shared planner.Input
+	if err := c.others.fill(mesh, &shared); err != nil {
+		return nil, time.Time{}, fmt.Errorf("reading the other meshes with services: %w", err)
+	}
 	in := &services.Input{MeshNamespace: mesh.Namespace, MeshName: mesh.Name, MeshUID: mesh.UID,
 		Installation: c.installation, Now: c.clock.Now()}
 	for i := range mesh.Spec.Clusters {
 		entry := &mesh.Spec.Clusters[i]
-		cl := services.Cluster{Name: entry.Name}
+		cl := services.Cluster{Name: entry.Name, Yielded: shared.OtherServicesMeshes[entry.Name].Earlier}
 		for _, s := range entry.PodCIDRs {
 			// Validation admits canonical CIDRs only; anything else is
 			// no network, so nothing inside it is carried.

@@ -168,3 +168,51 @@ func TestOtherServicesMeshes(t *testing.T) {
 		})
 	}
 }
+
+// TestServicesYielded: the services computation of a mesh is told which
+// of its clusters an earlier services mesh holds, as its plan is, and of
+// no other, whichever mesh it is.
+func TestServicesYielded(t *testing.T) {
+	t0 := time.Date(2026, 11, 22, 0, 0, 0, 0, time.UTC)
+	enabled := func(m *meshv1alpha1.ClusterMesh) *meshv1alpha1.ClusterMesh {
+		m.Spec.MultiClusterServices = meshv1alpha1.MultiClusterServicesEnabled
+		return m
+	}
+	first := enabled(claimMesh("first", t0, claimEntry("host", "10.11.0.0/16"), claimEntry("far", "10.12.0.0/16")))
+	later := enabled(claimMesh("later", t0.Add(time.Minute), claimEntry("local", "10.21.0.0/16"), claimEntry("mine", "10.22.0.0/16")))
+	members := &tableMembers{ids: map[string]map[string]string{"first": {"host": "H", "far": "F"}, "later": {"local": "H", "mine": "M"}}}
+	c, err := New(Config{Members: members})
+	if err != nil {
+		t.Fatal(err)
+	}
+	store := cache.NewStore(cache.MetaNamespaceKeyFunc)
+	for _, m := range []*meshv1alpha1.ClusterMesh{first, later} {
+		if err := store.Add(m); err != nil {
+			t.Fatal(err)
+		}
+	}
+	c.others.follow(store)
+	c.others.meshChanged(first)
+	c.others.meshChanged(later)
+	for _, tc := range []struct {
+		mesh *meshv1alpha1.ClusterMesh
+		want map[string]bool
+	}{
+		{later, map[string]bool{"local": true, "mine": false}},
+		{first, map[string]bool{"host": false, "far": false}},
+	} {
+		t.Run(tc.mesh.Name, func(t *testing.T) {
+			out, err := c.Services(tc.mesh)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got := map[string]bool{}
+			for _, co := range out.Clusters {
+				got[co.Name] = co.Yielded
+			}
+			if !reflect.DeepEqual(got, tc.want) {
+				t.Errorf("yielded %v, want %v", got, tc.want)
+			}
+		})
+	}
+}

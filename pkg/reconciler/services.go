@@ -97,6 +97,9 @@ func (r *Reconciler) syncServices(ctx context.Context, mesh *meshv1alpha1.Cluste
 		if !co.Reachable || !st.Reachable || st.Services == nil || !st.Services.Synced {
 			continue // nothing is written to, or deleted on, a cluster on a guess
 		}
+		if co.Yielded {
+			continue // an earlier services mesh holds it: its exports' conditions are that mesh's
+		}
 		client, err := r.clusters.ServicesClient(mesh, co.Name)
 		if err != nil {
 			res.errs = append(res.errs, fmt.Sprintf("cluster %s: %v", co.Name, err))

@@ -288,9 +288,12 @@ func (s *svcEnv) gone(cluster int, ns, name string) error {
 }
 
 // view reads the mesh's services view as the admin of the host cluster.
-func (s *svcEnv) view() (*meshv1alpha1.ClusterMeshServices, error) {
+func (s *svcEnv) view() (*meshv1alpha1.ClusterMeshServices, error) { return s.viewIn(s.ns, "svc") }
+
+// viewIn reads the services view of mesh ns/name as the admin of the host cluster.
+func (s *svcEnv) viewIn(ns, name string) (*meshv1alpha1.ClusterMeshServices, error) {
 	raw, err := s.kube(framework.HostCluster).CoreV1().RESTClient().Get().
-		AbsPath("/apis", framework.MeshGroup, framework.MeshVersion, "namespaces", s.ns, "clustermeshes", "svc", "services").DoRaw(context.Background())
+		AbsPath("/apis", framework.MeshGroup, framework.MeshVersion, "namespaces", ns, "clustermeshes", name, "services").DoRaw(context.Background())
 	if err != nil {
 		return nil, fmt.Errorf("reading the services view: %w", err)
 	}

@@ -45,7 +45,9 @@ spec:
 // reaches cluster one, which svc has with services; then the Secret
 // appears. Both meshes report the shared cluster (ServicesExclusive False,
 // ServicesClusterShared, a Warning event) naming only their own entry; the
-// later mesh is not Ready and svc's Ready does not move. It clears when
+// later mesh is not Ready and svc's Ready does not move. While shared,
+// only svc writes the export's status in cluster one (the rival yields the
+// cluster: its view says so and blocks its import there). It clears when
 // the rival disables its services, and when a rival is deleted.
 func (s *svcEnv) testSharedCluster(t *testing.T) {
 	ctx := context.Background()
@@ -63,11 +65,20 @@ func (s *svcEnv) testSharedCluster(t *testing.T) {
 	s.backend(t, 1, ns, "desk", []string{"10.11.1.60"}, nil)
 	s.export(t, 1, ns, "desk")
 	s.waitImported(t, 2, ns, "desk")
+	var before []metav1.Condition
+	framework.EventuallyT(t, svcConverge, "svc's conditions of "+ns+"/desk", func() (err error) {
+		before, err = s.exportConditions(ns, "desk")
+		if ready := meta.FindStatusCondition(before, "Ready"); err == nil && (len(before) < 3 || ready == nil || ready.Status != metav1.ConditionTrue) {
+			err = fmt.Errorf("conditions %+v", before)
+		}
+		return err
+	})
 
 	first := s.rival(t, "rival", "rival-kubeconfig")
 	s.wantShared(t, tenant, first, "rivalside", true)
 	s.wantShared(t, s.ns, "svc", "one", false)
-	t.Logf("while shared, the ServiceExport %s/desk of cluster one was rewritten %d times in 10s", ns, s.exportWrites(t, ns, "desk", 10*time.Second))
+	s.wantNoFight(t, ns, "desk", before)
+	s.wantYieldedView(t, tenant, first, "rivalside", ns, "desk")
 
 	// The rival disables its services: both meshes clear.
 	s.env.KubectlT(t, framework.HostCluster, framework.UserTenantB, "-n", tenant, "patch", "clustermesh", first, "--type=merge",
@@ -216,9 +227,83 @@ func (s *svcEnv) meshIn(ns, name string) (*meshv1alpha1.ClusterMesh, error) {
 	return m, nil
 }
 
+// wantNoFight checks that, while cluster one is shared, only svc (the
+// earlier mesh) writes the status of its ServiceExport ns/name: its
+// conditions are svc's (before), and it is not rewritten over several passes.
+func (s *svcEnv) wantNoFight(t *testing.T, ns, name string, before []metav1.Condition) {
+	t.Helper()
+	framework.EventuallyT(t, svcConverge, fmt.Sprintf("svc's conditions on %s/%s while shared", ns, name), func() error {
+		now, err := s.exportConditions(ns, name)
+		if err != nil {
+			return err
+		}
+		if !sameConditions(before, now) {
+			return fmt.Errorf("conditions %+v, svc's were %+v", now, before)
+		}
+		return nil
+	})
+	se, err := s.mcs(1).MulticlusterV1beta1().ServiceExports(ns).Get(context.Background(), name, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := s.exportWrites(t, ns, name, 10*time.Second)
+	after, err := s.mcs(1).MulticlusterV1beta1().ServiceExports(ns).Get(context.Background(), name, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n != 0 || after.ResourceVersion != se.ResourceVersion || !sameConditions(before, after.Status.Conditions) {
+		t.Errorf("while shared, the ServiceExport %s/%s of cluster one was rewritten %d times in 10s (resourceVersion %s, then %s), conditions %+v, svc's %+v",
+			ns, name, n, se.ResourceVersion, after.ResourceVersion, after.Status.Conditions, before)
+	}
+}
+
+// wantYieldedView waits for the services view of the later mesh ns/mesh
+// to say that its entry is yielded and that the import of exportNS/export
+// is blocked there for that reason.
+func (s *svcEnv) wantYieldedView(t *testing.T, ns, mesh, entry, exportNS, export string) {
+	t.Helper()
+	framework.EventuallyT(t, svcConverge, fmt.Sprintf("the services view of %s/%s yields %s", ns, mesh, entry), func() error {
+		v, err := s.viewIn(ns, mesh)
+		if err != nil {
+			return err
+		}
+		for _, c := range v.Clusters {
+			if c.Cluster == entry && c.Reason != planner.WarningServicesClusterShared {
+				return fmt.Errorf("cluster %s has reason %q: %s", entry, c.Reason, c.Message)
+			}
+		}
+		if imp := viewImport(v, entry, exportNS, export); imp == nil || imp.Blocked != planner.WarningServicesClusterShared {
+			return fmt.Errorf("import of %s/%s in %s: %+v", exportNS, export, entry, imp)
+		}
+		return nil
+	})
+}
+
+// exportConditions are the conditions of ServiceExport ns/name of cluster one.
+func (s *svcEnv) exportConditions(ns, name string) ([]metav1.Condition, error) {
+	se, err := s.mcs(1).MulticlusterV1beta1().ServiceExports(ns).Get(context.Background(), name, metav1.GetOptions{})
+	if err != nil {
+		return nil, fmt.Errorf("reading ServiceExport %s/%s: %w", ns, name, err)
+	}
+	return se.Status.Conditions, nil
+}
+
+// sameConditions compares what a writer sets: type, status, reason, message.
+func sameConditions(a, b []metav1.Condition) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for _, c := range a {
+		d := meta.FindStatusCondition(b, c.Type)
+		if d == nil || d.Status != c.Status || d.Reason != c.Reason || d.Message != c.Message {
+			return false
+		}
+	}
+	return true
+}
+
 // exportWrites counts the changes of ServiceExport ns/name of cluster one
-// seen in d: a figure for the report, the writes two meshes make of one
-// export's conditions.
+// seen in d: the writes of one export's conditions.
 func (s *svcEnv) exportWrites(t *testing.T, ns, name string, d time.Duration) int {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), d)

@@ -127,7 +127,7 @@ func (c *computation) services() []*service {
 // clusterOutput is what one cluster must hold, and which of the objects
 // this mesh wrote there must go: an import goes with its last valid export.
 func (c *computation) clusterOutput(cl *clusterState, svcs []*service) ClusterOutput {
-	out := ClusterOutput{Name: cl.Name, Reachable: cl.Reachable, Reason: cl.Reason, Message: cl.Message}
+	out := clusterHead(cl.Cluster)
 	wantImports, wantServices, wantSlices := map[types.NamespacedName]bool{}, map[types.NamespacedName]bool{}, map[types.NamespacedName]bool{}
 	for _, s := range svcs {
 		if len(s.valid) == 0 {
@@ -144,6 +144,9 @@ func (c *computation) clusterOutput(cl *clusterState, svcs []*service) ClusterOu
 			wantSlices[types.NamespacedName{Namespace: es.Namespace, Name: es.Name}] = true
 		}
 		out.Imports = append(out.Imports, imp)
+	}
+	if cl.Yielded {
+		return out // what this mesh wrote there stays, as on a cluster that does not answer
 	}
 	for _, imp := range cl.Imports {
 		if key := (types.NamespacedName{Namespace: imp.Namespace, Name: imp.Name}); c.owned(imp.Labels) && !wantImports[key] {
@@ -166,6 +169,22 @@ func (c *computation) clusterOutput(cl *clusterState, svcs []*service) ClusterOu
 	return out
 }
 
+// clusterHead is what the output says of a cluster itself: a yielded
+// cluster's services are not used, and its reason says why unless the
+// cluster has another.
+func clusterHead(cl *Cluster) ClusterOutput {
+	out := ClusterOutput{Name: cl.Name, Reachable: cl.Reachable, Reason: cl.Reason, Message: cl.Message, Yielded: cl.Yielded}
+	if cl.Yielded && out.Reason == "" {
+		out.Reason, out.Message = BlockedClusterShared, yieldedMessage(cl.Name)
+	}
+	return out
+}
+
+func yieldedMessage(cluster string) string {
+	return fmt.Sprintf("another ClusterMesh with multiClusterServices Enabled, created earlier, holds cluster %s too, "+
+		"and a cluster belongs to one ClusterSet: this mesh writes nothing there", cluster)
+}
+
 // importFor is the import of one Service in one cluster. Nothing is
 // written into a namespace that does not exist, over a ServiceImport this
 // mesh did not write, or over a Service at the derived name it did not
@@ -176,6 +195,10 @@ func (c *computation) importFor(cl *clusterState, s *service) Import {
 		imp.Sources = append(imp.Sources, e.cluster.Name)
 	}
 	slices.Sort(imp.Sources)
+	if cl.Yielded {
+		imp.Blocked, imp.Message = BlockedClusterShared, yieldedMessage(cl.Name)
+		return imp
+	}
 	if !cl.namespaces[s.key.Namespace] {
 		imp.Blocked, imp.Message = BlockedNamespaceMissing, fmt.Sprintf("namespace %s does not exist in cluster %s; namespaces are never created", s.key.Namespace, cl.Name)
 		return imp

@@ -79,7 +79,7 @@ func sharedOf(in *Input) shared {
 	s := shared{meshNamespace: in.MeshNamespace, meshName: in.MeshName, installation: in.Installation, meshUID: in.MeshUID}
 	for _, cl := range in.Clusters {
 		s.clusters = append(s.clusters, Cluster{Name: cl.Name, PodCIDRs: cl.PodCIDRs, Reachable: cl.Reachable,
-			Namespaces: cl.Namespaces, NotGranted: cl.NotGranted})
+			Namespaces: cl.Namespaces, NotGranted: cl.NotGranted, Yielded: cl.Yielded})
 	}
 	return s
 }
@@ -87,7 +87,7 @@ func sharedOf(in *Input) shared {
 func sameShared(a, b shared) bool {
 	return a.meshNamespace == b.meshNamespace && a.meshName == b.meshName && a.installation == b.installation && a.meshUID == b.meshUID &&
 		slices.EqualFunc(a.clusters, b.clusters, func(x, y Cluster) bool {
-			return x.Name == y.Name && x.Reachable == y.Reachable && slices.Equal(x.PodCIDRs, y.PodCIDRs) &&
+			return x.Name == y.Name && x.Reachable == y.Reachable && x.Yielded == y.Yielded && slices.Equal(x.PodCIDRs, y.PodCIDRs) &&
 				slices.Equal(x.Namespaces, y.Namespaces) && maps.Equal(x.NotGranted, y.NotGranted)
 		})
 }
@@ -117,7 +117,7 @@ func split(in *Input) map[types.NamespacedName]*part {
 				Installation: in.Installation, Now: in.Now, Clusters: make([]Cluster, len(in.Clusters))}}
 			for j, cl := range in.Clusters {
 				p.in.Clusters[j] = Cluster{Name: cl.Name, PodCIDRs: cl.PodCIDRs, Reachable: cl.Reachable,
-					Namespaces: cl.Namespaces, NotGranted: cl.NotGranted}
+					Namespaces: cl.Namespaces, NotGranted: cl.NotGranted, Yielded: cl.Yielded}
 			}
 			parts[key] = p
 		}
@@ -183,7 +183,7 @@ func (st *State) merge(in *Input) *Output {
 	slices.SortStableFunc(order, func(a, b int) int { return strings.Compare(in.Clusters[a].Name, in.Clusters[b].Name) })
 	out := &Output{}
 	for j, i := range order {
-		co := ClusterOutput{Name: in.Clusters[i].Name, Reachable: in.Clusters[i].Reachable, Reason: in.Clusters[i].Reason, Message: in.Clusters[i].Message}
+		co := clusterHead(&in.Clusters[i])
 		wanted := map[string]map[types.NamespacedName]bool{"import": {}, "service": {}, "slice": {}}
 		var del Deletions
 		for _, key := range keys {

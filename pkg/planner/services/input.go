@@ -49,6 +49,12 @@ type Cluster struct {
 	// Reason is why the cluster's services are not used, empty when they
 	// are; Message says it for humans. Both are only passed to the view.
 	Reason, Message string
+	// Yielded is true when another mesh with multi-cluster services,
+	// created earlier, holds the cluster too (planner.Plan.ServicesYielded):
+	// a cluster belongs to one ClusterSet, so this mesh writes and deletes
+	// nothing there, neither imports nor its exports' conditions, and what
+	// it wrote there before stays, as on a cluster that does not answer.
+	Yielded bool
 	// Namespaces are the names of the namespaces that exist in the cluster.
 	Namespaces []string
 	// Exports are the cluster's ServiceExports.

@@ -25,6 +25,10 @@ type ClusterOutput struct {
 	Reachable bool
 	// Reason and Message are the input cluster's: why its services are not used.
 	Reason, Message string
+	// Yielded is the input cluster's: nothing is written to or deleted on
+	// it, its exports' conditions included, and every import is blocked
+	// there (BlockedClusterShared).
+	Yielded bool
 	// Imports are sorted by namespace and name.
 	Imports []Import
 	// Delete lists the objects this mesh wrote that are no longer wanted.

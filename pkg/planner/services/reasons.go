@@ -1,5 +1,7 @@
 package services
 
+import "github.com/kilo-mesh/kilo-mesh-apiserver/pkg/planner"
+
 // Reasons are stable identifiers users and tools match on; they never
 // change once released. The KEP's own reasons of ServiceExport and
 // ServiceImport conditions are the mcs-api constants (mcsv1beta1.*).
@@ -41,6 +43,11 @@ const (
 	// hand nor a ClusterMeshGrant names it (serviceNamespaces). Nothing of
 	// the import is written there.
 	BlockedHostNamespaceNotGranted = "HostNamespaceNotGranted"
+	// BlockedClusterShared: another mesh with multi-cluster services,
+	// created earlier, holds the cluster too (Cluster.Yielded), and a
+	// cluster belongs to one ClusterSet; nothing of the import is written
+	// there. It is the plan's warning of the same fact.
+	BlockedClusterShared = planner.WarningServicesClusterShared
 )
 
 // ExportHostNamespaceNotGranted is the reason of the Valid=False condition
