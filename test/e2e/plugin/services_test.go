@@ -67,6 +67,9 @@ func TestServices(t *testing.T) {
 		if _, err := env.CreateKiloNode(ctx, cluster, node); err != nil {
 			t.Fatal(err)
 		}
+		// Else kube-controller-manager marks the Node Unknown after its
+		// grace period and cart's Pods not ready, which changes the view.
+		go env.KeepNodesReady(t.Context(), 10*time.Second, cluster, node.Name)
 		if err := env.CreateMemberSecret(ctx, cluster, ns, name+"-kubeconfig"); err != nil {
 			t.Fatal(err)
 		}
