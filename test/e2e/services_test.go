@@ -60,6 +60,10 @@ func (s *svcEnv) testClusterSetIP(t *testing.T) {
 				return fmt.Errorf("ports %+v", imp.si.Spec.Ports)
 			case len(imp.si.Status.Clusters) != 1 || imp.si.Status.Clusters[0].Cluster != "one":
 				return fmt.Errorf("status.clusters %+v", imp.si.Status.Clusters)
+			case !meta.IsStatusConditionTrue(imp.si.Status.Conditions, string(mcsv1beta1.ServiceImportConditionReady)):
+				// The pass that sets the IPs writes Ready next: the check at rest
+				// below must not start between the two.
+				return fmt.Errorf("conditions %+v", imp.si.Status.Conditions)
 			}
 			got := imp.endpoints()
 			slices.Sort(got)
