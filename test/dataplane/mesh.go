@@ -16,6 +16,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/util/retry"
 
 	kilov1alpha1 "github.com/kilo-mesh/kilo-mesh-apiserver/pkg/apis/kilo/v1alpha1"
 	meshv1alpha1 "github.com/kilo-mesh/kilo-mesh-apiserver/pkg/apis/mesh/v1alpha1"
@@ -63,15 +64,21 @@ func (b *Bed) ApplyMesh(ctx context.Context, clusters ...int) error {
 		return err
 	}
 	res := b.Env.Dynamic(framework.HostCluster, framework.UserAdmin).Resource(framework.ClusterMeshGVR).Namespace(b.Namespace)
-	u := &unstructured.Unstructured{Object: obj}
-	cur, err := res.Get(ctx, MeshName, metav1.GetOptions{})
-	switch {
-	case apierrors.IsNotFound(err):
-		cur, err = res.Create(ctx, u, metav1.CreateOptions{})
-	case err == nil:
-		u.SetResourceVersion(cur.GetResourceVersion())
-		cur, err = res.Update(ctx, u, metav1.UpdateOptions{})
-	}
+	var cur *unstructured.Unstructured
+	// The server writes the mesh's status and finalizers meanwhile: a
+	// conflict reads it again, and only the spec is replaced.
+	err = retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		var err error
+		cur, err = res.Get(ctx, MeshName, metav1.GetOptions{})
+		switch {
+		case apierrors.IsNotFound(err):
+			cur, err = res.Create(ctx, &unstructured.Unstructured{Object: obj}, metav1.CreateOptions{})
+		case err == nil:
+			cur.Object["spec"] = obj["spec"]
+			cur, err = res.Update(ctx, cur, metav1.UpdateOptions{})
+		}
+		return err
+	})
 	if err != nil {
 		return fmt.Errorf("applying ClusterMesh %s/%s: %w", b.Namespace, MeshName, err)
 	}

@@ -145,7 +145,15 @@ func (c *rcTest) testDeleteUnreachable(t *testing.T) {
 	if waited := time.Since(deleted); waited < rcDeletionTimeout-2*time.Second {
 		t.Errorf("released after %s, before --mesh-deletion-timeout=%s", waited, rcDeletionTimeout)
 	}
-	msgs := c.rc.events(t, name2, reconciler.EventPeersLeftBehind)
+	// The server records its events asynchronously: the warning may reach
+	// the API after the mesh is gone.
+	var msgs []string
+	framework.EventuallyT(t, rcConverge, "the PeersLeftBehind event", func() error {
+		if msgs = c.rc.events(t, name2, reconciler.EventPeersLeftBehind); len(msgs) == 0 {
+			return errors.New("none yet")
+		}
+		return nil
+	})
 	if len(msgs) != 1 {
 		t.Fatalf("PeersLeftBehind events: %q", msgs)
 	}

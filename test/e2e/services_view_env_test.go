@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -95,6 +96,9 @@ func startServicesViewEnv(t *testing.T) *servicesViewEnv {
 		if _, err := env.CreateKiloNode(ctx, m.cluster, m.node); err != nil {
 			t.Fatalf("node %s: %v", m.node.Name, err)
 		}
+		// Else kube-controller-manager marks the Node Unknown after its
+		// grace period and cart's Pods not ready, which changes the view.
+		go env.KeepNodesReady(t.Context(), 10*time.Second, m.cluster, m.node.Name)
 		if err := env.CreateMemberSecret(ctx, m.cluster, v.ns, m.name+"-kubeconfig"); err != nil {
 			t.Fatal(err)
 		}

@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"strings"
 	"testing"
-	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -154,7 +153,8 @@ func (ts *tsEnv) events(t *testing.T, ns string) []corev1.Event {
 }
 
 // denyFinalizer makes a ValidatingAdmissionPolicy refuse any update that
-// adds the server's finalizer to the mesh of that name.
+// adds the server's finalizer to the mesh of that name; the server enforces
+// it only once its admission has compiled it, which the caller awaits.
 func (ts *tsEnv) denyFinalizer(t *testing.T, mesh string) {
 	t.Helper()
 	policy := fmt.Sprintf(`apiVersion: admissionregistration.k8s.io/v1
@@ -190,8 +190,6 @@ spec:
 	t.Cleanup(func() {
 		_, _, _ = ts.env.Kubectl(context.Background(), framework.HostCluster, framework.UserAdmin, "delete", "validatingadmissionpolicybinding,validatingadmissionpolicy", "e2e-no-mesh-finalizer")
 	})
-	// The server's admission learns of policies through an informer.
-	time.Sleep(3 * time.Second)
 }
 
 // clusterError is nil once the status of cluster in mesh carries want in

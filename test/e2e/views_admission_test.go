@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	authorizationv1 "k8s.io/api/authorization/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
@@ -28,6 +29,17 @@ func testAdmission(t *testing.T, v *viewsEnv) {
 	if err := v.env.GrantNamespaceRole(ctx, framework.HostCluster, v.ns, "mesh-editor", "mesh-editor"); err != nil {
 		t.Fatal(err)
 	}
+	// GrantNamespaceRole cannot probe a role it does not know: until the
+	// binding is in kube-apiserver's RBAC cache, a create is refused by RBAC,
+	// not by the admission check under test.
+	framework.EventuallyT(t, viewsSettle, "mesh-editor allowed to create meshes", func() error {
+		ok, err := v.env.Can(ctx, framework.HostCluster, "mesh-editor", authorizationv1.ResourceAttributes{
+			Namespace: v.ns, Verb: "create", Group: "mesh.kilo.squat.ai", Resource: "clustermeshes"})
+		if err == nil && !ok {
+			err = fmt.Errorf("not yet")
+		}
+		return err
+	})
 	borrowed := strings.Replace(viewsMesh, "name: views", "name: borrowed", 1)
 	borrowed = strings.NewReplacer("10.42.", "10.142.", "10.4.", "10.14.", "10.52.", "10.152.", "10.53.", "10.153.", "10.5.", "10.15.",
 		"10.62.", "10.162.", "10.6.", "10.16.", "192.168.0.", "192.168.100.", "192.168.1.", "192.168.101.", "192.168.2.", "192.168.102.").Replace(borrowed)

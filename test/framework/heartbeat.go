@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -42,4 +43,25 @@ func (e *Env) RenewNodesReady(ctx context.Context, cluster int, names ...string)
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// KeepNodesReady renews the named Nodes of cluster i every interval until
+// ctx ends, so that a test longer than the node lifecycle controller's
+// grace period keeps their Pods ready. Errors go to the environment's log.
+// Run it in a goroutine.
+func (e *Env) KeepNodesReady(ctx context.Context, interval time.Duration, cluster int, names ...string) {
+	t := time.NewTicker(interval)
+	defer t.Stop()
+	for {
+		if e.ClusterRunning(cluster) {
+			if err := e.RenewNodesReady(ctx, cluster, names...); err != nil && ctx.Err() == nil {
+				e.log("renewing the Ready condition of nodes %v on cluster %d: %v", names, cluster, err)
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+	}
 }

@@ -67,6 +67,9 @@ func TestServices(t *testing.T) {
 		if _, err := env.CreateKiloNode(ctx, cluster, node); err != nil {
 			t.Fatal(err)
 		}
+		// Else kube-controller-manager marks the Node Unknown after its
+		// grace period and cart's Pods not ready, which changes the view.
+		go env.KeepNodesReady(t.Context(), 10*time.Second, cluster, node.Name)
 		if err := env.CreateMemberSecret(ctx, cluster, ns, name+"-kubeconfig"); err != nil {
 			t.Fatal(err)
 		}
@@ -115,7 +118,10 @@ func TestServices(t *testing.T) {
 			if printed.Kind != "ClusterMeshServices" || printed.APIVersion != meshv1alpha1.SchemeGroupVersion.String() {
 				t.Errorf("-o json prints kind %q, apiVersion %q", printed.Kind, printed.APIVersion)
 			}
-			if len(printed.Clusters) != 2 || len(printed.Clusters[0].Imports) != 1 || len(printed.Clusters[1].Imports) != 1 || len(printed.Exports) != 1 {
+			// The later subtests read west's endpoints once: await them too,
+			// as the server's caches may start before the slice lists both Pods.
+			if len(printed.Clusters) != 2 || len(printed.Clusters[0].Imports) != 1 || len(printed.Clusters[1].Imports) != 1 || len(printed.Exports) != 1 ||
+				printed.Exports[0].Endpoints != 1 {
 				return fmt.Errorf("not imported everywhere yet: %s", r.stdout)
 			}
 			// Each GET is computed at its own time; the rest is the view.
