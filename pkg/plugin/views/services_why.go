@@ -34,6 +34,7 @@ var reasonHelp = map[string]string{
 	services.BlockedNamespaceMissing:        "the namespace does not exist in the cluster, and namespaces are never created",
 	services.BlockedImportNotOwned:          "a ServiceImport this mesh did not write has the name; it is left as it is, and nothing of the import is written there",
 	services.BlockedDerivedServiceTaken:     "a Service this mesh did not write has the derived Service's name; it is left as it is, so the import gets no IP and no endpoints there",
+	services.BlockedClusterShared:           "another mesh with multi-cluster services, created earlier, holds the cluster too, and a cluster belongs to one ClusterSet: this mesh writes and deletes nothing of its services there",
 	services.BlockedHostNamespaceNotGranted: "the namespace is on the host cluster, where the server writes with its own identity, and neither may the mesh's author write there by hand nor does a ClusterMeshGrant name it in serviceNamespaces: nothing is exported from or imported into it",
 
 	string(mcsv1beta1.ServiceExportReasonNoService):                     "there is no Service of that name in the exporting cluster",
