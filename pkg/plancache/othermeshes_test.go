@@ -44,6 +44,26 @@ func claimEntry(name, pod string) meshv1alpha1.ClusterEntry {
 	return meshv1alpha1.ClusterEntry{Name: name, PodCIDRs: []string{pod}, WireguardCIDR: "10.200." + pod[3:5] + ".0/24"}
 }
 
+// followedSource is an otherMeshSource following meshes, told of each in
+// order, with the meshes whose plans it invalidates collected.
+func followedSource(t *testing.T, members *tableMembers, meshes ...*meshv1alpha1.ClusterMesh) (*otherMeshSource, *[]types.NamespacedName) {
+	t.Helper()
+	store := cache.NewStore(cache.MetaNamespaceKeyFunc)
+	for _, m := range meshes {
+		if err := store.Add(m); err != nil {
+			t.Fatal(err)
+		}
+	}
+	s := newOtherMeshSource(members)
+	notified := &[]types.NamespacedName{}
+	s.onChange(func(k types.NamespacedName) { *notified = append(*notified, k) })
+	s.follow(store)
+	for _, m := range meshes {
+		s.meshChanged(m)
+	}
+	return s, notified
+}
+
 // TestOtherMeshSource: the earlier mesh's verified networks reach the
 // later mesh's plan for the shared cluster, never the other way round; an
 // unverified cluster claims nothing; an identity change invalidates the
@@ -56,18 +76,7 @@ func TestOtherMeshSource(t *testing.T) {
 		"first": {"host": "H", "far": "F", "nowhere": ""},
 		"later": {"local": "H", "mine": "M"},
 	}}
-	store := cache.NewStore(cache.MetaNamespaceKeyFunc)
-	for _, m := range []*meshv1alpha1.ClusterMesh{first, later} {
-		if err := store.Add(m); err != nil {
-			t.Fatal(err)
-		}
-	}
-	s := newOtherMeshSource(members)
-	var notified []types.NamespacedName
-	s.onChange(func(k types.NamespacedName) { notified = append(notified, k) })
-	s.follow(store)
-	s.meshChanged(first)
-	s.meshChanged(later)
+	s, notified := followedSource(t, members, first, later)
 
 	var in planner.Input
 	if err := s.fill(later, &in); err != nil {
@@ -96,10 +105,10 @@ func TestOtherMeshSource(t *testing.T) {
 	}
 
 	// A status write (same generation, same identities) tells nobody.
-	notified = nil
+	*notified = nil
 	s.meshChanged(first.DeepCopy())
-	if len(notified) != 0 {
-		t.Errorf("a write that changed no claim invalidated %v", notified)
+	if len(*notified) != 0 {
+		t.Errorf("a write that changed no claim invalidated %v", *notified)
 	}
 	// The later mesh's Secret now points elsewhere: no cluster in common,
 	// and the earlier mesh hears of it.
@@ -107,8 +116,8 @@ func TestOtherMeshSource(t *testing.T) {
 	for _, f := range members.handlers {
 		f(types.NamespacedName{Namespace: "ns-later", Name: "later"})
 	}
-	if !slices.Contains(notified, types.NamespacedName{Namespace: "ns-first", Name: "first"}) {
-		t.Errorf("the earlier mesh's plan was not invalidated by the identity change: %v", notified)
+	if !slices.Contains(*notified, types.NamespacedName{Namespace: "ns-first", Name: "first"}) {
+		t.Errorf("the earlier mesh's plan was not invalidated by the identity change: %v", *notified)
 	}
 	var after planner.Input
 	if err := s.fill(later, &after); err != nil {

@@ -128,18 +128,7 @@ func TestOtherServicesMeshes(t *testing.T) {
 				later.Spec.MultiClusterServices = meshv1alpha1.MultiClusterServicesDisabled
 			}
 			members := &tableMembers{ids: map[string]map[string]string{"first": tt.theirIDs, "later": tt.laterIDs}}
-			store := cache.NewStore(cache.MetaNamespaceKeyFunc)
-			for _, m := range []*meshv1alpha1.ClusterMesh{tt.theirs, later} {
-				if err := store.Add(m); err != nil {
-					t.Fatal(err)
-				}
-			}
-			s := newOtherMeshSource(members)
-			var notified []types.NamespacedName
-			s.onChange(func(k types.NamespacedName) { notified = append(notified, k) })
-			s.follow(store)
-			s.meshChanged(tt.theirs)
-			s.meshChanged(later)
+			s, notified := followedSource(t, members, tt.theirs, later)
 
 			fill := func(m *meshv1alpha1.ClusterMesh) map[string]planner.OtherServicesMesh {
 				var in planner.Input
@@ -157,10 +146,10 @@ func TestOtherServicesMeshes(t *testing.T) {
 			if tt.change == nil {
 				return
 			}
-			notified = nil
+			*notified = nil
 			tt.change(s, members, tt.theirs)
-			if !slices.Contains(notified, types.NamespacedName{Namespace: later.Namespace, Name: later.Name}) {
-				t.Errorf("the change did not invalidate the later mesh's plan: %v", notified)
+			if !slices.Contains(*notified, types.NamespacedName{Namespace: later.Namespace, Name: later.Name}) {
+				t.Errorf("the change did not invalidate the later mesh's plan: %v", *notified)
 			}
 			if got := fill(later); !reflect.DeepEqual(got, tt.wantAfter) {
 				t.Errorf("after the change the later mesh is told %v, want %v", got, tt.wantAfter)
