@@ -20,8 +20,8 @@ import (
 // An entry admission cannot identify (Secret unreadable, server not yet
 // verified) is not refused here: once both meshes verified the cluster, the
 // plan reports it on both (ServicesClusterShared, naming only each mesh's
-// own entry), each mesh still writes only objects it owns, and the later
-// mesh's next spec change keeping the cluster is refused here.
+// own entry), the later mesh writes nothing of its services there, and its
+// next spec change keeping the cluster is refused here.
 func checkServicesClusters(mesh, old *meshv1alpha1.ClusterMesh, ours []entryRef, meshes cache.Indexer, members Members) field.ErrorList {
 	if mesh.Spec.MultiClusterServices != meshv1alpha1.MultiClusterServicesEnabled {
 		return nil
