@@ -1,0 +1,172 @@
+//go:build e2e
+
+package e2e
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	mcsv1beta1 "sigs.k8s.io/mcs-api/pkg/apis/v1beta1"
+
+	meshv1alpha1 "github.com/kilo-mesh/kilo-mesh-apiserver/pkg/apis/mesh/v1alpha1"
+	"github.com/kilo-mesh/kilo-mesh-apiserver/pkg/planner"
+	"github.com/kilo-mesh/kilo-mesh-apiserver/pkg/planner/services"
+	"github.com/kilo-mesh/kilo-mesh-apiserver/test/framework"
+)
+
+// testDisabledRemoves: once svc's services are Disabled, its ServiceImports,
+// derived Services and EndpointSlices leave both members (they routed to
+// endpoints of the other cluster), while a user's own ServiceImport and a
+// Service carrying only some of the mesh's labels stay untouched. Enabled
+// again, the import comes back.
+func (s *svcEnv) testDisabledRemoves(t *testing.T) {
+	ctx := context.Background()
+	ns := s.namespace(t, 1, 2)
+	s.backend(t, 1, ns, "till", []string{"10.11.1.70"}, nil)
+	s.export(t, 1, ns, "till")
+	var derived [3]string
+	for _, c := range []int{1, 2} {
+		framework.EventuallyT(t, svcConverge, fmt.Sprintf("import of %s/till with its slices in cluster %d", ns, c), func() error {
+			imp, err := s.imported(c, ns, "till")
+			switch {
+			case err != nil:
+				return err
+			case imp.derived == nil || len(imp.endpoints()) == 0:
+				return fmt.Errorf("derived Service %v, endpoints %v", imp.derived != nil, imp.endpoints())
+			}
+			derived[c] = imp.derived.Name
+			return nil
+		})
+	}
+	m, err := s.mesh()
+	if err != nil {
+		t.Fatal(err)
+	}
+	mine := &mcsv1beta1.ServiceImport{ObjectMeta: metav1.ObjectMeta{Name: "mine", Namespace: ns},
+		Spec: mcsv1beta1.ServiceImportSpec{Type: mcsv1beta1.Headless, Ports: []mcsv1beta1.ServicePort{{Port: 25, Protocol: corev1.ProtocolTCP}}}}
+	if mine, err = s.mcs(2).MulticlusterV1beta1().ServiceImports(ns).Create(ctx, mine, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	// The mesh's UID, but another mesh's name: not the mesh's.
+	forged := &corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: "forged", Namespace: ns, Labels: map[string]string{
+		planner.LabelMeshUID: string(m.UID), planner.LabelMeshNamespace: m.Namespace, planner.LabelMeshName: "other"}},
+		Spec: corev1.ServiceSpec{Ports: []corev1.ServicePort{{Port: 80, Protocol: corev1.ProtocolTCP}}}}
+	if forged, err = s.kube(2).CoreV1().Services(ns).Create(ctx, forged, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+
+	s.env.KubectlT(t, framework.HostCluster, framework.UserAdmin, "-n", s.ns, "patch", "clustermesh", "svc", "--type=merge",
+		"-p", `{"spec":{"multiClusterServices":"Disabled"}}`)
+	enabled := false
+	t.Cleanup(func() {
+		if !enabled {
+			s.env.KubectlT(t, framework.HostCluster, framework.UserAdmin, "-n", s.ns, "patch", "clustermesh", "svc", "--type=merge",
+				"-p", `{"spec":{"multiClusterServices":"Enabled"}}`)
+		}
+	})
+	selector := planner.LabelMeshUID + "=" + string(m.UID)
+	for _, c := range []int{1, 2} {
+		framework.EventuallyT(t, svcConverge, fmt.Sprintf("the mesh's services objects gone from cluster %d", c), func() error {
+			if err := s.gone(c, ns, "till"); err != nil {
+				return fmt.Errorf("ServiceImport till: %w", err)
+			}
+			if _, err := s.kube(c).CoreV1().Services(ns).Get(ctx, derived[c], metav1.GetOptions{}); err == nil {
+				return fmt.Errorf("derived Service %s still there", derived[c])
+			}
+			es, err := s.kube(c).DiscoveryV1().EndpointSlices(ns).List(ctx, metav1.ListOptions{LabelSelector: selector})
+			if err != nil {
+				return err
+			}
+			if len(es.Items) > 0 {
+				return fmt.Errorf("%d EndpointSlices of the mesh still there", len(es.Items))
+			}
+			return nil
+		})
+	}
+	s.wantExclusive(t, s.ns, "svc", meshv1alpha1.ConditionServicesExclusive+" True with reason ServicesDisabled once clean", func(m *meshv1alpha1.ClusterMesh) bool {
+		c := meta.FindStatusCondition(m.Status.Conditions, meshv1alpha1.ConditionServicesExclusive)
+		return c != nil && c.Status == metav1.ConditionTrue && c.Reason == "ServicesDisabled"
+	})
+	if got, err := s.mcs(2).MulticlusterV1beta1().ServiceImports(ns).Get(ctx, "mine", metav1.GetOptions{}); err != nil || got.ResourceVersion != mine.ResourceVersion {
+		t.Errorf("the user's ServiceImport was touched: %v", err)
+	}
+	if got, err := s.kube(2).CoreV1().Services(ns).Get(ctx, "forged", metav1.GetOptions{}); err != nil || got.ResourceVersion != forged.ResourceVersion {
+		t.Errorf("a Service with only some of the mesh's labels was touched: %v", err)
+	}
+	if got, err := s.kube(1).CoreV1().Services(ns).Get(ctx, "till", metav1.GetOptions{}); err != nil || got.Labels[planner.LabelMeshUID] != "" {
+		t.Errorf("the exported Service was touched: %v", err)
+	}
+
+	// Enabled again, the import comes back.
+	s.env.KubectlT(t, framework.HostCluster, framework.UserAdmin, "-n", s.ns, "patch", "clustermesh", "svc", "--type=merge",
+		"-p", `{"spec":{"multiClusterServices":"Enabled"}}`)
+	enabled = true
+	s.waitImported(t, 2, ns, "till")
+	if name := services.DerivedServiceName(ns, "till"); name != derived[2] {
+		t.Errorf("derived Service named %s, want %s", derived[2], name)
+	}
+}
+
+// testDeletedRemoves: svc deleted, its imports leave both members before
+// the mesh is gone (its finalizer waits for them, as for Peers); svc is
+// then created again, and imports the export anew.
+func (s *svcEnv) testDeletedRemoves(t *testing.T) {
+	ctx := context.Background()
+	ns := s.namespace(t, 1, 2)
+	s.backend(t, 1, ns, "ledger", []string{"10.11.1.80"}, nil)
+	s.export(t, 1, ns, "ledger")
+	var derived [3]string
+	for _, c := range []int{1, 2} {
+		framework.EventuallyT(t, svcConverge, fmt.Sprintf("import of %s/ledger with its slices in cluster %d", ns, c), func() error {
+			imp, err := s.imported(c, ns, "ledger")
+			switch {
+			case err != nil:
+				return err
+			case imp.derived == nil || len(imp.endpoints()) == 0:
+				return fmt.Errorf("derived Service %v, endpoints %v", imp.derived != nil, imp.endpoints())
+			}
+			derived[c] = imp.derived.Name
+			return nil
+		})
+	}
+	m, err := s.mesh()
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.env.KubectlT(t, framework.HostCluster, framework.UserAdmin, "-n", s.ns, "delete", "clustermesh", "svc", "--wait=false")
+	framework.EventuallyT(t, svcConverge, "svc gone", func() error {
+		_, err := s.mesh()
+		switch {
+		case err == nil:
+			return errors.New("still there")
+		case !apierrors.IsNotFound(err):
+			return err
+		}
+		return nil
+	})
+	// Read right after: the finalizer was released only once they were gone.
+	selector := planner.LabelMeshUID + "=" + string(m.UID)
+	for _, c := range []int{1, 2} {
+		if err := s.gone(c, ns, "ledger"); err != nil {
+			t.Errorf("cluster %d: ServiceImport ledger after the mesh's deletion: %v", c, err)
+		}
+		if _, err := s.kube(c).CoreV1().Services(ns).Get(ctx, derived[c], metav1.GetOptions{}); err == nil {
+			t.Errorf("cluster %d: derived Service %s still there after the mesh's deletion", c, derived[c])
+		}
+		es, err := s.kube(c).DiscoveryV1().EndpointSlices(metav1.NamespaceAll).List(ctx, metav1.ListOptions{LabelSelector: selector})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(es.Items) > 0 {
+			t.Errorf("cluster %d: %d EndpointSlices of the deleted mesh still there", c, len(es.Items))
+		}
+	}
+	s.env.KubectlInT(t, framework.HostCluster, framework.UserAdmin, svcMesh, "-n", s.ns, "create", "-f", "-")
+	s.waitImported(t, 2, ns, "ledger")
+}
