@@ -261,9 +261,13 @@ func departedItem(name, server, reason, why string, mesh *meshv1alpha1.ClusterMe
 		if server != "" {
 			where = "the cluster at " + server
 		}
+		kinds := "peers.kilo.squat.ai"
+		if servicesOnce(mesh) {
+			kinds += ",serviceimports.multicluster.x-k8s.io,services,endpointslices -A"
+		}
 		msg = fmt.Sprintf("gave up removing the mesh's Peers from cluster %s: %s. Remove them by hand on %s: "+
-			"kubectl delete peers.kilo.squat.ai -l %s=%s; then remove this item from status.departedClusters",
-			name, why, where, planner.LabelMeshUID, mesh.UID)
+			"kubectl delete %s -l %s=%s; then remove this item from status.departedClusters",
+			name, why, where, kinds, planner.LabelMeshUID, mesh.UID)
 	}
 	at := metav1.NewTime(now.Truncate(time.Second))
 	if prev.Name == name && prev.Reason == reason {
