@@ -6,6 +6,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
@@ -111,6 +112,86 @@ func (s *svcEnv) testDisabledRemoves(t *testing.T) {
 	if name := services.DerivedServiceName(ns, "till"); name != derived[2] {
 		t.Errorf("derived Service named %s, want %s", derived[2], name)
 	}
+}
+
+// testLeftRemoves: cluster two removed from svc (a third entry, whose
+// Secret does not exist, keeps the mesh at two entries), the departure
+// removes the mesh's import, derived Service and slices from two through
+// its held connection before it completes, while one keeps the import of
+// its own export; two rejoins after.
+func (s *svcEnv) testLeftRemoves(t *testing.T) {
+	ctx := context.Background()
+	ns := s.namespace(t, 1, 2)
+	s.backend(t, 1, ns, "stall", []string{"10.11.1.90"}, nil)
+	s.export(t, 1, ns, "stall")
+	var derived [3]string
+	for _, c := range []int{1, 2} {
+		framework.EventuallyT(t, svcConverge, fmt.Sprintf("import of %s/stall with its slices in cluster %d", ns, c), func() error {
+			imp, err := s.imported(c, ns, "stall")
+			switch {
+			case err != nil:
+				return err
+			case imp.derived == nil || len(imp.endpoints()) == 0:
+				return fmt.Errorf("derived Service %v, endpoints %v", imp.derived != nil, imp.endpoints())
+			}
+			derived[c] = imp.derived.Name
+			return nil
+		})
+	}
+	kept, err := s.mcs(1).MulticlusterV1beta1().ServiceImports(ns).Get(ctx, "stall", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.patchEntries(t, `{"op":"add","path":"/spec/clusters/-","value":{"name":"ghost","kubeconfigSecretRef":{"name":"ghost-kubeconfig"},"podCIDRs":["10.13.0.0/16"],"wireguardCIDR":"10.43.0.0/16"}}`)
+	m := s.patchEntries(t, `{"op":"remove","path":"/spec/clusters/%d"}`, "two")
+	t.Cleanup(func() {
+		s.patchEntries(t, `{"op":"add","path":"/spec/clusters/-","value":{"name":"two","kubeconfigSecretRef":{"name":"two-kubeconfig"},"podCIDRs":["10.12.0.0/16"],"wireguardCIDR":"10.42.0.0/16"}}`)
+		s.patchEntries(t, `{"op":"remove","path":"/spec/clusters/%d"}`, "ghost")
+		s.waitImported(t, 2, ns, "stall")
+	})
+	selector := planner.LabelMeshUID + "=" + string(m.UID)
+	framework.EventuallyT(t, svcConverge, "the mesh's services objects gone from cluster 2", func() error {
+		if err := s.gone(2, ns, "stall"); err != nil {
+			return fmt.Errorf("ServiceImport stall: %w", err)
+		}
+		if _, err := s.kube(2).CoreV1().Services(ns).Get(ctx, derived[2], metav1.GetOptions{}); err == nil {
+			return fmt.Errorf("derived Service %s still there", derived[2])
+		}
+		es, err := s.kube(2).DiscoveryV1().EndpointSlices(metav1.NamespaceAll).List(ctx, metav1.ListOptions{LabelSelector: selector})
+		if err != nil {
+			return err
+		}
+		if len(es.Items) > 0 {
+			return fmt.Errorf("%d EndpointSlices of the mesh still there", len(es.Items))
+		}
+		return nil
+	})
+	s.wantExclusive(t, s.ns, "svc", "the departure of two complete", func(m *meshv1alpha1.ClusterMesh) bool {
+		return len(m.Status.DepartedClusters) == 0 && meta.IsStatusConditionTrue(m.Status.Conditions, meshv1alpha1.ConditionDeparturesComplete)
+	})
+	if got, err := s.mcs(1).MulticlusterV1beta1().ServiceImports(ns).Get(ctx, "stall", metav1.GetOptions{}); err != nil || got.UID != kept.UID {
+		t.Errorf("cluster 1 lost the import of its own export: %v", err)
+	}
+}
+
+// patchEntries applies one JSON patch operation to svc's entries; with an
+// entry name, the operation's %d is that entry's index. It returns the
+// mesh as read before the patch.
+func (s *svcEnv) patchEntries(t *testing.T, op string, entry ...string) *meshv1alpha1.ClusterMesh {
+	t.Helper()
+	m, err := s.mesh()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(entry) == 1 {
+		i := slices.IndexFunc(m.Spec.Clusters, func(e meshv1alpha1.ClusterEntry) bool { return e.Name == entry[0] })
+		if i < 0 {
+			t.Fatalf("svc has no entry %s: %+v", entry[0], m.Spec.Clusters)
+		}
+		op = fmt.Sprintf(op, i)
+	}
+	s.env.KubectlT(t, framework.HostCluster, framework.UserAdmin, "-n", s.ns, "patch", "clustermesh", "svc", "--type=json", "-p", "["+op+"]")
+	return m
 }
 
 // testDeletedRemoves: svc deleted, its imports leave both members before
