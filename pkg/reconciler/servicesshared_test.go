@@ -93,3 +93,14 @@ func TestBuildStatusServicesExclusivePlanFailed(t *testing.T) {
 	st := buildStatus(statusInput{mesh: mesh, planErr: errors.New("bad input"), now: t0})
 	wantCondition(t, st, meshv1alpha1.ConditionServicesExclusive, metav1.ConditionUnknown, ReasonPlanFailed)
 }
+
+// TestBuildStatusServicesRemovingPlanFailed: a removal under way stays
+// recorded when the plan fails, so that it goes on after a restart.
+func TestBuildStatusServicesRemovingPlanFailed(t *testing.T) {
+	mesh := testMesh()
+	mesh.Spec.MultiClusterServices = meshv1alpha1.MultiClusterServicesDisabled
+	st := buildStatus(statusInput{mesh: mesh, planErr: errors.New("bad input"), servicesRemoving: "remain on us", now: t0})
+	if c := wantCondition(t, st, meshv1alpha1.ConditionServicesExclusive, metav1.ConditionTrue, ReasonServicesRemoving); c.Message != "remain on us" {
+		t.Errorf("message %q", c.Message)
+	}
+}

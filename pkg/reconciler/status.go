@@ -86,7 +86,12 @@ func buildStatus(in statusInput) meshv1alpha1.ClusterMeshStatus {
 		setCondition(&st, gen, in.now, meshv1alpha1.ConditionClustersReachable, metav1.ConditionUnknown, ReasonPlanFailed, msg)
 		setCondition(&st, gen, in.now, meshv1alpha1.ConditionCredentialsValid, metav1.ConditionUnknown, ReasonPlanFailed, msg)
 		setCondition(&st, gen, in.now, meshv1alpha1.ConditionGranted, metav1.ConditionUnknown, ReasonPlanFailed, msg)
-		setCondition(&st, gen, in.now, meshv1alpha1.ConditionServicesExclusive, metav1.ConditionUnknown, ReasonPlanFailed, msg)
+		if in.servicesRemoving != "" {
+			// The removal ran without a plan; its record must not be lost.
+			setServicesExclusive(&st, gen, in.now, in.mesh, nil, in.servicesRemoving)
+		} else {
+			setCondition(&st, gen, in.now, meshv1alpha1.ConditionServicesExclusive, metav1.ConditionUnknown, ReasonPlanFailed, msg)
+		}
 		return st
 	}
 
