@@ -116,8 +116,9 @@ func (r *Reconciler) removeServicesFrom(ctx context.Context, mesh *meshv1alpha1.
 	client *clusters.ServicesClient) (int, error) {
 	opts := metav1.ListOptions{LabelSelector: planner.LabelMeshUID + "=" + string(mesh.UID), Limit: servicesListLimit}
 	imports, err := client.MCS.MulticlusterV1beta1().ServiceImports(metav1.NamespaceAll).List(ctx, opts)
-	if apierrors.IsNotFound(err) {
-		return 0, nil // the mcs-api CRDs are not served: the mesh wrote nothing there
+	if neverWritten(err) {
+		klog.InfoS("A cluster cannot have services objects of a mesh", "mesh", klog.KObj(mesh), "cluster", cluster, "why", writeErrorText(err))
+		return 0, nil
 	}
 	if err != nil {
 		return 0, fmt.Errorf("listing ServiceImports: %s", writeErrorText(err))
@@ -249,4 +250,12 @@ func (r *Reconciler) removeServicesHeld(ctx context.Context, mesh *meshv1alpha1.
 		return 0, err
 	}
 	return r.removeServicesFrom(ctx, mesh, key.Entry, local, client)
+}
+
+// neverWritten reports whether a refused list of ServiceImports shows that
+// the mesh wrote none on the cluster: the mcs-api CRDs are not served, or
+// the identity may not list them, without which the services caches never
+// synced and nothing was written there.
+func neverWritten(err error) bool {
+	return apierrors.IsNotFound(err) || apierrors.IsForbidden(err)
 }

@@ -1,11 +1,14 @@
 package reconciler
 
 import (
+	"errors"
 	"slices"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	mcsv1beta1 "sigs.k8s.io/mcs-api/pkg/apis/v1beta1"
 
 	meshv1alpha1 "github.com/kilo-mesh/kilo-mesh-apiserver/pkg/apis/mesh/v1alpha1"
@@ -71,6 +74,31 @@ func TestOwnedServicesObjects(t *testing.T) {
 			}
 			if !slices.Equal(got, tt.want) {
 				t.Errorf("got %v, want %v", got, tt.want)
+			}
+		})
+	}
+}
+
+// TestNeverWritten: only a list the cluster refuses for want of the CRDs
+// or of the right to list counts as clean; any other failure keeps the
+// cluster's objects until it can be read.
+func TestNeverWritten(t *testing.T) {
+	gr := schema.GroupResource{Group: mcsv1beta1.GroupName, Resource: "serviceimports"}
+	tests := []struct {
+		name string
+		err  error
+		want bool
+	}{
+		{name: "CRDs not served", err: apierrors.NewNotFound(gr, ""), want: true},
+		{name: "may not list", err: apierrors.NewForbidden(gr, "", errors.New("rbac")), want: true},
+		{name: "unauthorized", err: apierrors.NewUnauthorized("expired")},
+		{name: "timeout", err: apierrors.NewTimeoutError("slow", 1)},
+		{name: "no answer", err: errors.New("connection refused")},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := neverWritten(tt.err); got != tt.want {
+				t.Errorf("neverWritten = %v, want %v", got, tt.want)
 			}
 		})
 	}
