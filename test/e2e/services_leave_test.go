@@ -109,6 +109,7 @@ func (s *svcEnv) testDisabledRemoves(t *testing.T) {
 		"-p", `{"spec":{"multiClusterServices":"Enabled"}}`)
 	enabled = true
 	s.waitImported(t, 2, ns, "till")
+	s.unexport(t, 1, ns, "till")
 	if name := services.DerivedServiceName(ns, "till"); name != derived[2] {
 		t.Errorf("derived Service named %s, want %s", derived[2], name)
 	}
@@ -148,6 +149,7 @@ func (s *svcEnv) testLeftRemoves(t *testing.T) {
 		s.patchEntries(t, `{"op":"add","path":"/spec/clusters/-","value":{"name":"two","kubeconfigSecretRef":{"name":"two-kubeconfig"},"podCIDRs":["10.12.0.0/16"],"wireguardCIDR":"10.42.0.0/16"}}`)
 		s.patchEntries(t, `{"op":"remove","path":"/spec/clusters/%d"}`, "ghost")
 		s.waitImported(t, 2, ns, "stall")
+		s.unexport(t, 1, ns, "stall")
 	})
 	selector := planner.LabelMeshUID + "=" + string(m.UID)
 	framework.EventuallyT(t, svcConverge, "the mesh's services objects gone from cluster 2", func() error {
@@ -250,4 +252,14 @@ func (s *svcEnv) testDeletedRemoves(t *testing.T) {
 	}
 	s.env.KubectlInT(t, framework.HostCluster, framework.UserAdmin, svcMesh, "-n", s.ns, "create", "-f", "-")
 	s.waitImported(t, 2, ns, "ledger")
+	s.unexport(t, 1, ns, "ledger")
+}
+
+// unexport deletes ServiceExport ns/name of cluster: the attacks that
+// follow count the exports against --max-service-exports-per-cluster.
+func (s *svcEnv) unexport(t *testing.T, cluster int, ns, name string) {
+	t.Helper()
+	if err := s.mcs(cluster).MulticlusterV1beta1().ServiceExports(ns).Delete(context.Background(), name, metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
 }
