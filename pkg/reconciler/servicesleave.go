@@ -150,7 +150,11 @@ func (r *Reconciler) removeServicesFrom(ctx context.Context, mesh *meshv1alpha1.
 			return 0, fmt.Errorf("deciding the namespaces the mesh may use: %w", err)
 		}
 	}
+	listed := len(objs)
 	objs = ownedServicesObjects(mesh, objs, denied)
+	if kept := listed - len(objs); kept > 0 && len(denied) > 0 {
+		klog.InfoS("Kept labelled services objects in namespaces of the local cluster the mesh may not use", "mesh", klog.KObj(mesh), "objects", kept, "namespaces", len(denied))
+	}
 	if len(objs) == 0 {
 		return 0, nil
 	}
