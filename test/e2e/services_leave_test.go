@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
@@ -262,4 +263,29 @@ func (s *svcEnv) unexport(t *testing.T, cluster int, ns, name string) {
 	if err := s.mcs(cluster).MulticlusterV1beta1().ServiceExports(ns).Delete(context.Background(), name, metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// disabledRemovesHost: mesh hostsvc's services Disabled, its import in
+// namespace own of the host, which a grant lets it use, goes; the server
+// logs what it did, shown when the test fails.
+func (s *svcEnv) disabledRemovesHost(t *testing.T, ns, own string) {
+	t.Helper()
+	t.Cleanup(func() {
+		if t.Failed() {
+			for _, l := range strings.Split(s.server.Logs(), "\n") {
+				if strings.Contains(l, "services objects") || strings.Contains(l, "cannot have") {
+					t.Log(l)
+				}
+			}
+		}
+	})
+	s.env.KubectlT(t, framework.HostCluster, framework.UserTenantA, "-n", ns, "patch", "clustermesh", "hostsvc", "--type=merge",
+		"-p", `{"spec":{"multiClusterServices":"Disabled"}}`)
+	framework.EventuallyT(t, svcConverge, "the mesh's import gone from the host's namespace it may use", func() error {
+		return s.gone(framework.HostCluster, own, "api")
+	})
+	s.wantExclusive(t, ns, "hostsvc", meshv1alpha1.ConditionServicesExclusive+" True with reason ServicesDisabled once clean", func(m *meshv1alpha1.ClusterMesh) bool {
+		c := meta.FindStatusCondition(m.Status.Conditions, meshv1alpha1.ConditionServicesExclusive)
+		return c != nil && c.Status == metav1.ConditionTrue && c.Reason == "ServicesDisabled"
+	})
 }
