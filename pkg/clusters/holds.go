@@ -253,3 +253,26 @@ func (m *Manager) HeldPeers(ctx context.Context, key HoldKey, selector string, l
 	}
 	return out, nil
 }
+
+// HeldServicesClient returns the services writer of a held connection, and
+// whether it reaches the local cluster (where the server writes with its
+// own identity, so the caller limits itself to the namespaces the mesh may use).
+func (m *Manager) HeldServicesClient(key HoldKey) (*ServicesClient, bool, error) {
+	m.mu.RLock()
+	h := m.holds[key]
+	var b binding
+	if h != nil {
+		b = *h.binding
+	}
+	m.mu.RUnlock()
+	switch {
+	case h == nil:
+		return nil, false, newError(memberaccess.ErrUnknownCluster, "", fmt.Sprintf("no hold on cluster %q of mesh %s", key.Entry, key.Mesh))
+	case b.cluster == nil:
+		return nil, false, b.err
+	}
+	if err := b.cluster.live(); err != nil {
+		return nil, false, err
+	}
+	return &ServicesClient{Connection: b.cluster.name(), Kube: b.cluster.svcClients.kubeWrite, MCS: b.cluster.svcClients.mcsWrite}, b.spec.local, nil
+}

@@ -27,6 +27,9 @@ type Clusters interface {
 	Hold(key clusters.HoldKey, mesh *meshv1alpha1.ClusterMesh, timeout time.Duration)
 	Held(mesh types.NamespacedName) []clusters.Held
 	HeldPeerClient(key clusters.HoldKey) (clusters.PeerClient, error)
+	// HeldServicesClient writes services objects through a held
+	// connection, and says whether it reaches the local cluster.
+	HeldServicesClient(key clusters.HoldKey) (*clusters.ServicesClient, bool, error)
 	// HeldPeers lists Peers of a held connection from its API server.
 	HeldPeers(ctx context.Context, key clusters.HoldKey, selector string, limit int64) ([]*kilov1alpha1.Peer, error)
 	Release(key clusters.HoldKey)

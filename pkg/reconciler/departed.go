@@ -187,10 +187,24 @@ func (r *Reconciler) departHeld(ctx context.Context, w *departureWork, mesh *mes
 		left = n
 	}
 	if left == 0 && others == 0 {
+		// Its services objects go within the same hold, confirmed the same way.
+		found, err := r.removeServicesHeld(ctx, mesh, h.Key)
+		switch {
+		case err != nil && !now.Before(giveUp):
+			r.stuck(w, mesh, h, p, meshv1alpha1.DepartureRefused, fmt.Sprintf("removing its services objects failed: %v", err), now)
+			return
+		case err != nil:
+			removing(fmt.Sprintf("removing the mesh's services objects from cluster %s failed (%v); retrying until %s", name, err, giveUp.UTC().Format(time.RFC3339)))
+			return
+		case found > 0:
+			removing(fmt.Sprintf("removing %d services objects of the mesh (ServiceImports, derived Services, EndpointSlices) from cluster %s", found, name))
+			w.next = sooner(w.next, cacheRecheck)
+			return
+		}
 		r.clusters.Release(h.Key)
 		r.departedHere.set(h.Key.Mesh, name, mesh.UID, true, now)
 		w.events = append(w.events, meshEvent{Type: corev1.EventTypeNormal, Reason: EventClusterDeparted, Message: fmt.Sprintf(
-			"cluster %s (%s) left the mesh: it holds no Peer of the mesh, and no other member holds one of it", name, h.Server)})
+			"cluster %s (%s) left the mesh: it holds no Peer or services object of the mesh, and no other member holds one of it", name, h.Server)})
 		return
 	}
 	removing(fmt.Sprintf("removing %d Peers of the mesh from cluster %s and %d Peers of it from the other members", left, name, others))
@@ -247,9 +261,13 @@ func departedItem(name, server, reason, why string, mesh *meshv1alpha1.ClusterMe
 		if server != "" {
 			where = "the cluster at " + server
 		}
+		kinds := "peers.kilo.squat.ai"
+		if servicesOnce(mesh) {
+			kinds += ",serviceimports.multicluster.x-k8s.io,services,endpointslices -A"
+		}
 		msg = fmt.Sprintf("gave up removing the mesh's Peers from cluster %s: %s. Remove them by hand on %s: "+
-			"kubectl delete peers.kilo.squat.ai -l %s=%s; then remove this item from status.departedClusters",
-			name, why, where, planner.LabelMeshUID, mesh.UID)
+			"kubectl delete %s -l %s=%s; then remove this item from status.departedClusters",
+			name, why, where, kinds, planner.LabelMeshUID, mesh.UID)
 	}
 	at := metav1.NewTime(now.Truncate(time.Second))
 	if prev.Name == name && prev.Reason == reason {

@@ -38,13 +38,13 @@ func (r *Reconciler) finalize(ctx context.Context, mesh *meshv1alpha1.ClusterMes
 	}
 	slices.Sort(names)
 
-	var unreachable []string
+	var unreachable, svcPending []string
 	var errs []string
 	removed := 0
 	for _, name := range names {
 		st, ok := states[name]
 		if !usable(st, ok) {
-			if mayHoldPeers(mesh, name, st) {
+			if mayHoldPeers(mesh, name, st) || r.mayHoldServices(mesh, name, st) {
 				unreachable = append(unreachable, name)
 			}
 			continue
@@ -54,10 +54,18 @@ func (r *Reconciler) finalize(ctx context.Context, mesh *meshv1alpha1.ClusterMes
 		if err != nil {
 			errs = append(errs, fmt.Sprintf("%s: %v", name, err))
 		}
+		found, err := r.removeServicesOnDeletion(ctx, mesh, name)
+		if err != nil {
+			errs = append(errs, fmt.Sprintf("%s: services objects: %v", name, err))
+		}
+		if found > 0 {
+			svcPending = append(svcPending, name)
+		}
 	}
-	n, pending, failed := r.removeFromDeparted(ctx, mesh)
+	n, pending, svcDeparted, failed := r.removeFromDeparted(ctx, mesh)
 	removed += n
 	unreachable = append(unreachable, pending...)
+	svcPending = append(svcPending, svcDeparted...)
 	errs = append(errs, failed...)
 	now := time.Now()
 	if removed > 0 {
@@ -69,6 +77,15 @@ func (r *Reconciler) finalize(ctx context.Context, mesh *meshv1alpha1.ClusterMes
 			return syncResult{}, err
 		}
 		return syncResult{}, fmt.Errorf("finalizing %s: %s", key, msg)
+	}
+
+	if len(svcPending) > 0 {
+		// Deleted by this pass: the next one's list confirms them gone.
+		msg := "removing the mesh's ServiceImports, derived Services and EndpointSlices from " + strings.Join(svcPending, ", ")
+		if err := r.writeDeletionStatus(ctx, mesh, ReasonServicesRemoving, msg, now); err != nil {
+			return syncResult{}, err
+		}
+		return syncResult{requeueAfter: cacheRecheck}, nil
 	}
 
 	deadline := mesh.DeletionTimestamp.Add(r.opts.MeshDeletionTimeout)
@@ -103,7 +120,7 @@ func (r *Reconciler) finalize(ctx context.Context, mesh *meshv1alpha1.ClusterMes
 // removeFromDeparted removes a deleted mesh's Peers from the clusters that
 // left it and are still held (their departure ends with the mesh), named
 // "ENTRY (departed)"; those it cannot act on yet are pending.
-func (r *Reconciler) removeFromDeparted(ctx context.Context, mesh *meshv1alpha1.ClusterMesh) (removed int, pending, errs []string) {
+func (r *Reconciler) removeFromDeparted(ctx context.Context, mesh *meshv1alpha1.ClusterMesh) (removed int, pending, svcPending, errs []string) {
 	for _, h := range r.clusters.Held(types.NamespacedName{Namespace: mesh.Namespace, Name: mesh.Name}) {
 		if h.Key.Owner != clusters.OwnerDeparted {
 			continue
@@ -118,8 +135,15 @@ func (r *Reconciler) removeFromDeparted(ctx context.Context, mesh *meshv1alpha1.
 		if err != nil {
 			errs = append(errs, fmt.Sprintf("%s: %v", name, err))
 		}
+		found, err := r.removeServicesHeld(ctx, mesh, h.Key)
+		if err != nil {
+			errs = append(errs, fmt.Sprintf("%s: services objects: %v", name, err))
+		}
+		if found > 0 {
+			svcPending = append(svcPending, name)
+		}
 	}
-	return removed, pending, errs
+	return removed, pending, svcPending, errs
 }
 
 // releaseDepartedHolds lets go of the departed connections of a mesh

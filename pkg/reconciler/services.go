@@ -38,6 +38,9 @@ const (
 // services view reads too.
 type ServicesPlanner interface {
 	Services(mesh *meshv1alpha1.ClusterMesh) (*services.Output, error)
+	// HostServicesNotGranted maps the namespaces of the local cluster the
+	// mesh may not use for its services to why.
+	HostServicesNotGranted(mesh *meshv1alpha1.ClusterMesh, namespaces []string) (map[string]string, error)
 }
 
 // servicesResult is what one pass did for a mesh's services.
@@ -49,6 +52,9 @@ type servicesResult struct {
 	// unseen: a write found the member cache behind (an object created or
 	// changed since it was read); the mesh is looked at again soon.
 	unseen bool
+	// removing, when services are no longer Enabled, says which member
+	// clusters may still hold the mesh's services objects (empty: none).
+	removing string
 }
 
 // syncServices writes what the services computation says on every member
@@ -59,8 +65,11 @@ type servicesResult struct {
 // computation lists no other), and no deletion happens while a cluster's
 // services have never been read: its exports are unknown, not absent.
 func (r *Reconciler) syncServices(ctx context.Context, mesh *meshv1alpha1.ClusterMesh, states map[string]clusters.ClusterState) servicesResult {
-	if r.services == nil || mesh.Spec.MultiClusterServices != meshv1alpha1.MultiClusterServicesEnabled {
+	if r.services == nil {
 		return servicesResult{}
+	}
+	if mesh.Spec.MultiClusterServices != meshv1alpha1.MultiClusterServicesEnabled {
+		return r.removeServices(ctx, mesh, states)
 	}
 	out, err := r.services.Services(mesh)
 	if err != nil {

@@ -22,7 +22,13 @@ const (
 // setServicesExclusive says whether another mesh with multi-cluster
 // services shares a member cluster of this one: the plan's
 // ServicesClusterShared warnings, which name this mesh's entries only.
-func setServicesExclusive(st *meshv1alpha1.ClusterMeshStatus, gen int64, now metav1.Time, mesh *meshv1alpha1.ClusterMesh, plan *planner.Plan) {
+func setServicesExclusive(st *meshv1alpha1.ClusterMeshStatus, gen int64, now metav1.Time, mesh *meshv1alpha1.ClusterMesh, plan *planner.Plan, removing string) {
+	if mesh.Spec.MultiClusterServices != meshv1alpha1.MultiClusterServicesEnabled && removing != "" {
+		// Kept until every member is confirmed clean: it marks, across
+		// restarts, that the mesh's imports may remain (servicesMayRemain).
+		setCondition(st, gen, now, meshv1alpha1.ConditionServicesExclusive, metav1.ConditionTrue, ReasonServicesRemoving, removing)
+		return
+	}
 	if mesh.Spec.MultiClusterServices != meshv1alpha1.MultiClusterServicesEnabled {
 		setCondition(st, gen, now, meshv1alpha1.ConditionServicesExclusive, metav1.ConditionTrue, ReasonServicesDisabled,
 			"the mesh does not carry multi-cluster services")

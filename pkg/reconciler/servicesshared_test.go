@@ -25,6 +25,7 @@ func TestBuildStatusServicesExclusive(t *testing.T) {
 		warnings    []meshv1alpha1.PlanIssue
 		yielded     []string
 		unreachable []string
+		removing    string
 		exclusive   metav1.ConditionStatus
 		exclReason  string
 		ready       metav1.ConditionStatus
@@ -34,6 +35,9 @@ func TestBuildStatusServicesExclusive(t *testing.T) {
 	}{
 		{name: "services disabled", services: meshv1alpha1.MultiClusterServicesDisabled,
 			exclusive: metav1.ConditionTrue, exclReason: ReasonServicesDisabled, ready: metav1.ConditionTrue, readyReason: ReasonReady},
+		{name: "services disabled, objects left", services: meshv1alpha1.MultiClusterServicesDisabled, removing: "remain on two (3 objects being deleted)",
+			exclusive: metav1.ConditionTrue, exclReason: ReasonServicesRemoving, ready: metav1.ConditionTrue, readyReason: ReasonReady,
+			messages: []string{"remain on two (3 objects being deleted)"}},
 		{name: "services on no shared cluster", services: meshv1alpha1.MultiClusterServicesEnabled,
 			exclusive: metav1.ConditionTrue, exclReason: ReasonServicesExclusive, ready: metav1.ConditionTrue, readyReason: ReasonReady},
 		{name: "shared with a later mesh", services: meshv1alpha1.MultiClusterServicesEnabled,
@@ -60,7 +64,7 @@ func TestBuildStatusServicesExclusive(t *testing.T) {
 			plan := testPlan(tt.unreachable...)
 			plan.View.Warnings = tt.warnings
 			plan.ServicesYielded = tt.yielded
-			st := buildStatus(statusInput{mesh: mesh, plan: plan, outcomes: allApplied(), now: t0})
+			st := buildStatus(statusInput{mesh: mesh, plan: plan, outcomes: allApplied(), servicesRemoving: tt.removing, now: t0})
 			excl := wantCondition(t, st, meshv1alpha1.ConditionServicesExclusive, tt.exclusive, tt.exclReason)
 			ready := wantCondition(t, st, meshv1alpha1.ConditionReady, tt.ready, tt.readyReason)
 			for _, m := range tt.messages {
@@ -88,4 +92,15 @@ func TestBuildStatusServicesExclusivePlanFailed(t *testing.T) {
 	mesh.Spec.MultiClusterServices = meshv1alpha1.MultiClusterServicesEnabled
 	st := buildStatus(statusInput{mesh: mesh, planErr: errors.New("bad input"), now: t0})
 	wantCondition(t, st, meshv1alpha1.ConditionServicesExclusive, metav1.ConditionUnknown, ReasonPlanFailed)
+}
+
+// TestBuildStatusServicesRemovingPlanFailed: a removal under way stays
+// recorded when the plan fails, so that it goes on after a restart.
+func TestBuildStatusServicesRemovingPlanFailed(t *testing.T) {
+	mesh := testMesh()
+	mesh.Spec.MultiClusterServices = meshv1alpha1.MultiClusterServicesDisabled
+	st := buildStatus(statusInput{mesh: mesh, planErr: errors.New("bad input"), servicesRemoving: "remain on us", now: t0})
+	if c := wantCondition(t, st, meshv1alpha1.ConditionServicesExclusive, metav1.ConditionTrue, ReasonServicesRemoving); c.Message != "remain on us" {
+		t.Errorf("message %q", c.Message)
+	}
 }

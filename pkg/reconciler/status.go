@@ -55,7 +55,10 @@ type statusInput struct {
 	outcomes map[string]targetOutcome
 	// departed are the departures not done (settleDepartures).
 	departed []meshv1alpha1.DepartedCluster
-	now      metav1.Time
+	// servicesRemoving: services are not Enabled and these clusters may
+	// still hold the mesh's services objects (removeServices).
+	servicesRemoving string
+	now              metav1.Time
 }
 
 // buildStatus computes the status a reconcile pass reports. Figures of an
@@ -83,7 +86,12 @@ func buildStatus(in statusInput) meshv1alpha1.ClusterMeshStatus {
 		setCondition(&st, gen, in.now, meshv1alpha1.ConditionClustersReachable, metav1.ConditionUnknown, ReasonPlanFailed, msg)
 		setCondition(&st, gen, in.now, meshv1alpha1.ConditionCredentialsValid, metav1.ConditionUnknown, ReasonPlanFailed, msg)
 		setCondition(&st, gen, in.now, meshv1alpha1.ConditionGranted, metav1.ConditionUnknown, ReasonPlanFailed, msg)
-		setCondition(&st, gen, in.now, meshv1alpha1.ConditionServicesExclusive, metav1.ConditionUnknown, ReasonPlanFailed, msg)
+		if in.servicesRemoving != "" {
+			// The removal ran without a plan; its record must not be lost.
+			setServicesExclusive(&st, gen, in.now, in.mesh, nil, in.servicesRemoving)
+		} else {
+			setCondition(&st, gen, in.now, meshv1alpha1.ConditionServicesExclusive, metav1.ConditionUnknown, ReasonPlanFailed, msg)
+		}
 		return st
 	}
 
@@ -98,7 +106,7 @@ func buildStatus(in statusInput) meshv1alpha1.ClusterMeshStatus {
 	setConditions(&st, in)
 	setCredentialsCondition(&st, in)
 	setGranted(&st, in.mesh.Generation, in.plan)
-	setServicesExclusive(&st, in.mesh.Generation, in.now, in.mesh, in.plan)
+	setServicesExclusive(&st, in.mesh.Generation, in.now, in.mesh, in.plan, in.servicesRemoving)
 	return st
 }
 

@@ -131,7 +131,8 @@ func (r *Reconciler) syncMesh(ctx context.Context, key types.NamespacedName, tra
 	departures := r.settleDepartures(ctx, mesh, plan, states, now)
 	facts = append(facts, departures.events...)
 
-	status := buildStatus(statusInput{mesh: mesh, plan: plan, planErr: planErr, outcomes: outcomes, departed: departures.items, now: metav1.NewTime(now)})
+	status := buildStatus(statusInput{mesh: mesh, plan: plan, planErr: planErr, outcomes: outcomes, departed: departures.items,
+		servicesRemoving: svcRes.removing, now: metav1.NewTime(now)})
 	if statusChanged(&mesh.Status, &status) {
 		if err := r.meshAPI.applyStatus(ctx, mesh, status); err != nil {
 			return syncResult{}, err

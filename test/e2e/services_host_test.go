@@ -192,6 +192,13 @@ func TestServicesHost(t *testing.T) {
 		}
 		return nil
 	})
+	// Disabled, the author's record goes with the services (admission):
+	// only grants say where the mesh may remove, so one names own.
+	grant.ServiceNamespaces = []string{own}
+	if err := env.ApplyGrant(ctx, ns, grant); err != nil {
+		t.Fatal(err)
+	}
+	s.disabledRemovesHost(t, ns, own)
 }
 
 // nothingWritten is nil when namespace ns of cluster holds no
