@@ -196,6 +196,18 @@ func (m *Manager) Held(mesh types.NamespacedName) []Held {
 
 // HeldPeerClient returns a client for the Peers of a held connection.
 func (m *Manager) HeldPeerClient(key HoldKey) (PeerClient, error) {
+	b, err := m.heldBinding(key)
+	if err != nil {
+		return nil, err
+	}
+	if v := b.cluster.health.view(); v.crdKnown && !v.peerCRD {
+		return nil, newError(memberaccess.ErrPeerCRDMissing, "", fmt.Sprintf("cluster %q does not serve %s", key.Entry, kilov1alpha1.PeerResource))
+	}
+	return &peerClient{c: b.cluster}, nil
+}
+
+// heldBinding is the binding of a held connection, or why there is none.
+func (m *Manager) heldBinding(key HoldKey) (binding, error) {
 	m.mu.RLock()
 	h := m.holds[key]
 	var b binding
@@ -205,14 +217,11 @@ func (m *Manager) HeldPeerClient(key HoldKey) (PeerClient, error) {
 	m.mu.RUnlock()
 	switch {
 	case h == nil:
-		return nil, newError(memberaccess.ErrUnknownCluster, "", fmt.Sprintf("no hold on cluster %q of mesh %s", key.Entry, key.Mesh))
+		return b, newError(memberaccess.ErrUnknownCluster, "", fmt.Sprintf("no hold on cluster %q of mesh %s", key.Entry, key.Mesh))
 	case b.cluster == nil:
-		return nil, b.err
+		return b, b.err
 	}
-	if v := b.cluster.health.view(); v.crdKnown && !v.peerCRD {
-		return nil, newError(memberaccess.ErrPeerCRDMissing, "", fmt.Sprintf("cluster %q does not serve %s", key.Entry, kilov1alpha1.PeerResource))
-	}
-	return &peerClient{c: b.cluster}, nil
+	return b, nil
 }
 
 // heldMeshLocked reports whether a hold names mesh.
@@ -258,18 +267,9 @@ func (m *Manager) HeldPeers(ctx context.Context, key HoldKey, selector string, l
 // whether it reaches the local cluster (where the server writes with its
 // own identity, so the caller limits itself to the namespaces the mesh may use).
 func (m *Manager) HeldServicesClient(key HoldKey) (*ServicesClient, bool, error) {
-	m.mu.RLock()
-	h := m.holds[key]
-	var b binding
-	if h != nil {
-		b = *h.binding
-	}
-	m.mu.RUnlock()
-	switch {
-	case h == nil:
-		return nil, false, newError(memberaccess.ErrUnknownCluster, "", fmt.Sprintf("no hold on cluster %q of mesh %s", key.Entry, key.Mesh))
-	case b.cluster == nil:
-		return nil, false, b.err
+	b, err := m.heldBinding(key)
+	if err != nil {
+		return nil, false, err
 	}
 	if err := b.cluster.live(); err != nil {
 		return nil, false, err

@@ -30,22 +30,7 @@ import (
 func (s *svcEnv) testDisabledRemoves(t *testing.T) {
 	ctx := context.Background()
 	ns := s.namespace(t, 1, 2)
-	s.backend(t, 1, ns, "till", []string{"10.11.1.70"}, nil)
-	s.export(t, 1, ns, "till")
-	var derived [3]string
-	for _, c := range []int{1, 2} {
-		framework.EventuallyT(t, svcConverge, fmt.Sprintf("import of %s/till with its slices in cluster %d", ns, c), func() error {
-			imp, err := s.imported(c, ns, "till")
-			switch {
-			case err != nil:
-				return err
-			case imp.derived == nil || len(imp.endpoints()) == 0:
-				return fmt.Errorf("derived Service %v, endpoints %v", imp.derived != nil, imp.endpoints())
-			}
-			derived[c] = imp.derived.Name
-			return nil
-		})
-	}
+	derived := s.exportedToBoth(t, ns, "till", "10.11.1.70")
 	m, err := s.mesh()
 	if err != nil {
 		t.Fatal(err)
@@ -124,22 +109,7 @@ func (s *svcEnv) testDisabledRemoves(t *testing.T) {
 func (s *svcEnv) testLeftRemoves(t *testing.T) {
 	ctx := context.Background()
 	ns := s.namespace(t, 1, 2)
-	s.backend(t, 1, ns, "stall", []string{"10.11.1.90"}, nil)
-	s.export(t, 1, ns, "stall")
-	var derived [3]string
-	for _, c := range []int{1, 2} {
-		framework.EventuallyT(t, svcConverge, fmt.Sprintf("import of %s/stall with its slices in cluster %d", ns, c), func() error {
-			imp, err := s.imported(c, ns, "stall")
-			switch {
-			case err != nil:
-				return err
-			case imp.derived == nil || len(imp.endpoints()) == 0:
-				return fmt.Errorf("derived Service %v, endpoints %v", imp.derived != nil, imp.endpoints())
-			}
-			derived[c] = imp.derived.Name
-			return nil
-		})
-	}
+	derived := s.exportedToBoth(t, ns, "stall", "10.11.1.90")
 	kept, err := s.mcs(1).MulticlusterV1beta1().ServiceImports(ns).Get(ctx, "stall", metav1.GetOptions{})
 	if err != nil {
 		t.Fatal(err)
@@ -203,22 +173,7 @@ func (s *svcEnv) patchEntries(t *testing.T, op string, entry ...string) *meshv1a
 func (s *svcEnv) testDeletedRemoves(t *testing.T) {
 	ctx := context.Background()
 	ns := s.namespace(t, 1, 2)
-	s.backend(t, 1, ns, "ledger", []string{"10.11.1.80"}, nil)
-	s.export(t, 1, ns, "ledger")
-	var derived [3]string
-	for _, c := range []int{1, 2} {
-		framework.EventuallyT(t, svcConverge, fmt.Sprintf("import of %s/ledger with its slices in cluster %d", ns, c), func() error {
-			imp, err := s.imported(c, ns, "ledger")
-			switch {
-			case err != nil:
-				return err
-			case imp.derived == nil || len(imp.endpoints()) == 0:
-				return fmt.Errorf("derived Service %v, endpoints %v", imp.derived != nil, imp.endpoints())
-			}
-			derived[c] = imp.derived.Name
-			return nil
-		})
-	}
+	derived := s.exportedToBoth(t, ns, "ledger", "10.11.1.80")
 	m, err := s.mesh()
 	if err != nil {
 		t.Fatal(err)
@@ -254,6 +209,30 @@ func (s *svcEnv) testDeletedRemoves(t *testing.T) {
 	s.env.KubectlInT(t, framework.HostCluster, framework.UserAdmin, svcMesh, "-n", s.ns, "create", "-f", "-")
 	s.waitImported(t, 2, ns, "ledger")
 	s.unexport(t, 1, ns, "ledger")
+}
+
+// exportedToBoth exports ns/name from cluster 1 with one endpoint at ip and
+// waits for its import, derived Service and slices in clusters 1 and 2; it
+// returns the derived Services' names by cluster.
+func (s *svcEnv) exportedToBoth(t *testing.T, ns, name, ip string) [3]string {
+	t.Helper()
+	s.backend(t, 1, ns, name, []string{ip}, nil)
+	s.export(t, 1, ns, name)
+	var derived [3]string
+	for _, c := range []int{1, 2} {
+		framework.EventuallyT(t, svcConverge, fmt.Sprintf("import of %s/%s with its slices in cluster %d", ns, name, c), func() error {
+			imp, err := s.imported(c, ns, name)
+			switch {
+			case err != nil:
+				return err
+			case imp.derived == nil || len(imp.endpoints()) == 0:
+				return fmt.Errorf("derived Service %v, endpoints %v", imp.derived != nil, imp.endpoints())
+			}
+			derived[c] = imp.derived.Name
+			return nil
+		})
+	}
+	return derived
 }
 
 // unexport deletes ServiceExport ns/name of cluster: the attacks that
