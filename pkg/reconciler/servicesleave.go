@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"strings"
 	"sync"
 
 	corev1 "k8s.io/api/core/v1"
@@ -90,15 +91,7 @@ func (r *Reconciler) removeServices(ctx context.Context, mesh *meshv1alpha1.Clus
 // sortedEntries are mesh's spec entries by name.
 func sortedEntries(mesh *meshv1alpha1.ClusterMesh) []meshv1alpha1.ClusterEntry {
 	out := slices.Clone(mesh.Spec.Clusters)
-	slices.SortFunc(out, func(a, b meshv1alpha1.ClusterEntry) int {
-		switch {
-		case a.Name < b.Name:
-			return -1
-		case a.Name > b.Name:
-			return 1
-		}
-		return 0
-	})
+	slices.SortFunc(out, func(a, b meshv1alpha1.ClusterEntry) int { return strings.Compare(a.Name, b.Name) })
 	return out
 }
 
