@@ -4,14 +4,12 @@ package e2e
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"slices"
 	"strings"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	mcsv1beta1 "sigs.k8s.io/mcs-api/pkg/apis/v1beta1"
@@ -179,16 +177,7 @@ func (s *svcEnv) testDeletedRemoves(t *testing.T) {
 		t.Fatal(err)
 	}
 	s.env.KubectlT(t, framework.HostCluster, framework.UserAdmin, "-n", s.ns, "delete", "clustermesh", "svc", "--wait=false")
-	framework.EventuallyT(t, svcConverge, "svc gone", func() error {
-		_, err := s.mesh()
-		switch {
-		case err == nil:
-			return errors.New("still there")
-		case !apierrors.IsNotFound(err):
-			return err
-		}
-		return nil
-	})
+	s.awaitMeshGone(t)
 	// Read right after: the finalizer was released only once they were gone.
 	selector := planner.LabelMeshUID + "=" + string(m.UID)
 	for _, c := range []int{1, 2} {
@@ -245,8 +234,9 @@ func (s *svcEnv) unexport(t *testing.T, cluster int, ns, name string) {
 }
 
 // disabledRemovesHost: mesh hostsvc's services Disabled, its import in
-// namespace own of the host, which a grant lets it use, goes; the server
-// logs what it did, shown when the test fails.
+// namespace own of the host, which only the author's rights let it use,
+// goes with its derived Service and slices; the server logs what it did,
+// shown when the test fails.
 func (s *svcEnv) disabledRemovesHost(t *testing.T, ns, own string) {
 	t.Helper()
 	t.Cleanup(func() {
