@@ -4,8 +4,8 @@ import "k8s.io/apimachinery/pkg/types"
 
 // AddChangeHandler registers f to be called with the key of every mesh
 // affected when a Node or Peer of one of its clusters changes (beyond
-// fields the caches drop, and but for the echoes of the user's own writes:
-// see SetEchoFilter), a cluster's caches sync, its reachability, Peer
+// fields the caches drop, and but for the user's own writes: see
+// IgnoreOwnWrites), a cluster's caches sync, its reachability, Peer
 // CRD or error changes, or its Secret changes what the mesh connects to.
 // Calls come one at a time from one goroutine, never from informers; keys
 // are de-duplicated while waiting, so f should be quick (enqueue and return).

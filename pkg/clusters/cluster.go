@@ -2,6 +2,7 @@ package clusters
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net/http"
 	"net/netip"
@@ -15,6 +16,7 @@ import (
 	utilnet "k8s.io/apimachinery/pkg/util/net"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/metadata"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/util/flowcontrol"
@@ -82,7 +84,10 @@ type cluster struct {
 	// and watches (and the services clients).
 	writeLimiter, cacheLimiter flowcontrol.RateLimiter
 	// peerWrite carries a request timeout; the informers' clients do not.
-	peerWrite      dynamic.NamespaceableResourceInterface
+	peerWrite dynamic.NamespaceableResourceInterface
+	// meta lists and deletes, by their metadata, what meshes wrote (with
+	// the writes' rate limit and timeout).
+	meta           metadata.Interface
 	probeREST      rest.Interface
 	identityClient *http.Client
 	// peerRead lists and watches Peers as typed objects: decoding them
@@ -178,6 +183,9 @@ func newCluster(id clusterID, cfg *rest.Config, opts clusterOptions, remote bool
 	dynWrite, err := dynamic.NewForConfigAndClient(writeCfg, requestClient)
 	if err != nil {
 		return nil, fmt.Errorf("building the dynamic client: %w", err)
+	}
+	if c.meta, err = metadata.NewForConfigAndClient(writeCfg, requestClient); err != nil {
+		return nil, fmt.Errorf("building the metadata client: %w", err)
 	}
 	probeKube, err := kubernetes.NewForConfigAndClient(probeCfg, probeClient)
 	if err != nil {
@@ -352,12 +360,20 @@ func (c *cluster) setPeerInformer(served bool) {
 	}
 }
 
+// observe has the cluster probed at once after a request failed for want
+// of a connection.
+func (c *cluster) observe(err error) {
+	if err != nil && !errors.Is(err, context.Canceled) && isConnectivityError(err) {
+		c.health.requestProbe()
+	}
+}
+
 // live returns an error once the cluster was released.
 func (c *cluster) live() error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.released {
-		return newError(memberaccess.ErrClusterReplaced, "", "the mesh no longer uses this cluster connection; get a new PeerClient")
+		return newError(memberaccess.ErrClusterReplaced, "", "the mesh no longer uses this cluster connection; take a new Member")
 	}
 	return nil
 }

@@ -11,12 +11,14 @@ import (
 	"github.com/kilo-mesh/kilo-mesh-apiserver/pkg/planner"
 )
 
-// measured is a plan and the member caches' states read after it, of the
-// same connections.
+// measured is a plan and the members read after it, of the same
+// connections.
 type measured struct {
-	// plan is nil when planning failed with err; states are then nil.
-	plan   *planner.Plan
-	err    error
+	// plan is nil when planning failed with err; members are then nil.
+	plan    *planner.Plan
+	err     error
+	members map[string]clusters.Member
+	// states are the members' states, what the plan's other readers take.
 	states map[string]clusters.ClusterState
 }
 
@@ -32,10 +34,14 @@ func (r *Reconciler) planMeasured(mesh *meshv1alpha1.ClusterMesh) (measured, boo
 		if plan == nil {
 			return measured{err: err}, true
 		}
-		states := r.clusters.Snapshot(mesh)
+		members := r.clusters.Members(mesh)
+		states := make(map[string]clusters.ClusterState, len(members))
+		for name, mb := range members {
+			states[name] = mb.State
+		}
 		stale := measuredElsewhere(plan, states)
 		if len(stale) == 0 {
-			return measured{plan: plan, err: err, states: states}, true
+			return measured{plan: plan, err: err, members: members, states: states}, true
 		}
 		klog.V(2).InfoS("The plan was made on other connections than the entries reach now; planning again", "mesh", key, "clusters", stale)
 		r.planner.Invalidate(key)

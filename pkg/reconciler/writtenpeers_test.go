@@ -67,11 +67,11 @@ func TestSecondPassFromAStaleCache(t *testing.T) {
 	stale := map[string]*kilov1alpha1.Peer{"updated": peer("updated", "old", "1"), "dropped": dropped}
 	target := &meshv1alpha1.TargetPlan{Create: []string{"created"}, Update: []meshv1alpha1.PeerUpdate{{Name: "updated"}}, Delete: []string{"dropped"}}
 	desired := []*kilov1alpha1.Peer{updated, created}
-	recent := newRecentWrites()
+	recent := newWrittenPeers()
 	pass := func(cached map[string]*kilov1alpha1.Peer, desired []*kilov1alpha1.Peer) (*writes, targetResult) {
 		client := &writes{}
 		res := applyTarget(context.Background(), targetWork{mesh: mesh, cluster: "eu", target: target, desired: planner.PeerListOf(desired...),
-			cached: cached, client: client, recent: recent, writer: newFairWriter()})
+			cached: cached, client: client, written: recent, writer: newFairWriter()})
 		return client, res
 	}
 
@@ -126,13 +126,13 @@ func TestWritesOfAnotherConnection(t *testing.T) {
 	mesh := &meshv1alpha1.ClusterMesh{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "m", UID: "uid-1"}}
 	desired := []*kilov1alpha1.Peer{{ObjectMeta: metav1.ObjectMeta{Name: "east", Labels: planner.ManagedLabels("ns", "m", "uid-1", "east")}}}
 	target := &meshv1alpha1.TargetPlan{Create: []string{"east"}}
-	recent := newRecentWrites()
+	recent := newWrittenPeers()
 	at := time.Now()
 	recent.now = func() time.Time { return at } // well within writeMemory
 	pass := func(conn string) (*writes, targetResult) {
 		client := &writes{conn: conn}
 		res := applyTarget(context.Background(), targetWork{mesh: mesh, cluster: "west", target: target, desired: planner.PeerListOf(desired...),
-			cached: map[string]*kilov1alpha1.Peer{}, client: client, recent: recent, writer: newFairWriter()})
+			cached: map[string]*kilov1alpha1.Peer{}, client: client, written: recent, writer: newFairWriter()})
 		return client, res
 	}
 	for _, c := range []struct {
@@ -160,11 +160,11 @@ func TestWritesOfAnotherConnection(t *testing.T) {
 func TestWriteEchoes(t *testing.T) {
 	mesh := types.NamespacedName{Namespace: "ns", Name: "m"}
 	at := time.Unix(5000, 0)
-	recent := newRecentWrites()
+	recent := newWrittenPeers()
 	recent.now = func() time.Time { return at }
 	applied := &kilov1alpha1.Peer{ObjectMeta: metav1.ObjectMeta{Name: "applied"}}
-	recent.remember(recentKey{mesh: mesh, cluster: "eu", peer: "applied"}, "conn-eu", applied, "1", "2")
-	recent.remember(recentKey{mesh: mesh, cluster: "eu", peer: "deleted"}, "conn-eu", nil, "3", "")
+	recent.remember(writtenPeerKey{mesh: mesh, cluster: "eu", peer: "applied"}, "conn-eu", applied, "1", "2")
+	recent.remember(writtenPeerKey{mesh: mesh, cluster: "eu", peer: "deleted"}, "conn-eu", nil, "3", "")
 	seen := func(name, rv string) *kilov1alpha1.Peer {
 		return &kilov1alpha1.Peer{ObjectMeta: metav1.ObjectMeta{Name: name, ResourceVersion: rv}}
 	}
@@ -185,44 +185,44 @@ func TestWriteEchoes(t *testing.T) {
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			recent.now = func() time.Time { return at.Add(c.later) }
-			k, answered, echo := recent.echo(c.conn, c.peer)
+			k, answered, echo := recent.shows(c.conn, c.peer)
 			if echo != c.echo {
 				t.Fatalf("echo = %v, want %v", echo, c.echo)
 			}
-			if echo && (k != recentKey{mesh: mesh, cluster: "eu", peer: "applied"} || !answered.Equal(at)) {
+			if echo && (k != writtenPeerKey{mesh: mesh, cluster: "eu", peer: "applied"} || !answered.Equal(at)) {
 				t.Errorf("echo of %+v answered at %s, want the apply's key and %s", k, answered, at)
 			}
 		})
 	}
 	t.Run("shown before the answer", func(t *testing.T) {
 		recent.now = func() time.Time { return at }
-		k := recentKey{mesh: mesh, cluster: "eu", peer: "racing"}
+		k := writtenPeerKey{mesh: mesh, cluster: "eu", peer: "racing"}
 		want := &kilov1alpha1.Peer{ObjectMeta: metav1.ObjectMeta{Name: "racing"}, Spec: kilov1alpha1.PeerSpec{PublicKey: "ours"}}
 		other := want.DeepCopy()
 		other.Spec.PublicKey = "someone else's"
 		recent.begin(k, "conn-eu", want)
-		if _, _, echo := recent.echo("conn-eu", other); echo {
+		if _, _, echo := recent.shows("conn-eu", other); echo {
 			t.Error("another Peer of the name, while the apply is in flight, was taken for its echo")
 		}
 		shown := want.DeepCopy()
 		shown.ResourceVersion = "7"
-		got, answered, echo := recent.echo("conn-eu", shown)
+		got, answered, echo := recent.shows("conn-eu", shown)
 		if !echo || got != k || !answered.IsZero() {
 			t.Errorf("the applied Peer before the answer: echo %v of %+v answered %s, want an echo of %+v not answered yet", echo, got, answered, k)
 		}
 		if !recent.remember(k, "conn-eu", want, "", "7") {
 			t.Error("the answer did not report the echo seen before it")
 		}
-		if _, _, echo := recent.echo("conn-eu", other); echo {
+		if _, _, echo := recent.shows("conn-eu", other); echo {
 			t.Error("another Peer of the name, after the answer, was taken for its echo")
 		}
 	})
 	t.Run("a failed apply", func(t *testing.T) {
-		k := recentKey{mesh: mesh, cluster: "eu", peer: "failing"}
+		k := writtenPeerKey{mesh: mesh, cluster: "eu", peer: "failing"}
 		want := &kilov1alpha1.Peer{ObjectMeta: metav1.ObjectMeta{Name: "failing"}}
 		recent.begin(k, "conn-eu", want)
 		recent.abandon(k, "conn-eu")
-		if _, _, echo := recent.echo("conn-eu", want); echo {
+		if _, _, echo := recent.shows("conn-eu", want); echo {
 			t.Error("a Peer like the one a failed apply sent was taken for its echo")
 		}
 	})
@@ -240,7 +240,7 @@ func TestWriteEchoes(t *testing.T) {
 func TestWriteDeletedSince(t *testing.T) {
 	want := &kilov1alpha1.Peer{ObjectMeta: metav1.ObjectMeta{Name: "p"}}
 	want.Spec.PublicKey = "k"
-	k := recentKey{mesh: types.NamespacedName{Namespace: "ns", Name: "m"}, cluster: "eu", peer: "p"}
+	k := writtenPeerKey{mesh: types.NamespacedName{Namespace: "ns", Name: "m"}, cluster: "eu", peer: "p"}
 	for _, c := range []struct {
 		name     string
 		echo     string // "": none; "early": before the answer; "late": after it
@@ -251,18 +251,18 @@ func TestWriteDeletedSince(t *testing.T) {
 		{"shown after its answer, deleted since", "late", false},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			r := newRecentWrites()
+			r := newWrittenPeers()
 			shown := want.DeepCopy()
 			shown.ResourceVersion = "7"
 			r.begin(k, "conn", want)
 			if c.echo == "early" {
-				if _, _, ok := r.echo("conn", shown); !ok {
+				if _, _, ok := r.shows("conn", shown); !ok {
 					t.Fatal("the early echo was not recognised")
 				}
 			}
 			r.remember(k, "conn", want, "", "7")
 			if c.echo == "late" {
-				if _, _, ok := r.echo("conn", shown); !ok {
+				if _, _, ok := r.shows("conn", shown); !ok {
 					t.Fatal("the echo was not recognised")
 				}
 			}
