@@ -19,15 +19,11 @@ import (
 	"github.com/kilo-mesh/kilo-mesh-apiserver/pkg/memberaccess"
 )
 
-// DefaultQPS and DefaultBurst bound the Peer writes to each member cluster
-// when Config leaves them unset; the server's --member-cluster-qps and
-// --member-cluster-burst start from them. Writes come in bulk only when a
-// mesh is created or its clusters change, and 200 per second lets the
-// 4,000 Peers of each cluster of a 3 x 2,000-node mesh be created in about
-// 20 s, within issue 21's 30 s where the member keeps up (50 took 81 s;
-// docs/performance.md has what a loaded member allows); a member's API
-// Priority and Fairness still queues them behind its own controllers, and
-// at most 16 are in flight per connection (docs/performance.md).
+// DefaultQPS and DefaultBurst bound the writes to each member cluster when
+// Config leaves them unset (the server's --member-cluster-qps and
+// --member-cluster-burst start from them): writes come in bulk only when a
+// mesh is created or its clusters change, and then a large mesh's Peers are
+// created in seconds (docs/performance.md, "The member write rate").
 const (
 	DefaultQPS   = 200
 	DefaultBurst = 400
