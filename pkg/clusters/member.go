@@ -12,6 +12,7 @@ import (
 	mcsv1beta1 "sigs.k8s.io/mcs-api/pkg/apis/v1beta1"
 
 	kilov1alpha1 "github.com/kilo-mesh/kilo-mesh-apiserver/pkg/apis/kilo/v1alpha1"
+	meshv1alpha1 "github.com/kilo-mesh/kilo-mesh-apiserver/pkg/apis/mesh/v1alpha1"
 	"github.com/kilo-mesh/kilo-mesh-apiserver/pkg/memberaccess"
 )
 
@@ -55,6 +56,61 @@ func newMember(entry string, local bool, conn *cluster, err *memberaccess.Error,
 	}
 	mb.State.Name = entry
 	return mb
+}
+
+// Members returns, per spec cluster name of mesh, the connection its entry
+// uses now, or why it has none; for a deleted mesh whose Secret is gone,
+// the connection the Secret last named. It does no I/O and does not wait
+// for unreachable clusters. An entry that differs from what was last
+// followed reports ErrPending.
+func (m *Manager) Members(mesh *meshv1alpha1.ClusterMesh) map[string]Member {
+	type ref struct {
+		spec  bindingSpec
+		conn  *cluster
+		err   *memberaccess.Error
+		since time.Time
+	}
+	key := types.NamespacedName{Namespace: mesh.Namespace, Name: mesh.Name}
+	refs := map[string]ref{}
+	m.mu.RLock()
+	if ms := m.meshes[key]; ms != nil {
+		for name, b := range ms.bindings {
+			r := ref{spec: b.spec, conn: b.cluster, err: b.err, since: b.since}
+			if h := m.holds.byKey[b.secretGone(key)]; r.conn == nil && h != nil && mesh.DeletionTimestamp != nil {
+				r.conn, r.err = h.conn, nil
+			}
+			refs[name] = r
+		}
+	}
+	m.mu.RUnlock()
+
+	out := make(map[string]Member, len(mesh.Spec.Clusters))
+	for i := range mesh.Spec.Clusters {
+		e := &mesh.Spec.Clusters[i]
+		r, ok := refs[e.Name]
+		switch {
+		case !ok || r.spec != specOf(e):
+			out[e.Name] = newMember(e.Name, e.Local, nil, newError(memberaccess.ErrPending, "", "the server has not taken up this cluster entry yet"), nil)
+		case r.conn == nil:
+			mb := newMember(e.Name, e.Local, nil, r.err, nil)
+			mb.State.Since = r.since
+			out[e.Name] = mb
+		default:
+			out[e.Name] = newMember(e.Name, e.Local, r.conn, nil, nil)
+		}
+	}
+	return out
+}
+
+// Snapshot returns, per spec cluster name of mesh, what the caches hold
+// now of the connection its entry uses (see Members).
+func (m *Manager) Snapshot(mesh *meshv1alpha1.ClusterMesh) map[string]ClusterState {
+	members := m.Members(mesh)
+	out := make(map[string]ClusterState, len(members))
+	for name, mb := range members {
+		out[name] = mb.State
+	}
+	return out
 }
 
 // Name names the connection in logs, without credentials ("" when none).

@@ -7,7 +7,7 @@
 // member-cluster caches of clusters.Manager serve the views too); only the
 // replica holding the Lease reconciles. A pass over one mesh:
 //
-//	sync.go          plan (measured.go), then on every member at once:
+//	sync.go          plan, then on every member at once:
 //	apply.go           the Peers the plan creates, updates or drops
 //	services.go        the ServiceImports, derived Services and EndpointSlices
 //	servicesapply.go   and the ServiceExport conditions the services computation shows
