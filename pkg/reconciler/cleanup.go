@@ -174,7 +174,9 @@ func (r *Reconciler) deleteWritten(ctx context.Context, owner *meshv1alpha1.Clus
 			}
 			what := fmt.Sprintf("%s %s", o.kind, objectName(o.meta))
 			err := mb.Delete(ctx, o.kind, o.meta.Namespace, o.meta.Name, o.meta.UID)
-			if o.kind == clusters.KindPeer {
+			// A mesh's series go with it; the sweep's meshes never had any.
+			counted := o.kind == clusters.KindPeer && mb.Entry != ""
+			if counted {
 				peerWrites.WithLabelValues(meshName, mb.Entry, "delete").Inc()
 			}
 			var status apierrors.APIStatus
@@ -184,7 +186,7 @@ func (r *Reconciler) deleteWritten(ctx context.Context, owner *meshv1alpha1.Clus
 			case !errors.As(err, &status):
 				unreachable.Store(true)
 			}
-			if o.kind == clusters.KindPeer {
+			if counted {
 				applyErrors.WithLabelValues(meshName, mb.Entry).Inc()
 			}
 			mu.Lock()
