@@ -39,26 +39,7 @@ func (r *Reconciler) finalize(ctx context.Context, mesh *meshv1alpha1.ClusterMes
 	}
 	targets = append(targets, r.departedHolds(mesh)...)
 
-	var unreachable, errs []string
-	removed, more := 0, false
-	for _, mb := range targets {
-		name := mb.Entry
-		if mb.Hold != nil {
-			name += " (departed)"
-		}
-		if !usable(mb.State, true) {
-			if mb.Hold != nil || r.mayHoldWritten(mesh, mb) {
-				unreachable = append(unreachable, name)
-			}
-			continue
-		}
-		res := r.cleanup(ctx, mesh, mb, r.writtenBy(mesh))
-		removed += res.found
-		more = more || res.more
-		if res.err != nil {
-			errs = append(errs, fmt.Sprintf("%s: %v", name, res.err))
-		}
-	}
+	removed, more, unreachable, errs := r.removeFrom(ctx, mesh, targets)
 	now := time.Now()
 	if removed > 0 {
 		klog.InfoS("Removed what a deleted mesh wrote", "mesh", key, "objects", removed)
@@ -106,6 +87,32 @@ func (r *Reconciler) finalize(ctx context.Context, mesh *meshv1alpha1.ClusterMes
 	}
 	r.forget(key)
 	return syncResult{}, nil
+}
+
+// removeFrom removes what the deleted mesh wrote from targets, its members
+// and the clusters that left it ("ENTRY (departed)"). It returns how many
+// objects it removed, whether more are left to list, the targets that
+// cannot be acted on and may hold something, and the failures.
+func (r *Reconciler) removeFrom(ctx context.Context, mesh *meshv1alpha1.ClusterMesh, targets []clusters.Member) (removed int, more bool, unreachable, errs []string) {
+	for _, mb := range targets {
+		name := mb.Entry
+		if mb.Hold != nil {
+			name += " (departed)"
+		}
+		if !usable(mb.State, true) {
+			if mb.Hold != nil || r.mayHoldWritten(mesh, mb) {
+				unreachable = append(unreachable, name)
+			}
+			continue
+		}
+		res := r.cleanup(ctx, mesh, mb, r.writtenBy(mesh))
+		removed += res.found
+		more = more || res.more
+		if res.err != nil {
+			errs = append(errs, fmt.Sprintf("%s: %v", name, res.err))
+		}
+	}
+	return removed, more, unreachable, errs
 }
 
 // leftBehind names, per unreachable cluster, the Peers of the mesh that may
