@@ -9,6 +9,7 @@ import (
 	"sync/atomic"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/klog/v2"
@@ -46,6 +47,21 @@ type written struct {
 // objects when it carries services or may still have them.
 func (r *Reconciler) writtenBy(mesh *meshv1alpha1.ClusterMesh) written {
 	return written{peers: true, services: r.services != nil && servicesOnce(mesh)}
+}
+
+// servicesOnce reports whether mesh carries services now or may still
+// have services objects on its members from when it did.
+func servicesOnce(mesh *meshv1alpha1.ClusterMesh) bool {
+	return mesh.Spec.MultiClusterServices == meshv1alpha1.MultiClusterServicesEnabled || servicesMayRemain(mesh)
+}
+
+// servicesMayRemain reports whether a mesh with services Disabled may still
+// have services objects on its members: its status, the only record that
+// survives a restart, shows a ServicesExclusive condition other than the
+// one written once none is left (a mesh created Disabled has none).
+func servicesMayRemain(mesh *meshv1alpha1.ClusterMesh) bool {
+	c := meta.FindStatusCondition(mesh.Status.Conditions, meshv1alpha1.ConditionServicesExclusive)
+	return c != nil && c.Reason != ReasonServicesDisabled
 }
 
 // kinds lists what cleanup lists, services objects from their
@@ -242,4 +258,18 @@ func (r *Reconciler) mayHoldWritten(mesh *meshv1alpha1.ClusterMesh, mb clusters.
 // synced and nothing was written there.
 func neverWritten(err error) bool {
 	return apierrors.IsNotFound(err) || apierrors.IsForbidden(err)
+}
+
+// writeErrorText says why a write failed without the member's answer
+// (docs/security.md): its status reason and code, or that it did not answer.
+func writeErrorText(err error) string {
+	var status apierrors.APIStatus
+	if errors.As(err, &status) {
+		s := status.Status()
+		return fmt.Sprintf("refused (%s, HTTP %d)", s.Reason, s.Code)
+	}
+	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+		return "timed out"
+	}
+	return "the cluster did not answer"
 }

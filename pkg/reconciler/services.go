@@ -10,7 +10,6 @@ import (
 	"sync"
 
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/klog/v2"
 
@@ -199,15 +198,6 @@ const (
 	EventServicesRemovalHeld = "ServicesRemovalHeld"
 )
 
-// servicesMayRemain reports whether a mesh with services Disabled may still
-// have services objects on its members: its status, the only record that
-// survives a restart, shows a ServicesExclusive condition other than the
-// one written once none is left (a mesh created Disabled has none).
-func servicesMayRemain(mesh *meshv1alpha1.ClusterMesh) bool {
-	c := meta.FindStatusCondition(mesh.Status.Conditions, meshv1alpha1.ConditionServicesExclusive)
-	return c != nil && c.Reason != ReasonServicesDisabled
-}
-
 // removeServices removes a mesh's services objects from every member
 // cluster once its services are Disabled (cleanup): on the local cluster
 // too, whatever allowed the namespaces they were written in. A cluster that
@@ -245,10 +235,4 @@ func (r *Reconciler) removeServices(ctx context.Context, mesh *meshv1alpha1.Clus
 		res.removing = "the mesh no longer carries multi-cluster services; its ServiceImports, derived Services and EndpointSlices remain on " + summarize(left, 5)
 	}
 	return res
-}
-
-// servicesOnce reports whether mesh carries services now or may still
-// have services objects on its members from when it did.
-func servicesOnce(mesh *meshv1alpha1.ClusterMesh) bool {
-	return mesh.Spec.MultiClusterServices == meshv1alpha1.MultiClusterServicesEnabled || servicesMayRemain(mesh)
 }

@@ -147,20 +147,6 @@ func (p *servicesPass) done(counter *int, what string, obj metav1.Object, err er
 	return false
 }
 
-// writeErrorText says why a write failed without the member's answer
-// (docs/security.md): its status reason and code, or that it did not answer.
-func writeErrorText(err error) string {
-	var status apierrors.APIStatus
-	if errors.As(err, &status) {
-		s := status.Status()
-		return fmt.Sprintf("refused (%s, HTTP %d)", s.Reason, s.Code)
-	}
-	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
-		return "timed out"
-	}
-	return "the cluster did not answer"
-}
-
 // errStale is an object changed since the cache read it: the cache is
 // behind, as on a conflict.
 var errStale = errors.New("changed since the cache read it")
