@@ -248,10 +248,17 @@ func (s *svcEnv) disabledRemovesHost(t *testing.T, ns, own string) {
 			}
 		}
 	})
+	m, err := s.meshIn(ns, "hostsvc")
+	if err != nil {
+		t.Fatal(err)
+	}
 	s.env.KubectlT(t, framework.HostCluster, framework.UserTenantA, "-n", ns, "patch", "clustermesh", "hostsvc", "--type=merge",
 		"-p", `{"spec":{"multiClusterServices":"Disabled"}}`)
-	framework.EventuallyT(t, svcConverge, "the mesh's import gone from the host's namespace it may use", func() error {
-		return s.gone(framework.HostCluster, own, "api")
+	framework.EventuallyT(t, svcConverge, "the mesh's import, derived Service and slices gone from the host's namespace the author's rights allowed", func() error {
+		if err := s.gone(framework.HostCluster, own, "api"); err != nil {
+			return fmt.Errorf("ServiceImport api: %w", err)
+		}
+		return s.leftNothing(framework.HostCluster, m.UID, false)
 	})
 	s.wantExclusive(t, ns, "hostsvc", meshv1alpha1.ConditionServicesExclusive+" True with reason ServicesDisabled once clean", func(m *meshv1alpha1.ClusterMesh) bool {
 		c := meta.FindStatusCondition(m.Status.Conditions, meshv1alpha1.ConditionServicesExclusive)
