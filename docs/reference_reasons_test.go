@@ -9,6 +9,8 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	meshv1alpha1 "github.com/kilo-mesh/kilo-mesh-apiserver/pkg/apis/mesh/v1alpha1"
 )
 
 // TestReferenceServicesReasons: the table of stable services reasons in
@@ -100,4 +102,23 @@ func plannerAliases(t *testing.T, dir, prefix string) []string {
 		})
 	}
 	return out
+}
+
+// TestReferenceConditions: reference.md's status fields name every
+// condition a ClusterMesh has.
+func TestReferenceConditions(t *testing.T) {
+	data, err := os.ReadFile("reference.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, rest, ok := strings.Cut(string(data), "Status fields of a ClusterMesh")
+	if !ok {
+		t.Fatal(`reference.md has no "Status fields of a ClusterMesh"`)
+	}
+	para, _, _ := strings.Cut(rest, "\n\n")
+	for _, c := range meshv1alpha1.ConditionTypes {
+		if !strings.Contains(para, "`"+c+"`") {
+			t.Errorf("reference.md's status fields do not name the condition %s", c)
+		}
+	}
 }
