@@ -175,3 +175,27 @@ func testFunctions(t *testing.T) map[string]bool {
 	}
 	return out
 }
+
+var alertRule = regexp.MustCompile(`(?m)^\s*-?\s*alert:\s*(\S+)`)
+
+// TestAlertsDocumented: every alert the chart ships is named, in
+// backquotes, on some page, where an operator paged by it looks it up.
+func TestAlertsDocumented(t *testing.T) {
+	data, err := os.ReadFile(filepath.Join("..", "artifacts", "charts", "kilo-mesh-apiserver", "files", "alerts.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	alerts := alertRule.FindAllStringSubmatch(string(data), -1)
+	if len(alerts) == 0 {
+		t.Fatal("no alert in the chart's files/alerts.yaml: the test no longer reads it")
+	}
+	all := ""
+	for _, text := range pages(t) {
+		all += text
+	}
+	for _, a := range alerts {
+		if !strings.Contains(all, "`"+a[1]+"`") {
+			t.Errorf("the chart's alert %s is named on no page: say what it means and what to do", a[1])
+		}
+	}
+}
