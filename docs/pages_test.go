@@ -101,15 +101,19 @@ var repoPath = regexp.MustCompile("(?:`|\\]\\()((?:\\.\\./)*(?:cmd|pkg|artifacts
 // testName is a test or benchmark a page names.
 var testName = regexp.MustCompile(`\b((?:Test|Benchmark)[A-Z][A-Za-z0-9_]*)`)
 
+// fileName is a file a page names without its directory.
+var fileName = regexp.MustCompile("`([A-Za-z0-9_.-]+\\.(?:go|sh))`")
+
 // makeTarget is a make target a page names.
 var makeTarget = regexp.MustCompile("`make ([a-z][a-z0-9-]*)")
 
 // TestPagesNameWhatExists: every path of the repository a page names
-// exists, every test or benchmark it names is a function of some test
-// file, and every `make X` is a target of the Makefile, so that renaming
-// one of them cannot leave a page pointing at nothing.
+// exists, and every file it names without a directory somewhere; every test
+// or benchmark it names is a function of some test file, and every
+// `make X` is a target of the Makefile, so that renaming one of them cannot
+// leave a page pointing at nothing.
 func TestPagesNameWhatExists(t *testing.T) {
-	funcs := testFunctions(t)
+	funcs, files := testFunctions(t)
 	makefile, err := os.ReadFile(filepath.Join("..", "Makefile"))
 	if err != nil {
 		t.Fatal(err)
@@ -128,6 +132,11 @@ func TestPagesNameWhatExists(t *testing.T) {
 				t.Errorf("%s names %s, which does not exist", name, p)
 			}
 		}
+		for _, m := range fileName.FindAllStringSubmatch(text, -1) {
+			if !files[m[1]] {
+				t.Errorf("%s names %s, which is no file of the repository", name, m[1])
+			}
+		}
 		for _, m := range testName.FindAllStringSubmatch(text, -1) {
 			if !funcs[m[1]] {
 				t.Errorf("%s names %s, which no test file defines", name, m[1])
@@ -141,17 +150,20 @@ func TestPagesNameWhatExists(t *testing.T) {
 	}
 }
 
-// testFunctions are the names of the Test and Benchmark functions of every
-// test file of the repository.
-func testFunctions(t *testing.T) map[string]bool {
+// testFunctions are the names of the functions of every test file of the
+// repository, and the names of its files.
+func testFunctions(t *testing.T) (map[string]bool, map[string]bool) {
 	t.Helper()
-	out := map[string]bool{}
+	out, files := map[string]bool{}, map[string]bool{}
 	err := filepath.WalkDir("..", func(path string, d fs.DirEntry, err error) error {
 		if err != nil {
 			return err
 		}
 		if d.IsDir() && slices.Contains([]string{".git", "_output", "bin", "node_modules"}, d.Name()) {
 			return filepath.SkipDir
+		}
+		if !d.IsDir() {
+			files[d.Name()] = true
 		}
 		if d.IsDir() || !strings.HasSuffix(path, "_test.go") {
 			return nil
@@ -173,7 +185,7 @@ func testFunctions(t *testing.T) map[string]bool {
 	if len(out) < 100 {
 		t.Fatalf("found %d test functions: the test no longer reads the tree", len(out))
 	}
-	return out
+	return out, files
 }
 
 var alertRule = regexp.MustCompile(`(?m)^\s*-?\s*alert:\s*(\S+)`)
