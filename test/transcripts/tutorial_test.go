@@ -11,6 +11,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
@@ -147,7 +148,15 @@ func newSession(t *testing.T, root string) *session {
 	// cache stays where it is.
 	cacheHome := t.TempDir()
 	s := &session{root: root, dir: t.TempDir(), runHome: cacheHome}
-	s.env = append(os.Environ(),
+	// A reader's shell, not a sub-make of make test-e2e: make would print
+	// its directories, and pass its own flags on.
+	var base []string
+	for _, kv := range os.Environ() {
+		if name, _, _ := strings.Cut(kv, "="); !slices.Contains([]string{"MAKELEVEL", "MAKEFLAGS", "MFLAGS", "MAKEOVERRIDES", "GNUMAKEFLAGS"}, name) {
+			base = append(base, kv)
+		}
+	}
+	s.env = append(base,
 		"XDG_CACHE_HOME="+cacheHome,
 		"GOCACHE="+strings.TrimSpace(string(gocache)),
 		"KUBECONFIG="+filepath.Join(cacheHome, "kilo-mesh-apiserver", "run", "kubeconfig"),
