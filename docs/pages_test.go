@@ -211,3 +211,29 @@ func TestAlertsDocumented(t *testing.T) {
 		}
 	}
 }
+
+var metricName = regexp.MustCompile(`\bkilo_mesh_[a-z0-9_]+`)
+
+// TestPagesNameRealMetrics: every metric of the server's own a page names
+// is one the source registers (a histogram's _bucket, _count and _sum
+// count as it), so that a renamed metric cannot leave an alert or a
+// figure's explanation reading nothing.
+func TestPagesNameRealMetrics(t *testing.T) {
+	registered := map[string]bool{}
+	for _, m := range sourceMetrics(t) {
+		registered[m.name] = true
+	}
+	for name, text := range pages(t) {
+		for _, m := range metricName.FindAllString(text, -1) {
+			base := m
+			for _, suffix := range []string{"_bucket", "_count", "_sum"} {
+				if b, ok := strings.CutSuffix(m, suffix); ok && registered[b] {
+					base = b
+				}
+			}
+			if !registered[base] {
+				t.Errorf("%s names the metric %s, which the server does not register", name, m)
+			}
+		}
+	}
+}
