@@ -2,10 +2,7 @@ package docs
 
 import (
 	"go/ast"
-	"go/parser"
-	"go/token"
 	"os"
-	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -66,19 +63,9 @@ func plannerAliases(t *testing.T, dir, prefix string) []string {
 	for _, c := range stringConstants(t, "pkg/planner") {
 		planner[c.name] = c.value
 	}
-	files, err := filepath.Glob(filepath.Join("..", dir, "*.go"))
-	if err != nil {
-		t.Fatal(err)
-	}
+	_, files := sourceFiles(t, dir)
 	var out []string
-	for _, file := range files {
-		if strings.HasSuffix(file, "_test.go") {
-			continue
-		}
-		f, err := parser.ParseFile(token.NewFileSet(), file, nil, 0)
-		if err != nil {
-			t.Fatal(err)
-		}
+	for _, f := range files {
 		ast.Inspect(f, func(n ast.Node) bool {
 			vs, ok := n.(*ast.ValueSpec)
 			if !ok {

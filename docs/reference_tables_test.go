@@ -2,7 +2,6 @@ package docs
 
 import (
 	"go/ast"
-	"go/parser"
 	"go/token"
 	"os"
 	"path/filepath"
@@ -20,10 +19,11 @@ func TestReferenceTableColumns(t *testing.T) {
 		t.Fatal(err)
 	}
 	ref := string(data)
-	var files []string
+	var dirs []string
 	err = filepath.WalkDir(filepath.Join("..", "pkg", "registry"), func(p string, d os.DirEntry, err error) error {
-		if err == nil && !d.IsDir() && strings.HasSuffix(p, ".go") && !strings.HasSuffix(p, "_test.go") {
-			files = append(files, p)
+		if err == nil && d.IsDir() {
+			rel, _ := filepath.Rel("..", p)
+			dirs = append(dirs, rel)
 		}
 		return err
 	})
@@ -31,36 +31,36 @@ func TestReferenceTableColumns(t *testing.T) {
 		t.Fatal(err)
 	}
 	found := 0
-	for _, file := range files {
-		f, err := parser.ParseFile(token.NewFileSet(), file, nil, 0)
-		if err != nil {
-			t.Fatal(err)
-		}
-		ast.Inspect(f, func(n ast.Node) bool {
-			lit, ok := n.(*ast.CompositeLit)
-			if !ok {
-				return true
-			}
-			for _, e := range lit.Elts {
-				kv, ok := e.(*ast.KeyValueExpr)
+	for _, dir := range dirs {
+		fset, files := sourceFiles(t, dir)
+		for _, f := range files {
+			file := fset.Position(f.Pos()).Filename
+			ast.Inspect(f, func(n ast.Node) bool {
+				lit, ok := n.(*ast.CompositeLit)
 				if !ok {
-					continue
+					return true
 				}
-				if key, ok := kv.Key.(*ast.Ident); !ok || key.Name != "Name" || !hasField(lit, "Description") {
-					continue
+				for _, e := range lit.Elts {
+					kv, ok := e.(*ast.KeyValueExpr)
+					if !ok {
+						continue
+					}
+					if key, ok := kv.Key.(*ast.Ident); !ok || key.Name != "Name" || !hasField(lit, "Description") {
+						continue
+					}
+					b, ok := kv.Value.(*ast.BasicLit)
+					if !ok || b.Kind != token.STRING {
+						continue
+					}
+					name, _ := strconv.Unquote(b.Value)
+					found++
+					if col := "`" + strings.ToUpper(name) + "`"; !strings.Contains(ref, col) {
+						t.Errorf("%s prints a column %s that reference.md does not name", filepath.Base(file), col)
+					}
 				}
-				b, ok := kv.Value.(*ast.BasicLit)
-				if !ok || b.Kind != token.STRING {
-					continue
-				}
-				name, _ := strconv.Unquote(b.Value)
-				found++
-				if col := "`" + strings.ToUpper(name) + "`"; !strings.Contains(ref, col) {
-					t.Errorf("%s prints a column %s that reference.md does not name", filepath.Base(file), col)
-				}
-			}
-			return true
-		})
+				return true
+			})
+		}
 	}
 	if found < 20 {
 		t.Fatalf("found %d table columns under pkg/registry: the test no longer matches the source", found)
