@@ -2,7 +2,6 @@ package clusters
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"net/http"
 	"net/netip"
@@ -358,24 +357,6 @@ func (c *cluster) setPeerInformer(served bool) {
 		c.peers.cancel()
 		c.peers = nil
 	}
-}
-
-// observe has the cluster probed at once after a request failed for want
-// of a connection.
-func (c *cluster) observe(err error) {
-	if err != nil && !errors.Is(err, context.Canceled) && isConnectivityError(err) {
-		c.health.requestProbe()
-	}
-}
-
-// live returns an error once the cluster was released.
-func (c *cluster) live() error {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.released {
-		return newError(memberaccess.ErrClusterReplaced, "", "the mesh no longer uses this cluster connection; take a new Member")
-	}
-	return nil
 }
 
 func (c *cluster) peerInformer() cache.SharedIndexInformer {

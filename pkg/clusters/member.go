@@ -2,6 +2,7 @@ package clusters
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
@@ -216,4 +217,22 @@ func (mb Member) Delete(ctx context.Context, kind Kind, namespace, name string, 
 		metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: ptr.To(uid)}})
 	c.observe(err)
 	return memberaccess.Sanitize(err)
+}
+
+// observe has the cluster probed at once after a request failed for want
+// of a connection.
+func (c *cluster) observe(err error) {
+	if err != nil && !errors.Is(err, context.Canceled) && isConnectivityError(err) {
+		c.health.requestProbe()
+	}
+}
+
+// live returns an error once the cluster was released.
+func (c *cluster) live() error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.released {
+		return newError(memberaccess.ErrClusterReplaced, "", "the mesh no longer uses this cluster connection; take a new Member")
+	}
+	return nil
 }
