@@ -148,7 +148,9 @@ func listWritten(ctx context.Context, owner *meshv1alpha1.ClusterMesh, mb cluste
 			case err != nil && kind == clusters.KindPeer && apierrors.IsNotFound(err):
 				// The cluster does not serve Peers: none was written.
 			case err != nil:
-				return nil, false, fmt.Errorf("listing %ss: %w", kind, err)
+				// The status says how, never the member's answer or address.
+				klog.V(2).InfoS("Listing what a mesh wrote failed", "mesh", klog.KObj(owner), "cluster", mb.Entry, "kind", kind, "err", err)
+				return nil, false, fmt.Errorf("listing %ss: %s", kind, writeErrorText(err))
 			}
 			if list == nil {
 				break
