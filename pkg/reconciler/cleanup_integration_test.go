@@ -130,7 +130,7 @@ func TestCleanup(t *testing.T) {
 	start := time.Now()
 	res := r.cleanup(h.ctx, mesh, mb, written{peers: true, services: true})
 	if res.err == nil || res.done() {
-		t.Errorf("cleanup of a stopped member: found %d, err %v; want a failure", res.found, res.err)
+		t.Fatalf("cleanup of a stopped member: found %d, err %v; want a failure", res.found, res.err)
 	}
 	if msg := res.err.Error(); !strings.Contains(msg, "did not answer") || strings.Contains(msg, "127.0.0.1") {
 		t.Errorf("cleanup of a stopped member: %q, want that it did not answer, without its address", msg)
