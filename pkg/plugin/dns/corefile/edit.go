@@ -352,3 +352,10 @@ func argText(d *Directive) string {
 	}
 	return d.Args[0].Text
 }
+
+// Reloads tells whether the server block of src's kubernetes plugin has
+// the reload plugin, which rereads a changed Corefile without a restart.
+func Reloads(src, zone string) bool {
+	t, err := locate(src, zone)
+	return err == nil && option(&Directive{Body: t.server.Directives}, "reload") != nil
+}

@@ -221,3 +221,9 @@ func FuzzRoundTrip(f *testing.F) {
 		}
 	})
 }
+
+func TestReloads(t *testing.T) {
+	if !Reloads(read(t, "kubeadm.Corefile"), Zone) || Reloads(read(t, "tabs.Corefile"), Zone) {
+		t.Errorf("kubeadm's Corefile reloads, tabs.Corefile does not")
+	}
+}
