@@ -21,6 +21,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
 	"sigs.k8s.io/yaml"
 
 	"github.com/kilo-mesh/kilo-mesh-apiserver/pkg/plugin/cli"
@@ -87,7 +88,8 @@ type cluster struct {
 
 // connect reaches the cluster and reads its CoreDNS Deployment.
 func (o *Options) connect(ctx context.Context) (*cluster, error) {
-	cfg, err := o.RESTConfig()
+	var cfg *rest.Config
+	var err error
 	name := "the host cluster"
 	if o.MemberKubeconfig != "" {
 		cfg, err = cli.MemberConfig(o.MemberKubeconfig, o.MemberContext)
@@ -95,6 +97,8 @@ func (o *Options) connect(ctx context.Context) (*cluster, error) {
 		if o.MemberContext != "" {
 			name = fmt.Sprintf("context %s of %s", o.MemberContext, o.MemberKubeconfig)
 		}
+	} else {
+		cfg, err = o.RESTConfig()
 	}
 	if err != nil {
 		return nil, err
