@@ -42,20 +42,7 @@ func CoreDNSRules() []rbacv1.PolicyRule {
 // CoreDNSObjects returns the ClusterRole of CoreDNSRules and its binding to
 // the ServiceAccount namespace/name CoreDNS runs as, labelled with labels.
 func CoreDNSObjects(namespace, name string, labels map[string]string) []runtime.Object {
-	meta := metav1.ObjectMeta{Name: CoreDNSRole, Labels: labels}
-	return []runtime.Object{
-		&rbacv1.ClusterRole{
-			TypeMeta:   metav1.TypeMeta{APIVersion: rbacv1.SchemeGroupVersion.String(), Kind: "ClusterRole"},
-			ObjectMeta: meta,
-			Rules:      CoreDNSRules(),
-		},
-		&rbacv1.ClusterRoleBinding{
-			TypeMeta:   metav1.TypeMeta{APIVersion: rbacv1.SchemeGroupVersion.String(), Kind: "ClusterRoleBinding"},
-			ObjectMeta: *meta.DeepCopy(),
-			RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: CoreDNSRole},
-			Subjects:   []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Name: name, Namespace: namespace}},
-		},
-	}
+	return roleAndBinding(CoreDNSRole, labels, CoreDNSRules(), namespace, name)
 }
 
 // CoreDNSManifest renders CoreDNSObjects for kubeadm's CoreDNS, as

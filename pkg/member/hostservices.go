@@ -5,7 +5,6 @@ import (
 	"fmt"
 
 	rbacv1 "k8s.io/api/rbac/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"sigs.k8s.io/yaml"
 )
@@ -40,22 +39,7 @@ func hostServicesLabels() map[string]string {
 // HostServicesObjects returns the ClusterRole of ServicesRules and its
 // binding to the server's ServiceAccount in namespace.
 func HostServicesObjects(namespace string) []runtime.Object {
-	meta := metav1.ObjectMeta{Name: HostServicesRole, Labels: hostServicesLabels()}
-	return []runtime.Object{
-		&rbacv1.ClusterRole{
-			TypeMeta:   metav1.TypeMeta{APIVersion: rbacv1.SchemeGroupVersion.String(), Kind: "ClusterRole"},
-			ObjectMeta: meta,
-			Rules:      ServicesRules(),
-		},
-		&rbacv1.ClusterRoleBinding{
-			TypeMeta:   metav1.TypeMeta{APIVersion: rbacv1.SchemeGroupVersion.String(), Kind: "ClusterRoleBinding"},
-			ObjectMeta: meta,
-			RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: HostServicesRole},
-			Subjects: []rbacv1.Subject{{
-				Kind: rbacv1.ServiceAccountKind, Name: HostServicesServiceAccount, Namespace: namespace,
-			}},
-		},
-	}
+	return roleAndBinding(HostServicesRole, hostServicesLabels(), ServicesRules(), namespace, HostServicesServiceAccount)
 }
 
 // HostServicesManifest renders HostServicesObjects for artifacts/deploy's

@@ -17,15 +17,10 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 )
 
-// CoreDNSBinary is the coredns that hack/build-tools.sh builds into
-// ToolsBinDir(); the error says how to build it.
-func CoreDNSBinary() (string, error) {
-	p := filepath.Join(ToolsBinDir(), "coredns")
-	if fi, err := os.Stat(p); err != nil || fi.IsDir() || fi.Mode()&0o111 == 0 {
-		return "", fmt.Errorf("coredns not found in %s: run hack/build-tools.sh coredns (make test-e2e and make test-dataplane build it), or set %s to the directory holding it", ToolsBinDir(), ToolsBinEnv)
-	}
-	return p, nil
-}
+// CoreDNSBinary is the coredns that hack/build-tools.sh builds (from its
+// own module, hack/coredns; make test-e2e and make test-dataplane build it);
+// the error says how to build it.
+func CoreDNSBinary() (string, error) { return toolBinary("coredns") }
 
 // CoreDNSLoopback are what a CoreDNS process on loopback has instead of a
 // pod's network: where it listens, the kubeconfig its kubernetes plugin

@@ -26,7 +26,8 @@ import (
 const (
 	dnsExporter = 1
 	dnsImporter = 2
-	dnsNS       = "shop"
+	// dnsNS is the namespace servicesMembers makes on both.
+	dnsNS = "shop"
 	// dnsSettle bounds how long an export takes to be imported.
 	dnsSettle = 60 * time.Second
 )
@@ -65,21 +66,7 @@ func startDNSEnv(t *testing.T) *framework.Env {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for cluster, name := range map[int]string{dnsExporter: "west", dnsImporter: "north"} {
-		node := framework.KiloNode{Name: name + "-1", Location: name, Leader: true, Endpoint: fmt.Sprintf("192.0.2.%d:51820", cluster),
-			InternalIP: fmt.Sprintf("192.168.%d.1/24", cluster), PodCIDR: fmt.Sprintf("10.%d2.1.0/24", 4+cluster)}
-		if _, err := env.CreateKiloNode(ctx, cluster, node); err != nil {
-			t.Fatal(err)
-		}
-		go env.KeepNodesReady(t.Context(), 10*time.Second, cluster, node.Name)
-		if err := env.CreateMemberSecret(ctx, cluster, ns, name+"-kubeconfig"); err != nil {
-			t.Fatal(err)
-		}
-		if _, err := env.Client(cluster, framework.UserAdmin).CoreV1().Namespaces().Create(ctx,
-			&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: dnsNS}}, metav1.CreateOptions{}); err != nil {
-			t.Fatal(err)
-		}
-	}
+	servicesMembers(t, env, ns)
 	if err := env.InstallKubeadmCoreDNS(ctx, dnsImporter, framework.KubeadmCoreDNSImage); err != nil {
 		t.Fatal(err)
 	}
