@@ -24,7 +24,7 @@ delete the ClusterRole and binding it created (not those of the member chart
 or kustomize), then let CoreDNS reread the Corefile as enable does. Without
 the record it changes nothing. --dry-run prints the diff and changes nothing.`,
 		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error { return o.disable(cmd.Context()) },
+		RunE: func(cmd *cobra.Command, _ []string) error { return guard(o.disable(cmd.Context())) },
 	}
 	cmd.Flags().BoolVar(&o.DryRun, "dry-run", false, "print the Corefile's diff and the RBAC objects to delete, change nothing")
 	cmd.Flags().BoolVar(&o.Restart, "restart", false, "restart CoreDNS's Deployment even when its reload plugin would reread the Corefile")

@@ -11,6 +11,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"strings"
 	"time"
 
 	"github.com/pmezard/go-difflib/difflib"
@@ -175,7 +176,7 @@ func (c *cluster) apply(ctx context.Context, w io.Writer, src string, restart bo
 		fmt.Fprintf(w, "CoreDNS rereads it by itself (its reload plugin): within about two minutes, the kubelet's refresh of the ConfigMap and the plugin's check every 30 s; --restart restarts it at once.\n")
 		return nil
 	}
-	patch := fmt.Sprintf(`{"spec":{"template":{"metadata":{"annotations":{"kubectl.kubernetes.io/restartedAt":%q}}}}}`, time.Now().Format(time.RFC3339))
+	patch := fmt.Sprintf(`{"spec":{"template":{"metadata":{"annotations":{"kubectl.kubernetes.io/restartedAt":%q}}}}}`, time.Now().Format(time.RFC3339Nano))
 	if _, err := c.kube.AppsV1().Deployments(in.Namespace).Patch(ctx, in.Deployment, types.StrategicMergePatchType, []byte(patch),
 		metav1.PatchOptions{FieldManager: cli.FieldManager}); err != nil {
 		return fmt.Errorf("restarting Deployment %s/%s (kubectl rollout restart does the same): %w", in.Namespace, in.Deployment, err)
@@ -197,6 +198,27 @@ func printDiff(w io.Writer, in *install, before, after string) error {
 	}
 	_, err = io.WriteString(w, text)
 	return err
+}
+
+// guarded is an error whose text is safe for a terminal: it may quote what
+// the cluster holds (a Corefile's lines, an image name), which could carry
+// control characters.
+type guarded struct{ err error }
+
+func (g guarded) Error() string {
+	var b strings.Builder
+	fmt.Fprint(cli.Terminal(&b), g.err.Error())
+	return b.String()
+}
+
+func (g guarded) Unwrap() error { return g.err }
+
+// guard wraps err, keeping its exit code.
+func guard(err error) error {
+	if err == nil {
+		return nil
+	}
+	return guarded{err}
 }
 
 // yamlDoc is obj as one document of a YAML stream.

@@ -41,7 +41,7 @@ objects, and changes nothing.`,
   kubectl mesh dns enable --member-kubeconfig north.yaml
   kubectl mesh dns enable --context host-admin`,
 		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error { return o.enable(cmd.Context()) },
+		RunE: func(cmd *cobra.Command, _ []string) error { return guard(o.enable(cmd.Context())) },
 	}
 	cmd.Flags().BoolVar(&o.DryRun, "dry-run", false, "print the Corefile's diff and the RBAC objects, change nothing")
 	cmd.Flags().BoolVar(&o.Restart, "restart", false, "restart CoreDNS's Deployment even when its reload plugin would reread the Corefile")

@@ -1,6 +1,7 @@
 package dns
 
 import (
+	"errors"
 	"strings"
 	"testing"
 
@@ -8,6 +9,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/kilo-mesh/kilo-mesh-apiserver/pkg/plugin/cli"
 	"github.com/kilo-mesh/kilo-mesh-apiserver/pkg/plugin/dns/corefile"
 )
 
@@ -125,5 +127,20 @@ func TestRecordMerge(t *testing.T) {
 	cm.Annotations[RecordAnnotation] = "{"
 	if _, err := readRecord(cm); err == nil {
 		t.Errorf("a broken record reads")
+	}
+}
+
+// An error quoting the cluster's text reaches the terminal escaped, with
+// its exit code.
+func TestGuard(t *testing.T) {
+	err := guard(cli.WithExitCode(cli.ExitNotReady, errors.New("image reg/\x1b[31mcoredns:v1")))
+	if got := err.Error(); got != `image reg/\x1b[31mcoredns:v1` {
+		t.Errorf("text %q", got)
+	}
+	if cli.ExitCode(err) != cli.ExitNotReady {
+		t.Errorf("exit code %d", cli.ExitCode(err))
+	}
+	if guard(nil) != nil {
+		t.Errorf("guard(nil) is not nil")
 	}
 }

@@ -25,7 +25,7 @@ recorded. A CoreDNS that reloads reads a new Corefile within about two minutes.
 Exit codes: 0 configured; 2 not (the lines say what is missing); 1 any other
 error.`,
 		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error { return o.status(cmd.Context()) },
+		RunE: func(cmd *cobra.Command, _ []string) error { return guard(o.status(cmd.Context())) },
 	}
 }
 

@@ -268,6 +268,30 @@ func TestDNS(t *testing.T) {
 			}
 			setCorefile(t, env, framework.KubeadmCorefile)
 		}},
+		{"without the reload plugin, enable and disable restart CoreDNS", func(t *testing.T) {
+			noReload := strings.Replace(framework.KubeadmCorefile, "    reload\n", "", 1)
+			setCorefile(t, env, noReload)
+			restartedAt := func() string {
+				d, err := north.AppsV1().Deployments("kube-system").Get(ctx, "coredns", metav1.GetOptions{})
+				if err != nil {
+					t.Fatal(err)
+				}
+				return d.Spec.Template.Annotations["kubectl.kubernetes.io/restartedAt"]
+			}
+			before := restartedAt()
+			wantOutput(t, dnsCmd(t, env, "enable"), 0, "Restarted Deployment kube-system/coredns (as kubectl rollout restart does)")
+			enabled := restartedAt()
+			if enabled == before {
+				t.Errorf("enable did not restart the Deployment's pods")
+			}
+			wantOutput(t, dnsCmd(t, env, "disable"), 0, "Restarted Deployment kube-system/coredns")
+			if restartedAt() == enabled {
+				t.Errorf("disable did not restart the Deployment's pods")
+			}
+			if got, _, _ := corefileOf(t, env); got != noReload {
+				t.Errorf("after disable:\n%s\nwant:\n%s", got, noReload)
+			}
+		}},
 	}
 	for _, s := range steps {
 		if !t.Run(s.name, s.f) {
