@@ -6,6 +6,8 @@ import (
 	"context"
 	"fmt"
 	"net/netip"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -254,6 +256,30 @@ func TestDNS(t *testing.T) {
 			}
 			if a := query("kubernetes.default.svc.cluster.local", dnsmessage.TypeA); len(a.Addrs) != 1 {
 				t.Errorf("kubernetes.default.svc.cluster.local after disable: %s", a)
+			}
+		}},
+		{"control: without the RBAC, the enabled Corefile leaves CoreDNS unready", func(t *testing.T) {
+			// Why enable grants the right before it writes the Corefile,
+			// and disable removes it only after.
+			other, err := framework.NewCoreDNSLoopback(loop.Kubeconfig)
+			if err != nil {
+				t.Fatal(err)
+			}
+			running, err := framework.LoopbackCorefile(kubeadmEnabled, other)
+			if err != nil {
+				t.Fatal(err)
+			}
+			controlDir := t.TempDir()
+			wait, cancel := context.WithTimeout(ctx, 15*time.Second)
+			defer cancel()
+			c, err := framework.StartCoreDNS(wait, controlDir, running, other, nil, "")
+			if err == nil {
+				_ = c.Stop()
+				t.Fatalf("CoreDNS became ready with the multicluster option and no right to list ServiceImports")
+			}
+			log, _ := os.ReadFile(filepath.Join(controlDir, "coredns.log"))
+			if !strings.Contains(string(log), "serviceimports") || !strings.Contains(string(log), "forbidden") {
+				t.Errorf("CoreDNS's log does not say ServiceImports are forbidden (%v):\n%s", err, log)
 			}
 		}},
 		{"a Corefile it does not understand is left alone, with the lines to add", func(t *testing.T) {
