@@ -90,7 +90,8 @@ func readInstall(d *appsv1.Deployment) (*install, error) {
 	in.Version, in.VersionOK = imageVersion(c.Image)
 	conf := confPath(append(append([]string(nil), c.Command...), c.Args...))
 	if !path.IsAbs(conf) {
-		conf = path.Join(c.WorkingDir, conf)
+		// CoreDNS's image sets no working directory.
+		conf = path.Join("/", c.WorkingDir, conf)
 	}
 	for _, m := range c.VolumeMounts {
 		rel, ok := strings.CutPrefix(conf, strings.TrimSuffix(m.MountPath, "/")+"/")
