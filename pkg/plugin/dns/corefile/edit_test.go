@@ -130,6 +130,7 @@ func TestNotUnderstood(t *testing.T) {
 		{"two kubernetes plugins", ".:53 {\n kubernetes cluster.local\n}\n.:5353 {\n kubernetes cluster.local\n}\n", "2 server blocks have a kubernetes plugin (lines 1 and 4)"},
 		{"a server block that does not get the zone", "cluster.local:53 {\n kubernetes cluster.local\n}\n.:53 {\n forward . 10.0.0.2\n}\n", "(line 1, cluster.local:53) does not receive queries for clusterset.local"},
 		{"another block serves the zone", ".:53 {\n kubernetes cluster.local\n}\nclusterset.local:53 {\n multicluster clusterset.local\n}\n", "the server block clusterset.local:53 (line 4) already serves clusterset.local"},
+		{"another block serves the zone on the default port", ".:53 {\n kubernetes cluster.local\n}\nclusterset.local {\n forward . 10.0.0.9\n}\n", "the server block clusterset.local (line 4) already serves clusterset.local"},
 		{"a plugin without zones", ".:53 {\n kubernetes {\n  pods insecure\n }\n}\n", "names no zones"},
 		{"a snippet", "(k8s) {\n kubernetes cluster.local\n}\n.:53 {\n import k8s\n}\n", "in the snippet (k8s) (line 2)"},
 		{"a block without braces", ".:53\nkubernetes cluster.local\n", "server block .:53 has no braces"},

@@ -29,8 +29,7 @@ type serverKey struct {
 }
 
 // serverKeys splits a server block's keys ("dns://.:53", "cluster.local:53,
-// example.org") into zones and ports; the port is "" when left to the
-// default.
+// example.org") into zones and ports, 53 where a DNS key names none.
 func serverKeys(s *ServerBlock) []serverKey {
 	var out []serverKey
 	for _, t := range s.Keys {
@@ -45,6 +44,9 @@ func serverKeys(s *ServerBlock) []serverKey {
 			}
 			if i := strings.LastIndex(k, ":"); i >= 0 {
 				k, key.port = k[:i], k[i+1:]
+			}
+			if key.port == "" && key.plainDNS() {
+				key.port = "53" // CoreDNS's default
 			}
 			key.zone = normalZone(k)
 			out = append(out, key)
