@@ -63,43 +63,52 @@ func canWatchImports(ctx context.Context, kube kubernetes.Interface, in *install
 // names that enable did not create are left alone and named.
 func ensureRBAC(ctx context.Context, kube kubernetes.Interface, in *install) error {
 	role, binding := rbacObjects(in)
-	roles := kube.RbacV1().ClusterRoles()
-	have, err := roles.Get(ctx, role.Name, metav1.GetOptions{})
-	switch {
-	case apierrors.IsNotFound(err):
-		_, err = roles.Create(ctx, role, metav1.CreateOptions{FieldManager: cli.FieldManager})
-	case err == nil && ours(have.Labels):
-		have.Rules = role.Rules
-		_, err = roles.Update(ctx, have, metav1.UpdateOptions{FieldManager: cli.FieldManager})
-	case err == nil:
-		return notOurs("ClusterRole", role.Name, in)
+	if err := ensure(ctx, kube.RbacV1().ClusterRoles(), "ClusterRole", role, in,
+		func(have *rbacv1.ClusterRole) { have.Rules = role.Rules }); err != nil {
+		return err
 	}
-	if err != nil {
-		return fmt.Errorf("ClusterRole %s: %w", role.Name, err)
-	}
-	bindings := kube.RbacV1().ClusterRoleBindings()
-	hb, err := bindings.Get(ctx, binding.Name, metav1.GetOptions{})
-	switch {
-	case apierrors.IsNotFound(err):
-		_, err = bindings.Create(ctx, binding, metav1.CreateOptions{FieldManager: cli.FieldManager})
-	case err == nil && ours(hb.Labels):
-		hb.Subjects = binding.Subjects
-		_, err = bindings.Update(ctx, hb, metav1.UpdateOptions{FieldManager: cli.FieldManager})
-	case err == nil:
-		return notOurs("ClusterRoleBinding", binding.Name, in)
-	}
-	if err != nil {
-		return fmt.Errorf("ClusterRoleBinding %s: %w", binding.Name, err)
+	if err := ensure(ctx, kube.RbacV1().ClusterRoleBindings(), "ClusterRoleBinding", binding, in,
+		func(have *rbacv1.ClusterRoleBinding) { have.Subjects = binding.Subjects }); err != nil {
+		return err
 	}
 	// The authorizer sees new bindings a moment later; CoreDNS must not
 	// start watching before.
 	var allowed bool
-	err = wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, 30*time.Second, true, func(ctx context.Context) (bool, error) {
+	err := wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, 30*time.Second, true, func(ctx context.Context) (bool, error) {
+		var err error
 		allowed, err = canWatchImports(ctx, kube, in)
 		return allowed, err
 	})
 	if err != nil {
 		return fmt.Errorf("ServiceAccount %s/%s still may not list and watch ServiceImports after the binding: %w", in.Namespace, in.ServiceAccount, err)
+	}
+	return nil
+}
+
+// objectClient is what ensure and remove need of a typed client.
+type objectClient[T metav1.Object] interface {
+	Get(context.Context, string, metav1.GetOptions) (T, error)
+	Create(context.Context, T, metav1.CreateOptions) (T, error)
+	Update(context.Context, T, metav1.UpdateOptions) (T, error)
+	Delete(context.Context, string, metav1.DeleteOptions) error
+}
+
+// ensure creates want, or sets what set sets on the object of its name
+// that an earlier enable created; one that enable did not create is
+// refused.
+func ensure[T metav1.Object](ctx context.Context, c objectClient[T], kind string, want T, in *install, set func(have T)) error {
+	have, err := c.Get(ctx, want.GetName(), metav1.GetOptions{})
+	switch {
+	case apierrors.IsNotFound(err):
+		_, err = c.Create(ctx, want, metav1.CreateOptions{FieldManager: cli.FieldManager})
+	case err == nil && ours(have.GetLabels()):
+		set(have)
+		_, err = c.Update(ctx, have, metav1.UpdateOptions{FieldManager: cli.FieldManager})
+	case err == nil:
+		return notOurs(kind, want.GetName(), in)
+	}
+	if err != nil {
+		return fmt.Errorf("%s %s: %w", kind, want.GetName(), err)
 	}
 	return nil
 }
@@ -111,37 +120,42 @@ func notOurs(kind, name string, in *install) error {
 		"bind it to that ServiceAccount (the chart's coredns.serviceAccount) or remove it, then rerun", kind, name, in.Namespace, in.ServiceAccount)
 }
 
-// deleteRBAC deletes the ClusterRole and binding if enable created them.
+// deleteRBAC deletes the ClusterRoleBinding and ClusterRole if enable
+// created them, and says which it deleted.
 func deleteRBAC(ctx context.Context, kube kubernetes.Interface) ([]string, error) {
 	var deleted []string
-	del := func(kind, name string, get func() (metav1.Object, error), remove func(metav1.DeleteOptions) error) error {
-		obj, err := get()
-		if apierrors.IsNotFound(err) {
-			return nil
-		}
-		if err != nil {
-			return fmt.Errorf("%s %s: %w", kind, name, err)
-		}
-		if !ours(obj.GetLabels()) {
-			return nil
-		}
-		uid := obj.GetUID()
-		if err := remove(metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &uid}}); err != nil && !apierrors.IsNotFound(err) {
-			return fmt.Errorf("deleting %s %s: %w", kind, name, err)
-		}
-		deleted = append(deleted, kind+" "+name)
-		return nil
+	binding, err := remove(ctx, kube.RbacV1().ClusterRoleBindings(), "ClusterRoleBinding")
+	if binding != "" {
+		deleted = append(deleted, binding)
 	}
-	bindings, roles := kube.RbacV1().ClusterRoleBindings(), kube.RbacV1().ClusterRoles()
-	if err := del("ClusterRoleBinding", member.CoreDNSRole, func() (metav1.Object, error) {
-		return bindings.Get(ctx, member.CoreDNSRole, metav1.GetOptions{})
-	}, func(o metav1.DeleteOptions) error { return bindings.Delete(ctx, member.CoreDNSRole, o) }); err != nil {
+	if err != nil {
 		return deleted, err
 	}
-	err := del("ClusterRole", member.CoreDNSRole, func() (metav1.Object, error) {
-		return roles.Get(ctx, member.CoreDNSRole, metav1.GetOptions{})
-	}, func(o metav1.DeleteOptions) error { return roles.Delete(ctx, member.CoreDNSRole, o) })
+	role, err := remove(ctx, kube.RbacV1().ClusterRoles(), "ClusterRole")
+	if role != "" {
+		deleted = append(deleted, role)
+	}
 	return deleted, err
+}
+
+// remove deletes the object of CoreDNS's role's name if enable created it,
+// with its UID as precondition; it returns what it deleted, if anything.
+func remove[T metav1.Object](ctx context.Context, c objectClient[T], kind string) (string, error) {
+	obj, err := c.Get(ctx, member.CoreDNSRole, metav1.GetOptions{})
+	if apierrors.IsNotFound(err) {
+		return "", nil
+	}
+	if err != nil {
+		return "", fmt.Errorf("%s %s: %w", kind, member.CoreDNSRole, err)
+	}
+	if !ours(obj.GetLabels()) {
+		return "", nil
+	}
+	uid := obj.GetUID()
+	if err := c.Delete(ctx, member.CoreDNSRole, metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &uid}}); err != nil && !apierrors.IsNotFound(err) {
+		return "", fmt.Errorf("deleting %s %s: %w", kind, member.CoreDNSRole, err)
+	}
+	return kind + " " + member.CoreDNSRole, nil
 }
 
 // rbacManifest renders the objects for --dry-run and for a Corefile left

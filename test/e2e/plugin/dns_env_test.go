@@ -34,22 +34,8 @@ const (
 
 var dnsServiceCIDRs = []string{"", "10.97.0.0/16,fd00:97::/112", "10.98.0.0/16,fd00:98::/112"}
 
-const dnsMesh = `apiVersion: mesh.kilo.squat.ai/v1alpha1
-kind: ClusterMesh
-metadata:
-  name: dns
-spec:
-  multiClusterServices: Enabled
-  clusters:
-  - name: west
-    kubeconfigSecretRef: {name: west-kubeconfig}
-    podCIDRs: ["10.52.0.0/16"]
-    wireguardCIDR: 10.5.0.0/16
-  - name: north
-    kubeconfigSecretRef: {name: north-kubeconfig}
-    podCIDRs: ["10.62.0.0/16"]
-    wireguardCIDR: 10.6.0.0/16
-`
+// dnsMesh is TestServices' mesh of west and north, with services enabled.
+var dnsMesh = strings.Replace(servicesMesh, "  name: shop\nspec:\n", "  name: dns\nspec:\n  multiClusterServices: Enabled\n", 1)
 
 // startDNSEnv starts three clusters and the server, joins west and north
 // as their member identities into a services mesh, creates the namespace
