@@ -120,6 +120,7 @@ func (s *svcEnv) testLeftRemoves(t *testing.T) {
 		s.waitImported(t, 2, ns, "stall")
 		s.unexport(t, 1, ns, "stall")
 	})
+	s.logOnFailure(t, "Holding a member connection", "Removed what a mesh wrote", "Listing what a mesh wrote", "Member cluster")
 	selector := planner.LabelMeshUID + "=" + string(m.UID)
 	framework.EventuallyT(t, svcConverge, "the mesh's services objects gone from cluster 2", func() error {
 		if err := s.gone(2, ns, "stall"); err != nil {
@@ -239,15 +240,7 @@ func (s *svcEnv) unexport(t *testing.T, cluster int, ns, name string) {
 // shown when the test fails.
 func (s *svcEnv) disabledRemovesHost(t *testing.T, ns, own string) {
 	t.Helper()
-	t.Cleanup(func() {
-		if t.Failed() {
-			for _, l := range strings.Split(s.server.Logs(), "\n") {
-				if strings.Contains(l, "services objects") || strings.Contains(l, "cannot have") {
-					t.Log(l)
-				}
-			}
-		}
-	})
+	s.logOnFailure(t, "Removed what a mesh wrote", "cannot have", "Listing what a mesh wrote")
 	m, err := s.meshIn(ns, "hostsvc")
 	if err != nil {
 		t.Fatal(err)
@@ -263,5 +256,20 @@ func (s *svcEnv) disabledRemovesHost(t *testing.T, ns, own string) {
 	s.wantExclusive(t, ns, "hostsvc", meshv1alpha1.ConditionServicesExclusive+" True with reason ServicesDisabled once clean", func(m *meshv1alpha1.ClusterMesh) bool {
 		c := meta.FindStatusCondition(m.Status.Conditions, meshv1alpha1.ConditionServicesExclusive)
 		return c != nil && c.Status == metav1.ConditionTrue && c.Reason == "ServicesDisabled"
+	})
+}
+
+// logOnFailure logs, once t has failed, the server's log lines holding any
+// of subs: what the server did about the test's objects.
+func (s *svcEnv) logOnFailure(t *testing.T, subs ...string) {
+	t.Cleanup(func() {
+		if !t.Failed() {
+			return
+		}
+		for _, l := range strings.Split(s.server.Logs(), "\n") {
+			if slices.ContainsFunc(subs, func(sub string) bool { return strings.Contains(l, sub) }) {
+				t.Log(l)
+			}
+		}
 	})
 }
