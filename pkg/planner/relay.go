@@ -1,0 +1,442 @@
+package planner
+
+import (
+	"fmt"
+	"net/netip"
+	"slices"
+	"strings"
+
+	kilov1alpha1 "github.com/kilo-mesh/kilo-mesh-apiserver/pkg/apis/kilo/v1alpha1"
+	meshv1alpha1 "github.com/kilo-mesh/kilo-mesh-apiserver/pkg/apis/mesh/v1alpha1"
+	"github.com/kilo-mesh/kilo-mesh-apiserver/pkg/apis/mesh/validation"
+)
+
+// Relaying. Two clusters behind NAT cannot dial each other, so neither
+// holds a Peer of the other (their roaming Peers would wait for each other
+// forever, and kg forbids one address on two Peers). Instead one group of
+// the relay cluster, whose leader both can dial, carries on each spoke the
+// other spokes' networks besides its own; its leader holds the spokes'
+// roaming Peers like every leader there and forwards from kilo0 to kilo0.
+// What the relay carries of spoke c on spoke b is what b could hold of c
+// directly (after b's containment, conflicts and host access) and what the
+// relay cluster itself holds of c (after its own): a relay never carries an
+// address that either side would refuse.
+
+// relayEval is what one candidate relay cluster can carry between the
+// pairs of clusters behind NAT.
+type relayEval struct {
+	h *source
+	// group indexes h's exports: the one whose Peer carries the relay.
+	group int
+	// carry[b][c] are the addresses of c that b's Peer for the group
+	// carries, by target and source index; nil for a pair it cannot carry.
+	carry map[[2]int][]string
+	// pairs counts the pairs it carries both ways; why says, for each pair
+	// it cannot, why not, and first for the first of them.
+	pairs int
+	first string
+	why   map[[2]int]string
+}
+
+// relay decides the mesh's relay cluster and rewrites the drafts of the
+// clusters behind NAT: no Peer of each other, the relay group's Peer
+// carrying the others. It returns the relay and every pair not direct;
+// both are nil when fewer than two clusters are behind NAT and the spec
+// names no relay.
+func (pl *planner) relay(drafts []*draft) (*meshv1alpha1.RelayPlan, []meshv1alpha1.PathPlan) {
+	var nat []*source
+	for _, s := range pl.sources {
+		if s.entry.BehindNAT {
+			nat = append(nat, s)
+		}
+	}
+	named := pl.in.Spec.RelayCluster
+	if len(nat) < 2 && named == "" {
+		return nil, nil
+	}
+	var pairs [][2]*source
+	for i, a := range nat {
+		for _, b := range nat[i+1:] {
+			pairs = append(pairs, [2]*source{a, b})
+		}
+	}
+	view := &meshv1alpha1.RelayPlan{Basis: meshv1alpha1.RelayBasisNone}
+	idx := newSourceIndex(pl, drafts)
+	var chosen *relayEval
+	var best *relayEval
+	for _, h := range pl.sources {
+		if named != "" && h.name != named {
+			continue
+		}
+		ev, reason, msg := pl.evalRelay(h, pairs, idx)
+		if reason == "" && ev.pairs == len(pairs) {
+			chosen = ev
+			break
+		}
+		if reason == "" {
+			reason, msg = RelayRefusedCannotCarry, ev.first
+			if best == nil || ev.pairs > best.pairs {
+				best = ev
+			}
+		}
+		view.Refused = append(view.Refused, meshv1alpha1.RelayRefusal{Cluster: h.name, Reason: reason, Message: msg})
+	}
+	if chosen == nil && best != nil && best.pairs > 0 {
+		chosen = best // carries some pairs; the others have no path
+	}
+	if chosen != nil {
+		g := &chosen.h.groups[chosen.group]
+		view.Cluster, view.Group, view.PeerName = chosen.h.name, g.name, chosen.h.exports[chosen.group].name
+		view.Refused = slices.DeleteFunc(view.Refused, func(r meshv1alpha1.RelayRefusal) bool { return r.Cluster == chosen.h.name })
+	}
+	switch {
+	case named != "" && chosen != nil:
+		view.Basis = meshv1alpha1.RelayBasisSpec
+		view.Message = fmt.Sprintf("spec.relayCluster names %s; its group %s forwards between the clusters behind NAT, so its leaders must forward from kilo0 to kilo0", named, view.Group)
+	case chosen != nil:
+		view.Basis = meshv1alpha1.RelayBasisChosen
+		view.Message = fmt.Sprintf("%s is the first cluster by name that can relay every pair of clusters behind NAT (spec.relayCluster is empty); its group %s forwards between them, so its leaders must forward from kilo0 to kilo0", chosen.h.name, view.Group)
+		if chosen.pairs < len(pairs) {
+			view.Message = fmt.Sprintf("no cluster can relay every pair of clusters behind NAT; %s relays the most (%d of %d), through its group %s, whose leaders must forward from kilo0 to kilo0", chosen.h.name, chosen.pairs, len(pairs), view.Group)
+		}
+	case named != "":
+		view.Message = fmt.Sprintf("spec.relayCluster names %s, which cannot relay: see refused", named)
+	default:
+		view.Message = "no member cluster can relay between the clusters behind NAT: see refused"
+	}
+	if len(pairs) == 0 {
+		view.Message = "fewer than two clusters are behind NAT, so nothing is relayed"
+	}
+	paths := pl.applyRelay(drafts, nat, pairs, chosen, view)
+	return view, paths
+}
+
+// applyRelay removes the Peers the clusters behind NAT would hold of each
+// other, adds what the relay carries to its group's Peer on each, and
+// returns the path of every pair.
+func (pl *planner) applyRelay(drafts []*draft, nat []*source, pairs [][2]*source, chosen *relayEval, view *meshv1alpha1.RelayPlan) []meshv1alpha1.PathPlan {
+	isNAT := make([]bool, len(pl.sources))
+	for _, s := range nat {
+		isNAT[s.idx] = true
+	}
+	for _, b := range nat {
+		d := drafts[b.idx]
+		var relayPeer int = -1
+		var carried []string
+		var relays []string
+		out := d.desired[:0:0]
+		for _, p := range d.desired {
+			si, ok := pl.byName[p.Labels[LabelSourceCluster]]
+			if ok && si != b.idx && isNAT[si] && !d.kept[p.Name] {
+				continue // the pair is relayed, or has no path
+			}
+			if chosen != nil && p.Name == chosen.h.exports[chosen.group].name && si == chosen.h.idx {
+				relayPeer = len(out)
+			}
+			out = append(out, p)
+		}
+		d.desired = out
+		if chosen == nil || relayPeer < 0 {
+			continue
+		}
+		orig := d.desired[relayPeer]
+		seen := make(map[string]struct{}, len(orig.Spec.AllowedIPs))
+		for _, a := range orig.Spec.AllowedIPs {
+			seen[a] = struct{}{}
+		}
+		for _, c := range nat {
+			addrs := chosen.carry[[2]int{b.idx, c.idx}]
+			if c == b || len(addrs) == 0 || chosen.carry[[2]int{c.idx, b.idx}] == nil {
+				continue
+			}
+			added := false
+			for _, a := range addrs {
+				if _, dup := seen[a]; !dup { // only where declarations overlap
+					seen[a] = struct{}{}
+					carried, added = append(carried, a), true
+				}
+			}
+			if added {
+				relays = append(relays, c.name)
+			}
+		}
+		if len(relays) == 0 {
+			continue
+		}
+		p := *orig // shares the labels, read-only
+		p.Annotations = make(map[string]string, len(orig.Annotations)+1)
+		for k, v := range orig.Annotations {
+			p.Annotations[k] = v
+		}
+		p.Annotations[AnnotationRelays] = strings.Join(relays, ",")
+		p.Spec.AllowedIPs = append(slices.Clip(orig.Spec.AllowedIPs), carried...)
+		d.desired[relayPeer] = &p
+	}
+	var paths []meshv1alpha1.PathPlan
+	for _, pr := range pairs {
+		b, c := pr[0], pr[1]
+		path := meshv1alpha1.PathPlan{Clusters: []string{b.name, c.name}}
+		if chosen != nil && chosen.carry[[2]int{b.idx, c.idx}] != nil && chosen.carry[[2]int{c.idx, b.idx}] != nil {
+			path.Kind, path.Via, path.Reason = meshv1alpha1.PathRelayed, chosen.h.name, PathReasonBothBehindNAT
+			path.Message = fmt.Sprintf("both are behind NAT; on each, Peer %s (group %s of %s) also carries the other's networks", view.PeerName, view.Group, chosen.h.name)
+		} else {
+			why := view.Message
+			if chosen != nil {
+				why = fmt.Sprintf("%s cannot carry it: %s", chosen.h.name, chosen.why[[2]int{b.idx, c.idx}])
+			}
+			path.Kind, path.Reason = meshv1alpha1.PathNone, ConflictNoRelay
+			path.Message = "both are behind NAT and no cluster relays between them: " + why
+			pl.issues.conflict(ConflictNoRelay, b.name, c.name, "pairs of clusters behind NAT with no relay between them; nothing is carried between the two", fmt.Sprintf("%s and %s: %s", b.name, c.name, why))
+		}
+		paths = append(paths, path)
+	}
+	return paths
+}
+
+// evalRelay says whether h can relay and what it carries for each pair;
+// a reason when it cannot relay at all.
+func (pl *planner) evalRelay(h *source, pairs [][2]*source, idx *sourceIndex) (*relayEval, string, string) {
+	switch {
+	case h.entry.BehindNAT:
+		return nil, RelayRefusedBehindNAT, "the cluster is behind NAT itself"
+	case !h.reachable:
+		return nil, RelayRefusedUnreachable, "the cluster is unreachable, so its groups are unknown; the Peers representing it, relaying or not, stay as they are"
+	case h.keepReason != "":
+		return nil, RelayRefusedNoDialableGroup, "the cluster has no ready group"
+	}
+	group := pl.relayGroup(h)
+	if group < 0 {
+		return nil, RelayRefusedNoDialableGroup, "no ready group of the cluster has an endpoint the others can dial"
+	}
+	ev := &relayEval{h: h, group: group, carry: map[[2]int][]string{}, why: map[[2]int]string{}}
+	name := h.exports[group].name
+	for _, pr := range pairs {
+		b, c := pr[0], pr[1]
+		ok := true
+		for _, dir := range [][2]*source{{b, c}, {c, b}} {
+			t, s := dir[0], dir[1]
+			why := ""
+			held, kept := idx.named(t, name)
+			switch {
+			case !held:
+				why = fmt.Sprintf("%s holds no Peer %s of group %s: see the conflicts for %s", t.name, name, h.groups[group].name, t.name)
+			case kept:
+				why = fmt.Sprintf("%s keeps Peer %s of group %s as it is", t.name, name, h.groups[group].name)
+			case idx.keptOf(t, s):
+				why = fmt.Sprintf("%s keeps a Peer of %s as it is, which claims its addresses", t.name, s.name)
+			default:
+				addrs := intersect(idx.addrsOf(t, s, h), idx.addrsOf(h, s, nil))
+				if len(addrs) == 0 {
+					why = fmt.Sprintf("nothing of %s may cross both into %s and into %s (its Peers there, host access, conflicts)", s.name, h.name, t.name)
+				} else {
+					ev.carry[[2]int{t.idx, s.idx}] = addrs
+				}
+			}
+			if why != "" && ok {
+				ok = false
+				ev.why[[2]int{b.idx, c.idx}] = why
+				if ev.first == "" {
+					ev.first = fmt.Sprintf("for %s and %s: %s", b.name, c.name, why)
+				}
+			}
+		}
+		if ok {
+			ev.pairs++
+		}
+	}
+	return ev, "", ""
+}
+
+// relayGroup picks, among h's ready exports with an endpoint, the one with
+// the highest rendezvous hash of its group name, as the extra networks'
+// holder is picked: deterministic, and it moves only when that group stops
+// being ready or a newcomer outranks it. -1 when there is none.
+func (pl *planner) relayGroup(h *source) int {
+	best, bestScore := -1, uint64(0)
+	for ei := range h.exports {
+		if e := &h.exports[ei]; !e.ready || e.endpoint.IsZero() {
+			continue
+		}
+		if score := rendezvous(h.name, h.groups[ei].name); best < 0 || score > bestScore {
+			best, bestScore = ei, score
+		}
+	}
+	return best
+}
+
+// intersect is the addresses of a that b holds too, in a's order.
+func intersect(a, b []string) []string {
+	if len(a) == 0 || len(b) == 0 {
+		return nil
+	}
+	in := make(map[string]struct{}, len(b))
+	for _, s := range b {
+		in[s] = struct{}{}
+	}
+	var out []string
+	for _, s := range a {
+		if _, ok := in[s]; ok {
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
+// sourceIndex reads the drafts by target and source, lazily: only the
+// targets a relay involves are read.
+type sourceIndex struct {
+	pl     *planner
+	drafts []*draft
+	// bySource[t] maps each source index to the positions of its Peers
+	// in the target's desired list.
+	bySource []map[int][]int
+}
+
+func newSourceIndex(pl *planner, drafts []*draft) *sourceIndex {
+	return &sourceIndex{pl: pl, drafts: drafts, bySource: make([]map[int][]int, len(drafts))}
+}
+
+func (x *sourceIndex) of(t *source) map[int][]int {
+	if m := x.bySource[t.idx]; m != nil {
+		return m
+	}
+	m := map[int][]int{}
+	for i, p := range x.drafts[t.idx].desired {
+		if si, ok := x.pl.byName[p.Labels[LabelSourceCluster]]; ok {
+			m[si] = append(m[si], i)
+		}
+	}
+	x.bySource[t.idx] = m
+	return m
+}
+
+// named reports whether t's desired Peers include one of that name, and
+// whether it is kept as it is.
+func (x *sourceIndex) named(t *source, name string) (held, kept bool) {
+	d := x.drafts[t.idx]
+	_, held = slices.BinarySearchFunc(d.desired, name, func(p *kilov1alpha1.Peer, n string) int { return strings.Compare(p.Name, n) })
+	return held, held && d.kept[name]
+}
+
+// keptOf reports whether t keeps a Peer of s as it is.
+func (x *sourceIndex) keptOf(t, s *source) bool {
+	d := x.drafts[t.idx]
+	for _, i := range x.of(t)[s.idx] {
+		if d.kept[d.desired[i].Name] {
+			return true
+		}
+	}
+	return false
+}
+
+// addrsOf is what target t may hold of source s: on the relay cluster
+// (hub nil) the addresses of every Peer of s it will hold, since it
+// forwards to those; on a spoke what it could hold of s's ready groups
+// (draft.relayable). While s cannot be observed (unreachable, or no ready
+// group) nothing of it is planned; then a spoke's share is also what its
+// Peers of the hub carry inside s's declared networks now, so that the
+// relay keeps carrying it, as a Peer of s would be kept.
+func (x *sourceIndex) addrsOf(t, s, hub *source) []string {
+	d := x.drafts[t.idx]
+	var out []string
+	if hub == nil {
+		for _, i := range x.of(t)[s.idx] {
+			out = append(out, d.desired[i].Spec.AllowedIPs...)
+		}
+		return out
+	}
+	out = append(out, d.relayable[s.idx]...)
+	if s.keepReason == "" {
+		return out
+	}
+	for _, p := range d.managed {
+		if p.Labels[LabelSourceCluster] != hub.name {
+			continue
+		}
+		for _, a := range p.Spec.AllowedIPs {
+			if q, err := netip.ParsePrefix(a); err == nil && validation.Within(canonical(q), s.nets.all) && !x.pl.declaredElsewhere(canonical(q), s) {
+				out = append(out, a)
+			}
+		}
+	}
+	return out
+}
+
+// declaredElsewhere reports whether q overlaps the declared networks of a
+// cluster other than s: then whose it is cannot be told from the address.
+func (pl *planner) declaredElsewhere(q netip.Prefix, s *source) bool {
+	for _, o := range pl.sources {
+		if o != s && pl.overlap[o.idx][s.idx] {
+			if _, ok := overlapsAny(q, o.nets.all); ok {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// keptRelayed are the declared networks of the clusters a kept Peer on t
+// relays that it may still carry: those of clusters behind NAT, when t is
+// behind NAT too and the Peer's source src cannot be observed, so that a
+// relay Peer is kept like any other. A Peer kept for a conflict of its
+// own group relays nothing: the relay group's Peer does.
+func (pl *planner) keptRelayed(t *source, src *source, p *kilov1alpha1.Peer) []netip.Prefix {
+	relays := p.Annotations[AnnotationRelays]
+	if relays == "" || !t.entry.BehindNAT || src.keepReason == "" {
+		return nil
+	}
+	var nets []netip.Prefix
+	for _, name := range strings.Split(relays, ",") {
+		if i, ok := pl.byName[name]; ok && i != t.idx && pl.sources[i].entry.BehindNAT {
+			nets = append(nets, pl.sources[i].nets.all...)
+		}
+	}
+	return nets
+}
+
+// relistRelays makes a trimmed kept Peer on t name only the clusters it
+// may still relay (keptRelayed) and carries addresses of; p's annotations
+// are its own (keptCopy).
+func (pl *planner) relistRelays(t, src *source, p *kilov1alpha1.Peer) {
+	relays := p.Annotations[AnnotationRelays]
+	if relays == "" {
+		return
+	}
+	var still []string
+	for _, name := range strings.Split(relays, ",") {
+		i, ok := pl.byName[name]
+		if !ok || !t.entry.BehindNAT || src.keepReason == "" || i == t.idx || !pl.sources[i].entry.BehindNAT {
+			continue
+		}
+		if slices.ContainsFunc(p.Spec.AllowedIPs, func(a string) bool {
+			q, err := netip.ParsePrefix(a)
+			return err == nil && validation.Within(canonical(q), pl.sources[i].nets.all)
+		}) {
+			still = append(still, name)
+		}
+	}
+	if len(still) == 0 {
+		delete(p.Annotations, AnnotationRelays)
+		return
+	}
+	p.Annotations[AnnotationRelays] = strings.Join(still, ",")
+}
+
+// natPair reports whether t and s are two clusters behind NAT.
+func (pl *planner) natPair(t, s *source) bool {
+	return t != s && t.entry.BehindNAT && s.entry.BehindNAT
+}
+
+// natPeers reports whether t is behind NAT with another cluster: then its
+// Peers are planned one by one.
+func (pl *planner) natPeers(t *source) bool {
+	if !t.entry.BehindNAT {
+		return false
+	}
+	for _, s := range pl.sources {
+		if pl.natPair(t, s) {
+			return true
+		}
+	}
+	return false
+}
