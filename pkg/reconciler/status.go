@@ -32,6 +32,8 @@ const (
 	ReasonAllCarried         = "AllCarried"
 	ReasonConflictsBlock     = "ConflictsKeepPeersOut"
 	ReasonNothingCarried     = "NothingCarried"
+	// ReasonNoRelay: two clusters behind NAT have no path (planner.ConflictNoRelay).
+	ReasonNoRelay = planner.ConflictNoRelay
 )
 
 // targetOutcome is what one pass did on one target cluster.
@@ -232,8 +234,9 @@ func setConditions(st *meshv1alpha1.ClusterMeshStatus, in statusInput) {
 
 	setCarried(st, gen, now, in.plan)
 	uncarried := in.plan.Uncarried(localName(in.mesh))
+	noPath := in.plan.NoPath()
 	yielded := len(in.plan.ServicesYielded) > 0
-	if reachable && appliedOK && len(uncarried) == 0 && !yielded {
+	if reachable && appliedOK && len(uncarried) == 0 && !yielded && len(noPath) == 0 {
 		setCondition(st, gen, now, meshv1alpha1.ConditionReady, metav1.ConditionTrue, ReasonReady,
 			"every member cluster is reachable, holds the Peers the plan shows, and carries something of every other")
 		return
@@ -246,10 +249,15 @@ func setConditions(st *meshv1alpha1.ClusterMeshStatus, in statusInput) {
 	}
 	reason := ReasonNotReady
 	switch {
-	case len(why) == 0 && len(uncarried) > 0 && !yielded:
+	case len(why) == 0 && len(uncarried) > 0 && !yielded && len(noPath) == 0:
 		reason = ReasonNothingCarried
-	case len(why) == 0 && len(uncarried) == 0 && yielded:
+	case len(why) == 0 && len(uncarried) == 0 && yielded && len(noPath) == 0:
 		reason = planner.WarningServicesClusterShared
+	case len(why) == 0 && len(uncarried) == 0 && !yielded && len(noPath) > 0:
+		reason = ReasonNoRelay
+	}
+	if len(noPath) > 0 {
+		why = append(why, noPathText(in.plan, noPath))
 	}
 	if len(uncarried) > 0 {
 		var dirs []string
