@@ -20,4 +20,3 @@ func noPathText(plan *planner.Plan, pairs []planner.Uncarried) string {
 	return fmt.Sprintf("clusters behind NAT with no path between them (%s): %s%s; see the plan view's relay and paths",
 		planner.ConflictNoRelay, summarize(names, 5), why)
 }
-
