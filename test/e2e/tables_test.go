@@ -102,6 +102,9 @@ func testTables(t *testing.T, v *viewsEnv) {
 				if planDiff(before, name) != diff || planDiff(after, name) != diff {
 					return fmt.Errorf("%s: create/update/delete %s, the typed plan says %s then %s", name, diff, planDiff(before, name), planDiff(after, name))
 				}
+				if r := cell(t, cols, row, "REACHED"); r != "Direct" {
+					return fmt.Errorf("%s: reached %s, want Direct", name, r)
+				}
 				if c := cell(t, cols, row, "CONFLICTS"); c != "0" {
 					return fmt.Errorf("%s: %s conflicts", name, c)
 				}
@@ -115,7 +118,7 @@ func testTables(t *testing.T, v *viewsEnv) {
 		plain := get("--subresource=plan")
 		t.Logf("kubectl get clustermesh views --subresource=plan:\n%s", plain)
 		cols, rows := kubectlTable(t, plain)
-		if len(rows) != 3 || len(cols) != 8 {
+		if len(rows) != 3 || len(cols) != 9 {
 			t.Errorf("plain plan table: columns %v, %d rows", cols, len(rows))
 		}
 		if _, ok := cols["LEADERS"]; ok {

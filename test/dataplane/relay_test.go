@@ -1,0 +1,328 @@
+//go:build dataplane
+
+package dataplane_test
+
+import (
+	"context"
+	"fmt"
+	"net/netip"
+	"slices"
+	"testing"
+	"time"
+
+	meshv1alpha1 "github.com/kilo-mesh/kilo-mesh-apiserver/pkg/apis/mesh/v1alpha1"
+	"github.com/kilo-mesh/kilo-mesh-apiserver/test/dataplane"
+	"github.com/kilo-mesh/kilo-mesh-apiserver/test/framework"
+)
+
+// The relay bed: cluster-1 and cluster-2 each behind a NAT router of their
+// own, cluster-0 (the host) on the open underlay.
+const (
+	hub    = 0
+	spokeB = importer // 1: imports what spokeC exports
+	spokeC = exporter // 2
+)
+
+// TestRelayDataplane proves with packets that two clusters behind NAT,
+// which cannot dial each other, reach each other through the hub with
+// only the Peers the server writes: pods and a multi-cluster service of
+// cluster-2 from cluster-1, with no tunnel between the two. With the
+// hub's relaying leader stopped the relayed pairs fail and the direct ones
+// work; once cluster-2's router forwards its WireGuard ports and its entry
+// says so, its pairs go direct (shown with the relay stopped), and back.
+func TestRelayDataplane(t *testing.T) {
+	b := dataplane.StartWithT(t, dataplane.Options{BehindNAT: []int{spokeB, spokeC}})
+	ctx := context.Background()
+	relayed := dataplane.Both(b.ClusterNodes(spokeB), b.ClusterNodes(spokeC))
+	var relay *dataplane.Node // the leader of the hub's relaying group
+	var rttRelayed time.Duration
+	var proxy *dataplane.KubeProxy
+	t.Cleanup(func() {
+		if proxy != nil {
+			if err := proxy.Stop(context.Background()); err != nil {
+				t.Errorf("stopping the kube-proxy stand-in: %v", err)
+			}
+		}
+	})
+
+	steps := []struct {
+		name string
+		f    func(t *testing.T)
+	}{
+		{"two clusters behind NAT reach each other, and the hub, through the hub", func(t *testing.T) {
+			b.DeclareNAT(spokeB, true)
+			b.DeclareNAT(spokeC, true)
+			if err := b.ApplyMesh(ctx, hub, spokeB, spokeC); err != nil {
+				t.Fatal(err)
+			}
+			var group string
+			framework.EventuallyT(t, converge, "a plan relaying cluster-1 and cluster-2 via cluster-0", func() error {
+				p, err := b.Plan(ctx)
+				if err != nil {
+					return err
+				}
+				r := p.Relay
+				if r == nil || r.Cluster != dataplane.ClusterName(hub) || r.Basis != meshv1alpha1.RelayBasisChosen || len(p.Paths) != 1 || p.Paths[0].Kind != meshv1alpha1.PathRelayed {
+					return fmt.Errorf("relay %+v, paths %+v", r, p.Paths)
+				}
+				for _, g := range dataplane.ClusterPlan(p, hub).Groups {
+					if g.Name == r.Group {
+						relay, group = b.Node(g.Leader), g.Name
+					}
+				}
+				return nil
+			})
+			t.Logf("cluster-0 relays through its group %s, leader %s", group, relay.Name)
+			placeServices(t, b)
+			connected(t, b, "cluster-1 and cluster-2 behind NAT, relayed via cluster-0")
+			rttRelayed = medianRTT(t, b.Reach(ctx, relayed, converge))
+		}},
+		{"the two have no tunnel to each other", func(t *testing.T) {
+			noTunnel(t, b, spokeB, spokeC)
+			noTunnel(t, b, spokeC, spokeB)
+		}},
+		{"a multi-cluster service of cluster-2 answers a pod of cluster-1 through the hub", func(t *testing.T) {
+			if err := b.EnableServices(ctx, spokeB, spokeC); err != nil {
+				t.Fatal(err)
+			}
+			if err := b.ApplyMesh(ctx, hub, spokeB, spokeC); err != nil {
+				t.Fatal(err)
+			}
+			if err := b.CreateNamespaces(ctx, svcNS, spokeB, spokeC); err != nil {
+				t.Fatal(err)
+			}
+			at := b.Node(fmt.Sprintf("c%d-a2", spokeC))
+			backend, err := b.StartBackend(ctx, at, svcNS, svcName, "echo-1", podAddr(at, 20))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := b.Export(ctx, spokeC, svcNS, svcName); err != nil {
+				t.Fatal(err)
+			}
+			imp, err := importedAt(ctx, b, follow)
+			if err != nil {
+				t.Fatal(err)
+			}
+			clientNode := b.Node(fmt.Sprintf("c%d-a2", spokeB))
+			if proxy, err = b.StartKubeProxy(ctx, clientNode); err != nil {
+				t.Fatal(err)
+			}
+			service := netip.AddrPortFrom(netip.MustParseAddr(imp.ClusterIP), 80)
+			took, _ := reachedBy(t, proxy, dataplane.Endpoint{Node: clientNode, Addr: clientNode.Pod}, service, backend, converge)
+			t.Logf("%s reached %s/%s through the import %s, relayed via cluster-0, %s after the stand-in started", clientNode.Name, at.Name, backend.Pod, service, took.Round(time.Millisecond))
+			noTunnel(t, b, spokeB, spokeC)
+		}},
+		{"negative control: the hub's relaying leader stopped, relayed pairs fail and direct ones work", func(t *testing.T) {
+			if err := b.StopAgent(relay); err != nil {
+				t.Fatal(err)
+			}
+			cutOff(t, b, relayed)
+			direct := dataplane.Both(b.ClusterNodes(spokeB, spokeC), notInGroupOf(b, relay))
+			if len(direct) == 0 {
+				t.Fatal("no direct pair to the hub's other group")
+			}
+			if failed := dataplane.Failed(b.Reach(ctx, direct, converge)); len(failed) > 0 {
+				t.Fatalf("with the relay stopped, %d direct pairs fail too:\n%s", len(failed), dataplane.DescribeFailures(failed))
+			}
+			t.Logf("relay %s stopped: %d relayed pairs cut off, %d direct pairs to the hub's other group answer", relay.Name, len(relayed), len(direct))
+		}},
+		{"cluster-2 can be dialled: its pairs go direct, and back through the relay", func(t *testing.T) {
+			var toDirect, toRelayed []time.Duration
+			var rttDirect time.Duration
+			for k := range runs(t) {
+				// The relay stays stopped: only a direct tunnel can answer.
+				took := reachable(t, b)
+				toDirect = append(toDirect, took)
+				rttDirect = medianRTT(t, b.Reach(ctx, relayed, converge))
+				tunnel(t, b, spokeB, spokeC)
+				if err := b.StartAgent(relay); err != nil {
+					t.Fatal(err)
+				}
+				took = behindNATAgain(t, b, relayed)
+				toRelayed = append(toRelayed, took)
+				t.Logf("run %d: direct %s after the entry changed, relayed again %s after", k+1, toDirect[k].Round(time.Millisecond), took.Round(time.Millisecond))
+				if k+1 < runs(t) {
+					if err := b.StopAgent(relay); err != nil {
+						t.Fatal(err)
+					}
+				}
+			}
+			t.Logf("relay figures: round trip between the pods of cluster-1 and cluster-2 relayed %s, direct %s; traffic followed to direct in %s, to relayed in %s",
+				rttRelayed.Round(time.Microsecond), rttDirect.Round(time.Microsecond), medianMax(toDirect), medianMax(toRelayed))
+			connected(t, b, "relayed again")
+		}},
+	}
+	for _, s := range steps {
+		if !t.Run(s.name, s.f) {
+			t.FailNow()
+		}
+	}
+}
+
+// medianRTT is the median round trip of the answered results; it fails
+// the test on any failed one.
+func medianRTT(t *testing.T, results []dataplane.Result) time.Duration {
+	t.Helper()
+	if failed := dataplane.Failed(results); len(failed) > 0 {
+		t.Fatalf("%d pairs failed:\n%s", len(failed), dataplane.DescribeFailures(failed))
+	}
+	var rtts []time.Duration
+	for _, r := range results {
+		rtts = append(rtts, r.RTT)
+	}
+	slices.Sort(rtts)
+	return rtts[len(rtts)/2]
+}
+
+// leaderKeys are the public keys of cluster i's leaders.
+func leaderKeys(t *testing.T, b *dataplane.Bed, i int) (leaders []*dataplane.Node, keys []string) {
+	t.Helper()
+	for _, n := range b.ClusterNodes(i) {
+		s, err := n.AgentStatus()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if s.IsLeader {
+			leaders, keys = append(leaders, n), append(keys, n.PublicKey())
+		}
+	}
+	return leaders, keys
+}
+
+// noTunnel fails if a leader of cluster from holds a WireGuard peer that
+// is a leader of cluster to.
+func noTunnel(t *testing.T, b *dataplane.Bed, from, to int) {
+	t.Helper()
+	leaders, _ := leaderKeys(t, b, from)
+	_, keys := leaderKeys(t, b, to)
+	for _, n := range leaders {
+		peers, err := n.WireGuardPeers()
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, k := range keys {
+			if slices.Contains(peers, k) {
+				t.Errorf("%s has a WireGuard peer of %s (key %s)", n.Name, dataplane.ClusterName(to), k)
+			}
+		}
+	}
+}
+
+// tunnel waits until every leader of cluster from has every leader of
+// cluster to as a WireGuard peer.
+func tunnel(t *testing.T, b *dataplane.Bed, from, to int) {
+	t.Helper()
+	framework.EventuallyT(t, follow, "direct tunnels", func() error {
+		leaders, _ := leaderKeys(t, b, from)
+		_, keys := leaderKeys(t, b, to)
+		for _, n := range leaders {
+			peers, err := n.WireGuardPeers()
+			if err != nil {
+				return err
+			}
+			for _, k := range keys {
+				if !slices.Contains(peers, k) {
+					return fmt.Errorf("%s has no WireGuard peer %s", n.Name, k)
+				}
+			}
+		}
+		return nil
+	})
+}
+
+// cutOff waits until none of pairs answers.
+func cutOff(t *testing.T, b *dataplane.Bed, pairs []dataplane.Pair) {
+	t.Helper()
+	err := framework.Eventually(context.Background(), 0, follow, func(context.Context) error {
+		if answered := b.Unreachable(pairs, 1500*time.Millisecond); len(answered) > 0 {
+			return &answeredError{answered}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatalf("still answered: %v", err)
+	}
+}
+
+// notInGroupOf are the hub's nodes outside n's group.
+func notInGroupOf(b *dataplane.Bed, n *dataplane.Node) []*dataplane.Node {
+	return slices.DeleteFunc(b.ClusterNodes(n.Cluster), func(o *dataplane.Node) bool { return b.Group(o) == b.Group(n) })
+}
+
+// reachable opens cluster-2's router to its leaders, says so in their
+// kilo.squat.ai/clustermesh-endpoint and in the mesh, and returns how long
+// after the mesh changed cluster-1 and cluster-2 answer each other.
+func reachable(t *testing.T, b *dataplane.Bed) time.Duration {
+	t.Helper()
+	ctx := context.Background()
+	leaders, _ := leaderKeys(t, b, spokeC)
+	open, err := b.OpenRouter(ctx, spokeC, leaders...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for n, ap := range open {
+		if err := b.SetClusterMeshEndpoint(ctx, n, ap); err != nil {
+			t.Fatal(err)
+		}
+	}
+	b.DeclareNAT(spokeC, false)
+	start := time.Now()
+	if err := b.ApplyMesh(ctx, hub, spokeB, spokeC); err != nil {
+		t.Fatal(err)
+	}
+	pairs := dataplane.Both(b.ClusterNodes(spokeB), b.ClusterNodes(spokeC))
+	if failed := dataplane.Failed(b.Reach(ctx, pairs, follow)); len(failed) > 0 {
+		t.Fatalf("cluster-2 can be dialled, yet %d pairs fail without the relay:\n%s%s", len(failed), dataplane.DescribeFailures(failed), b.DescribePlan(ctx))
+	}
+	took := time.Since(start)
+	p, err := b.Plan(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p.Relay != nil || len(p.Paths) > 0 {
+		t.Errorf("one cluster behind NAT, yet relay %+v, paths %+v", p.Relay, p.Paths)
+	}
+	return took
+}
+
+// behindNATAgain closes cluster-2's router and puts it behind NAT in the
+// mesh again, and returns how long after the mesh changed cluster-1's
+// leaders hold no tunnel to it and the pairs answer: through the relay.
+func behindNATAgain(t *testing.T, b *dataplane.Bed, pairs []dataplane.Pair) time.Duration {
+	t.Helper()
+	ctx := context.Background()
+	if err := b.CloseRouter(ctx, spokeC); err != nil {
+		t.Fatal(err)
+	}
+	leaders, _ := leaderKeys(t, b, spokeC)
+	for _, n := range leaders {
+		if err := b.SetClusterMeshEndpoint(ctx, n, netip.AddrPort{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	b.DeclareNAT(spokeC, true)
+	start := time.Now()
+	if err := b.ApplyMesh(ctx, hub, spokeB, spokeC); err != nil {
+		t.Fatal(err)
+	}
+	framework.EventuallyT(t, follow, "no tunnel from cluster-1 to cluster-2", func() error {
+		_, keys := leaderKeys(t, b, spokeC)
+		leaders, _ := leaderKeys(t, b, spokeB)
+		for _, n := range leaders {
+			peers, err := n.WireGuardPeers()
+			if err != nil {
+				return err
+			}
+			for _, k := range keys {
+				if slices.Contains(peers, k) {
+					return fmt.Errorf("%s still has a tunnel to %s", n.Name, k)
+				}
+			}
+		}
+		return nil
+	})
+	if failed := dataplane.Failed(b.Reach(ctx, pairs, follow)); len(failed) > 0 {
+		t.Fatalf("behind NAT again, %d pairs fail:\n%s%s", len(failed), dataplane.DescribeFailures(failed), b.DescribePlan(ctx))
+	}
+	return time.Since(start)
+}
