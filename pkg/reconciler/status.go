@@ -32,8 +32,6 @@ const (
 	ReasonAllCarried         = "AllCarried"
 	ReasonConflictsBlock     = "ConflictsKeepPeersOut"
 	ReasonNothingCarried     = "NothingCarried"
-	// ReasonNoRelay: two clusters behind NAT have no path (planner.ConflictNoRelay).
-	ReasonNoRelay = planner.ConflictNoRelay
 )
 
 // targetOutcome is what one pass did on one target cluster.
@@ -254,7 +252,7 @@ func setConditions(st *meshv1alpha1.ClusterMeshStatus, in statusInput) {
 	case len(why) == 0 && len(uncarried) == 0 && yielded && len(noPath) == 0:
 		reason = planner.WarningServicesClusterShared
 	case len(why) == 0 && len(uncarried) == 0 && !yielded && len(noPath) > 0:
-		reason = ReasonNoRelay
+		reason = planner.ConflictNoRelay
 	}
 	if len(noPath) > 0 {
 		why = append(why, noPathText(in.plan, noPath))

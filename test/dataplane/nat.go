@@ -196,3 +196,49 @@ func (b *Bed) relayCluster() string {
 	defer b.mu.Unlock()
 	return b.relay
 }
+
+// SetForwardFirewall gives node n a FORWARD chain that drops what it is
+// not told to pass, as Docker or a distribution may set it, with the
+// rules Kilo's --iptables-forward-rules adds on a leader: to and from its
+// own location's pod networks (own). With relay, also what a relaying
+// leader needs: from kilo0 to kilo0.
+func (b *Bed) SetForwardFirewall(ctx context.Context, n *Node, own []netip.Prefix, relay bool) error {
+	var rules strings.Builder
+	for _, p := range own {
+		family := "ip"
+		if p.Addr().Is6() {
+			family = "ip6"
+		}
+		fmt.Fprintf(&rules, "\t\t%s saddr %s accept\n\t\t%s daddr %s accept\n", family, p, family, p)
+	}
+	if relay {
+		rules.WriteString("\t\tiifname \"kilo0\" oifname \"kilo0\" accept\n")
+	}
+	nft, err := exec.LookPath("nft")
+	if err != nil {
+		return fmt.Errorf("nftables' nft: %w", err)
+	}
+	table := fmt.Sprintf("table inet kilofwd\ndelete table inet kilofwd\ntable inet kilofwd {\n\tchain forward {\n\t\ttype filter hook forward priority filter; policy drop;\n%s\t}\n}\n", rules.String())
+	return b.underlay.Exec(ctx, n.Namespace, table, nft, "-f", "-")
+}
+
+// ClearForwardFirewall removes what SetForwardFirewall set on n.
+func (b *Bed) ClearForwardFirewall(ctx context.Context, n *Node) error {
+	nft, err := exec.LookPath("nft")
+	if err != nil {
+		return fmt.Errorf("nftables' nft: %w", err)
+	}
+	return b.underlay.Exec(ctx, n.Namespace, "table inet kilofwd\ndelete table inet kilofwd\n", nft, "-f", "-")
+}
+
+// LocationPodCIDRs are the pod CIDRs of the nodes of n's location (Kilo's
+// segment), whose traffic Kilo's forward rules accept on its leader.
+func LocationPodCIDRs(b *Bed, n *Node) []netip.Prefix {
+	var out []netip.Prefix
+	for _, o := range b.Nodes {
+		if o.Cluster == n.Cluster && o.Location == n.Location {
+			out = append(out, o.PodCIDR)
+		}
+	}
+	return out
+}

@@ -124,7 +124,9 @@ func testRelay(t *testing.T, v *viewsEnv) {
 		framework.EventuallyT(t, viewsSettle, "no relay through the host", func() error {
 			p := v.plan(t)
 			r := p.Relay
-			if r == nil || r.Cluster != "" || !slices.ContainsFunc(r.Refused, func(x meshv1alpha1.RelayRefusal) bool { return x.Cluster == "east" && x.Reason == planner.RelayRefusedCannotCarry }) {
+			if r == nil || r.Cluster != "" || !slices.ContainsFunc(r.Refused, func(x meshv1alpha1.RelayRefusal) bool {
+				return x.Cluster == "east" && x.Reason == planner.RelayRefusedCannotCarry
+			}) {
 				return fmt.Errorf("relay %+v", r)
 			}
 			if len(p.Paths) != 1 || p.Paths[0].Kind != meshv1alpha1.PathNone {
