@@ -84,8 +84,12 @@ func WhyPairData(p *meshv1alpha1.ClusterMeshPlan, a, b string) (*pairData, error
 	case 0:
 		out.Reason, out.Message = "BothDialable", "each can be dialled: each holds Peers of the other with endpoints"
 	default:
+		nat, open := out.Behind[0], pair[0]
+		if open == nat {
+			open = pair[1]
+		}
 		out.Reason = "OneDialable"
-		out.Message = fmt.Sprintf("%s is behind NAT and dials the other; the other holds its Peers without endpoint and learns where it is from its keepalives", out.Behind[0])
+		out.Message = fmt.Sprintf("%s is behind NAT and dials %s; %s holds the Peers of %s without endpoint and learns where it is from its keepalives", nat, open, open, nat)
 	}
 	return out, nil
 }

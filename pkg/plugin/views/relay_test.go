@@ -30,7 +30,7 @@ func TestRenderWhyPair(t *testing.T) {
 		{name: "relayed", plan: relayPlan, a: "north", b: "east",
 			wants: []string{"east and north: relayed via west (BothBehindNAT)", "Peer demo-west-eu-y", "relay: west is the first cluster by name"}},
 		{name: "one side behind NAT", plan: relayPlan, a: "east", b: "west",
-			wants: []string{"east and west: direct (OneDialable)", "east is behind NAT and dials the other"}},
+			wants: []string{"east and west: direct (OneDialable)", "east is behind NAT and dials west; west holds the Peers of east without endpoint"}},
 		{name: "both dialable", plan: testPlan, a: "east", b: "west", wants: []string{"east and west: direct (BothDialable)"}},
 		{name: "no path", plan: func() *meshv1alpha1.ClusterMeshPlan {
 			p := relayPlan()
