@@ -2,13 +2,10 @@ package planner
 
 import (
 	"fmt"
-	"net/netip"
 	"slices"
 	"strings"
 
-	kilov1alpha1 "github.com/kilo-mesh/kilo-mesh-apiserver/pkg/apis/kilo/v1alpha1"
 	meshv1alpha1 "github.com/kilo-mesh/kilo-mesh-apiserver/pkg/apis/mesh/v1alpha1"
-	"github.com/kilo-mesh/kilo-mesh-apiserver/pkg/apis/mesh/validation"
 )
 
 // Relaying. Two clusters behind NAT cannot dial each other, so neither
@@ -140,9 +137,21 @@ func (pl *planner) applyRelay(drafts []*draft, nat []*source, pairs [][2]*source
 			continue
 		}
 		orig := d.desired[relayPeer]
-		seen := make(map[string]struct{}, len(orig.Spec.AllowedIPs))
-		for _, a := range orig.Spec.AllowedIPs {
-			seen[a] = struct{}{}
+		total, overlaps := len(orig.Spec.AllowedIPs), pl.overlapsOthers[chosen.h.idx]
+		for _, c := range nat {
+			if c != b && chosen.carry[[2]int{c.idx, b.idx}] != nil {
+				total += len(chosen.carry[[2]int{b.idx, c.idx}])
+				overlaps = overlaps || pl.overlapsOthers[c.idx]
+			}
+		}
+		carried = append(make([]string, 0, total), orig.Spec.AllowedIPs...)
+		// Only where declarations overlap can two clusters' addresses be one.
+		var seen map[string]struct{}
+		if overlaps {
+			seen = make(map[string]struct{}, total)
+			for _, a := range orig.Spec.AllowedIPs {
+				seen[a] = struct{}{}
+			}
 		}
 		for _, c := range nat {
 			addrs := chosen.carry[[2]int{b.idx, c.idx}]
@@ -151,10 +160,13 @@ func (pl *planner) applyRelay(drafts []*draft, nat []*source, pairs [][2]*source
 			}
 			added := false
 			for _, a := range addrs {
-				if _, dup := seen[a]; !dup { // only where declarations overlap
+				if seen != nil {
+					if _, dup := seen[a]; dup {
+						continue
+					}
 					seen[a] = struct{}{}
-					carried, added = append(carried, a), true
 				}
+				carried, added = append(carried, a), true
 			}
 			if added {
 				relays = append(relays, c.name)
@@ -169,7 +181,7 @@ func (pl *planner) applyRelay(drafts []*draft, nat []*source, pairs [][2]*source
 			p.Annotations[k] = v
 		}
 		p.Annotations[AnnotationRelays] = strings.Join(relays, ",")
-		p.Spec.AllowedIPs = append(slices.Clip(orig.Spec.AllowedIPs), carried...)
+		p.Spec.AllowedIPs = carried
 		d.desired[relayPeer] = &p
 	}
 	var paths []meshv1alpha1.PathPlan
@@ -225,7 +237,7 @@ func (pl *planner) evalRelay(h *source, pairs [][2]*source, idx *sourceIndex) (*
 			case idx.keptOf(t, s):
 				why = fmt.Sprintf("%s keeps a Peer of %s as it is, which claims its addresses", t.name, s.name)
 			default:
-				addrs := intersect(idx.addrsOf(t, s, h), idx.addrsOf(h, s, nil))
+				addrs := idx.carried(t, s, h)
 				if len(addrs) == 0 {
 					why = fmt.Sprintf("nothing of %s may cross both into %s and into %s (its Peers there, host access, conflicts)", s.name, h.name, t.name)
 				} else {
@@ -262,164 +274,6 @@ func (pl *planner) relayGroup(h *source) int {
 		}
 	}
 	return best
-}
-
-// intersect is the addresses of a that b holds too, in a's order.
-func intersect(a, b []string) []string {
-	if len(a) == 0 || len(b) == 0 {
-		return nil
-	}
-	in := make(map[string]struct{}, len(b))
-	for _, s := range b {
-		in[s] = struct{}{}
-	}
-	var out []string
-	for _, s := range a {
-		if _, ok := in[s]; ok {
-			out = append(out, s)
-		}
-	}
-	return out
-}
-
-// sourceIndex reads the drafts by target and source, lazily: only the
-// targets a relay involves are read.
-type sourceIndex struct {
-	pl     *planner
-	drafts []*draft
-	// bySource[t] maps each source index to the positions of its Peers
-	// in the target's desired list.
-	bySource []map[int][]int
-}
-
-func newSourceIndex(pl *planner, drafts []*draft) *sourceIndex {
-	return &sourceIndex{pl: pl, drafts: drafts, bySource: make([]map[int][]int, len(drafts))}
-}
-
-func (x *sourceIndex) of(t *source) map[int][]int {
-	if m := x.bySource[t.idx]; m != nil {
-		return m
-	}
-	m := map[int][]int{}
-	for i, p := range x.drafts[t.idx].desired {
-		if si, ok := x.pl.byName[p.Labels[LabelSourceCluster]]; ok {
-			m[si] = append(m[si], i)
-		}
-	}
-	x.bySource[t.idx] = m
-	return m
-}
-
-// named reports whether t's desired Peers include one of that name, and
-// whether it is kept as it is.
-func (x *sourceIndex) named(t *source, name string) (held, kept bool) {
-	d := x.drafts[t.idx]
-	_, held = slices.BinarySearchFunc(d.desired, name, func(p *kilov1alpha1.Peer, n string) int { return strings.Compare(p.Name, n) })
-	return held, held && d.kept[name]
-}
-
-// keptOf reports whether t keeps a Peer of s as it is.
-func (x *sourceIndex) keptOf(t, s *source) bool {
-	d := x.drafts[t.idx]
-	for _, i := range x.of(t)[s.idx] {
-		if d.kept[d.desired[i].Name] {
-			return true
-		}
-	}
-	return false
-}
-
-// addrsOf is what target t may hold of source s: on the relay cluster
-// (hub nil) the addresses of every Peer of s it will hold, since it
-// forwards to those; on a spoke what it could hold of s's ready groups
-// (draft.relayable). While s cannot be observed (unreachable, or no ready
-// group) nothing of it is planned; then a spoke's share is also what its
-// Peers of the hub carry inside s's declared networks now, so that the
-// relay keeps carrying it, as a Peer of s would be kept.
-func (x *sourceIndex) addrsOf(t, s, hub *source) []string {
-	d := x.drafts[t.idx]
-	var out []string
-	if hub == nil {
-		for _, i := range x.of(t)[s.idx] {
-			out = append(out, d.desired[i].Spec.AllowedIPs...)
-		}
-		return out
-	}
-	out = append(out, d.relayable[s.idx]...)
-	if s.keepReason == "" {
-		return out
-	}
-	for _, p := range d.managed {
-		if p.Labels[LabelSourceCluster] != hub.name {
-			continue
-		}
-		for _, a := range p.Spec.AllowedIPs {
-			if q, err := netip.ParsePrefix(a); err == nil && validation.Within(canonical(q), s.nets.all) && !x.pl.declaredElsewhere(canonical(q), s) {
-				out = append(out, a)
-			}
-		}
-	}
-	return out
-}
-
-// declaredElsewhere reports whether q overlaps the declared networks of a
-// cluster other than s: then whose it is cannot be told from the address.
-func (pl *planner) declaredElsewhere(q netip.Prefix, s *source) bool {
-	for _, o := range pl.sources {
-		if o != s && pl.overlap[o.idx][s.idx] {
-			if _, ok := overlapsAny(q, o.nets.all); ok {
-				return true
-			}
-		}
-	}
-	return false
-}
-
-// keptRelayed are the declared networks of the clusters a kept Peer on t
-// relays that it may still carry: those of clusters behind NAT, when t is
-// behind NAT too and the Peer's source src cannot be observed, so that a
-// relay Peer is kept like any other. A Peer kept for a conflict of its
-// own group relays nothing: the relay group's Peer does.
-func (pl *planner) keptRelayed(t *source, src *source, p *kilov1alpha1.Peer) []netip.Prefix {
-	relays := p.Annotations[AnnotationRelays]
-	if relays == "" || !t.entry.BehindNAT || src.keepReason == "" {
-		return nil
-	}
-	var nets []netip.Prefix
-	for _, name := range strings.Split(relays, ",") {
-		if i, ok := pl.byName[name]; ok && i != t.idx && pl.sources[i].entry.BehindNAT {
-			nets = append(nets, pl.sources[i].nets.all...)
-		}
-	}
-	return nets
-}
-
-// relistRelays makes a trimmed kept Peer on t name only the clusters it
-// may still relay (keptRelayed) and carries addresses of; p's annotations
-// are its own (keptCopy).
-func (pl *planner) relistRelays(t, src *source, p *kilov1alpha1.Peer) {
-	relays := p.Annotations[AnnotationRelays]
-	if relays == "" {
-		return
-	}
-	var still []string
-	for _, name := range strings.Split(relays, ",") {
-		i, ok := pl.byName[name]
-		if !ok || !t.entry.BehindNAT || src.keepReason == "" || i == t.idx || !pl.sources[i].entry.BehindNAT {
-			continue
-		}
-		if slices.ContainsFunc(p.Spec.AllowedIPs, func(a string) bool {
-			q, err := netip.ParsePrefix(a)
-			return err == nil && validation.Within(canonical(q), pl.sources[i].nets.all)
-		}) {
-			still = append(still, name)
-		}
-	}
-	if len(still) == 0 {
-		delete(p.Annotations, AnnotationRelays)
-		return
-	}
-	p.Annotations[AnnotationRelays] = strings.Join(still, ",")
 }
 
 // natPair reports whether t and s are two clusters behind NAT.

@@ -76,33 +76,6 @@ type frozenOwner struct {
 	name string
 }
 
-// draft is a target's plan before relaying: the Peers it must hold, which
-// of them are kept as they are, and what it holds now.
-type draft struct {
-	tp      meshv1alpha1.TargetPlan
-	desired []*kilov1alpha1.Peer
-	kept    map[string]bool
-	// trimmed are the kept Peers containment changed: planned like any
-	// other, but not Peers of the source's ready groups.
-	trimmed map[string]bool
-	managed []*kilov1alpha1.Peer
-	// relayable is, by source index, what a target behind NAT could hold
-	// of each other cluster behind NAT: the addresses of the Peers it
-	// would get, after every check of the target, which only a relay
-	// carries (relay.go).
-	relayable map[int][]string
-}
-
-// finish counts a target's desired Peers and, when it is reachable,
-// compares them with the Peers it holds.
-func (d *draft) finish(t *source) (meshv1alpha1.TargetPlan, []*kilov1alpha1.Peer) {
-	d.tp.DesiredPeers = int32(len(d.desired))
-	if t.reachable {
-		diff(&d.tp, d.desired, d.kept, d.managed)
-	}
-	return d.tp, d.desired
-}
-
 // planTarget computes the Peers one cluster must hold, before relaying.
 func (pl *planner) planTarget(t *source) *draft {
 	tp := meshv1alpha1.TargetPlan{Cluster: t.name, DiffState: meshv1alpha1.DiffStateUnknown}
@@ -214,9 +187,9 @@ func (pl *planner) checked(t *source, x *existingPeers, kept []keptPeer, tp *mes
 		e := pl.order[i]
 		if p, ok := pl.forTarget(t, e, pl.templates[i], frozen, owners); ok {
 			if d.relayable == nil {
-				d.relayable = map[int][]string{}
+				d.relayable = map[int][]*kilov1alpha1.Peer{}
 			}
-			d.relayable[e.src] = append(d.relayable[e.src], p.Spec.AllowedIPs...)
+			d.relayable[e.src] = append(d.relayable[e.src], p)
 		}
 	}
 	for _, i := range candidates {
