@@ -272,15 +272,7 @@ func TestPropertyApplyingAPlanConverges(t *testing.T) {
 	for seed := int64(0); seed < propertySeeds; seed++ {
 		in := randomMesh(rand.New(rand.NewSource(seed)))
 		p1 := mustCompute(t, in)
-		next := in
-		next.Clusters = map[string]ClusterSnapshot{}
-		for name, snap := range in.Clusters {
-			if snap.Reachable {
-				snap.Peers = appliedPeers(&in, snap.Peers, p1.DesiredPeers[name].Slice())
-			}
-			next.Clusters[name] = snap
-		}
-		p2 := mustCompute(t, next)
+		p2 := mustCompute(t, appliedInput(in, p1))
 		for _, tp := range p2.View.Targets {
 			if tp.DiffState != meshv1alpha1.DiffStateComputed {
 				continue
@@ -293,6 +285,20 @@ func TestPropertyApplyingAPlanConverges(t *testing.T) {
 			t.Fatalf("seed %d: desired Peers changed after applying them", seed)
 		}
 	}
+}
+
+// appliedInput is in once the reconciler applied p to every reachable
+// cluster.
+func appliedInput(in Input, p *Plan) Input {
+	next := in
+	next.Clusters = map[string]ClusterSnapshot{}
+	for name, snap := range in.Clusters {
+		if snap.Reachable {
+			snap.Peers = appliedPeers(&in, snap.Peers, p.DesiredPeers[name].Slice())
+		}
+		next.Clusters[name] = snap
+	}
+	return next
 }
 
 // appliedPeers is what a target holds once the reconciler applied desired to

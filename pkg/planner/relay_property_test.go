@@ -45,14 +45,7 @@ func TestPropertyRelay(t *testing.T) {
 			if got, want := planBytes(t, mustCompute(t, shuffled(r, in))), planBytes(t, p); !bytes.Equal(got, want) {
 				t.Fatalf("output depends on input order\n%s", firstDifference(got, want))
 			}
-			next := in
-			next.Clusters = map[string]ClusterSnapshot{}
-			for name, snap := range in.Clusters {
-				if snap.Reachable {
-					snap.Peers = appliedPeers(&in, snap.Peers, p.DesiredPeers[name].Slice())
-				}
-				next.Clusters[name] = snap
-			}
+			next := appliedInput(in, p)
 			p2 := mustCompute(t, next)
 			checkPlanInvariants(t, next, p2)
 			for _, tp := range p2.View.Targets {

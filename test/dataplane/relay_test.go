@@ -213,22 +213,38 @@ func leaderKeys(t *testing.T, b *dataplane.Bed, i int) (leaders []*dataplane.Nod
 	return leaders, keys
 }
 
-// noTunnel fails if a leader of cluster from holds a WireGuard peer that
-// is a leader of cluster to.
-func noTunnel(t *testing.T, b *dataplane.Bed, from, to int) {
+// tunnels lists, as "node -> key", the leaders of cluster to that each
+// leader of cluster from has as a WireGuard peer, and those it lacks.
+func tunnels(t *testing.T, b *dataplane.Bed, from, to int) (have, lack []string, err error) {
 	t.Helper()
 	leaders, _ := leaderKeys(t, b, from)
 	_, keys := leaderKeys(t, b, to)
 	for _, n := range leaders {
 		peers, err := n.WireGuardPeers()
 		if err != nil {
-			t.Fatal(err)
+			return nil, nil, err
 		}
 		for _, k := range keys {
 			if slices.Contains(peers, k) {
-				t.Errorf("%s has a WireGuard peer of %s (key %s)", n.Name, dataplane.ClusterName(to), k)
+				have = append(have, n.Name+" -> "+k)
+			} else {
+				lack = append(lack, n.Name+" -> "+k)
 			}
 		}
+	}
+	return have, lack, nil
+}
+
+// noTunnel fails if a leader of cluster from has a leader of cluster to as
+// a WireGuard peer.
+func noTunnel(t *testing.T, b *dataplane.Bed, from, to int) {
+	t.Helper()
+	have, _, err := tunnels(t, b, from, to)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(have) > 0 {
+		t.Errorf("tunnels from %s to %s: %v", dataplane.ClusterName(from), dataplane.ClusterName(to), have)
 	}
 }
 
@@ -237,20 +253,11 @@ func noTunnel(t *testing.T, b *dataplane.Bed, from, to int) {
 func tunnel(t *testing.T, b *dataplane.Bed, from, to int) {
 	t.Helper()
 	framework.EventuallyT(t, follow, "direct tunnels", func() error {
-		leaders, _ := leaderKeys(t, b, from)
-		_, keys := leaderKeys(t, b, to)
-		for _, n := range leaders {
-			peers, err := n.WireGuardPeers()
-			if err != nil {
-				return err
-			}
-			for _, k := range keys {
-				if !slices.Contains(peers, k) {
-					return fmt.Errorf("%s has no WireGuard peer %s", n.Name, k)
-				}
-			}
+		_, lack, err := tunnels(t, b, from, to)
+		if err == nil && len(lack) > 0 {
+			err = fmt.Errorf("no tunnel %v", lack)
 		}
-		return nil
+		return err
 	})
 }
 
@@ -333,20 +340,11 @@ func behindNATAgain(t *testing.T, b *dataplane.Bed, pairs []dataplane.Pair) time
 		t.Fatal(err)
 	}
 	framework.EventuallyT(t, follow, "no tunnel from cluster-1 to cluster-2", func() error {
-		_, keys := leaderKeys(t, b, spokeC)
-		leaders, _ := leaderKeys(t, b, spokeB)
-		for _, n := range leaders {
-			peers, err := n.WireGuardPeers()
-			if err != nil {
-				return err
-			}
-			for _, k := range keys {
-				if slices.Contains(peers, k) {
-					return fmt.Errorf("%s still has a tunnel to %s", n.Name, k)
-				}
-			}
+		have, _, err := tunnels(t, b, spokeB, spokeC)
+		if err == nil && len(have) > 0 {
+			err = fmt.Errorf("tunnels left: %v", have)
 		}
-		return nil
+		return err
 	})
 	configured := time.Since(start)
 	if failed := dataplane.Failed(b.Reach(ctx, pairs, follow)); len(failed) > 0 {

@@ -14,7 +14,6 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 	"sigs.k8s.io/yaml"
@@ -290,17 +289,7 @@ func testCredentialExpiry(t *testing.T, v *viewsEnv) {
 		}
 		return nil
 	}
-	credentialsCondition := func() *metav1.Condition {
-		out, err := v.kubectl(t, framework.UserViewerA, "-n", v.ns, "get", "clustermesh", "views", "-o", "json")
-		if err != nil {
-			t.Fatal(err)
-		}
-		var m meshv1alpha1.ClusterMesh
-		if err := json.Unmarshal([]byte(out), &m); err != nil {
-			t.Fatal(err)
-		}
-		return meta.FindStatusCondition(m.Status.Conditions, meshv1alpha1.ConditionCredentialsValid)
-	}
+	credentialsCondition := func() *metav1.Condition { return meshCondition(t, v, meshv1alpha1.ConditionCredentialsValid) }
 	expiryMetric := func() (time.Time, error) {
 		raw, err := framework.Scrape(ctx, v.server.DirectRESTConfig(framework.UserAdmin))
 		if err != nil {

@@ -207,7 +207,7 @@ func peersOn(t *testing.T, v *viewsEnv, i int) []*kilov1alpha1.Peer {
 // meshCondition reads one condition of the views mesh.
 func meshCondition(t *testing.T, v *viewsEnv, typ string) *metav1.Condition {
 	t.Helper()
-	out, err := v.kubectl(t, framework.UserTenantA, "-n", v.ns, "get", "clustermesh", "views", "-o", "json")
+	out, err := v.kubectl(t, framework.UserViewerA, "-n", v.ns, "get", "clustermesh", "views", "-o", "json")
 	if err != nil {
 		t.Fatal(err)
 	}
