@@ -118,7 +118,7 @@ func (pl *planner) applyRelay(drafts []*draft, nat []*source, pairs [][2]*source
 	}
 	for _, b := range nat {
 		d := drafts[b.idx]
-		var relayPeer int = -1
+		relayPeer := -1
 		var carried []string
 		var relays []string
 		out := d.desired[:0:0]
