@@ -50,6 +50,7 @@ type Options struct {
 	WireguardPort       *int32
 	PersistentKeepalive *int32
 	Granularity         *string
+	BehindNAT           *bool
 
 	now func() time.Time
 }
@@ -60,6 +61,7 @@ func NewCommand(o *cli.Options) *cobra.Command {
 	var podCIDRs, additional, nodeCIDRs []string
 	var serviceCIDR, wireguardCIDR, granularity string
 	var port, keepalive int32
+	var behindNAT bool
 	cmd := &cobra.Command{
 		Use:   "join MESH --name NAME --member-kubeconfig FILE [--member-context CTX]",
 		Short: "Make a cluster a member of a mesh, in one command",
@@ -126,6 +128,9 @@ nothing (the server checks each write with a dry run).`,
 			if f.Changed("granularity") {
 				opts.Granularity = &granularity
 			}
+			if f.Changed("behind-nat") {
+				opts.BehindNAT = &behindNAT
+			}
 			if err := opts.validate(); err != nil {
 				return err
 			}
@@ -150,6 +155,7 @@ nothing (the server checks each write with a dry run).`,
 	f.Int32Var(&port, "wireguard-port", 0, "WireGuard port of Kilo on the member's nodes (server default 51820)")
 	f.Int32Var(&keepalive, "persistent-keepalive", 0, "keepalive in seconds for the member's Peers elsewhere (for a member behind NAT)")
 	f.StringVar(&granularity, "granularity", "", "Kilo granularity of the member: Auto, Location, Full or Cross (server default Auto)")
+	f.BoolVar(&behindNAT, "behind-nat", false, "no other cluster can dial the member's nodes (NAT, outbound only): its Peers elsewhere wait for its keepalives, and another cluster behind NAT reaches it through the mesh's relay")
 	_ = cmd.MarkFlagRequired("name")
 	_ = cmd.MarkFlagRequired("member-kubeconfig")
 	_ = cmd.MarkFlagFilename("member-kubeconfig")
