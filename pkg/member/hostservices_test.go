@@ -33,16 +33,17 @@ func TestHostServicesArtifactsAreCurrent(t *testing.T) {
 	}
 }
 
-// The host-services role is the member identity's services rules and
-// nothing else: no Nodes, namespaces or Peers (the server's own role on the
-// host has those it needs), bound to the server's ServiceAccount alone.
+// The host-services role is the member identity's services rules on the
+// services objects and nothing else: no Nodes, namespaces or Peers (the
+// server's own role on the host has those it needs), bound to the server's
+// ServiceAccount alone.
 func TestHostServicesObjects(t *testing.T) {
 	objs := HostServicesObjects("mesh-ops")
 	role, ok := objs[0].(*rbacv1.ClusterRole)
 	if !ok || len(objs) != 2 {
 		t.Fatalf("objects %T, want a ClusterRole and its binding", objs)
 	}
-	rules := Rules()
+	rules := ServicesRules()
 	if !reflect.DeepEqual(role.Rules, rules[len(rules)-len(role.Rules):]) {
 		t.Errorf("rules %+v are not the member identity's services rules", role.Rules)
 	}

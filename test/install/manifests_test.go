@@ -82,6 +82,8 @@ func renderings(t *testing.T) []rendering {
 			images: []string{"registry.example/mesh/server:v9.9.9", k[etcdImageName]},
 		},
 		{name: "helm member", chart: "kilo-mesh-member"},
+		{name: "helm member services", chart: "kilo-mesh-member", set: []string{"services.enabled=true"}},
+		{name: "kustomize member-services", kustomize: "overlays/member-services"},
 		{name: "kustomize network-policy", kustomize: "../test/install/testdata/network-policy", images: server},
 		{name: "helm network-policy", chart: chart, set: networkPolicy, same: "kustomize network-policy", images: server},
 		{
