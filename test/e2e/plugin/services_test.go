@@ -70,7 +70,7 @@ func TestServices(t *testing.T) {
 		// Else kube-controller-manager marks the Node Unknown after its
 		// grace period and cart's Pods not ready, which changes the view.
 		go env.KeepNodesReady(t.Context(), 10*time.Second, cluster, node.Name)
-		if err := env.CreateMemberSecret(ctx, cluster, ns, name+"-kubeconfig"); err != nil {
+		if err := env.CreateMemberSecret(ctx, cluster, ns, name+"-kubeconfig", framework.MemberChartServices); err != nil {
 			t.Fatal(err)
 		}
 		if _, err := env.Client(cluster, framework.UserAdmin).CoreV1().Namespaces().Create(ctx,
