@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"time"
 
 	authorizationv1 "k8s.io/api/authorization/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -69,6 +70,36 @@ var everyMemberVerb = []string{"get", "list", "watch", "create", "update", "patc
 // rights (with services, its services rights too).
 func (e *Env) MemberRightsProblems(ctx context.Context, cluster int, services bool) ([]string, error) {
 	sars := e.Client(cluster, UserAdmin).AuthorizationV1().SubjectAccessReviews()
+	review := func(attrs *authorizationv1.ResourceAttributes) (*authorizationv1.SubjectAccessReview, error) {
+		return sars.Create(ctx, &authorizationv1.SubjectAccessReview{Spec: authorizationv1.SubjectAccessReviewSpec{
+			User:               member.Username(),
+			Groups:             []string{"system:serviceaccounts", "system:serviceaccounts:" + member.Namespace, "system:authenticated"},
+			ResourceAttributes: attrs,
+		}}, metav1.CreateOptions{})
+	}
+	// The authorizer follows RBAC objects through a cache: wait until it
+	// has the roles just applied or removed, told by one right of each.
+	err := Eventually(ctx, 100*time.Millisecond, 30*time.Second, func(context.Context) error {
+		for _, c := range []struct {
+			attrs *authorizationv1.ResourceAttributes
+			want  bool
+		}{
+			{&authorizationv1.ResourceAttributes{Verb: "list", Resource: "nodes"}, true},
+			{&authorizationv1.ResourceAttributes{Verb: "list", Group: "multicluster.x-k8s.io", Resource: "serviceimports"}, services},
+		} {
+			got, err := review(c.attrs)
+			if err != nil {
+				return err
+			}
+			if got.Status.Allowed != c.want {
+				return fmt.Errorf("%s %s allowed %v, want %v", c.attrs.Verb, c.attrs.Resource, got.Status.Allowed, c.want)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("waiting for the member identity's roles to take effect: %w", err)
+	}
 	var problems []string
 	for key, right := range memberRights(services) {
 		group, rest, _ := strings.Cut(key, "/")
@@ -87,12 +118,7 @@ func (e *Env) MemberRightsProblems(ctx context.Context, cluster int, services bo
 						}
 						attrs.Name = ""
 					}
-					sar := &authorizationv1.SubjectAccessReview{Spec: authorizationv1.SubjectAccessReviewSpec{
-						User:               member.Username(),
-						Groups:             []string{"system:serviceaccounts", "system:serviceaccounts:" + member.Namespace, "system:authenticated"},
-						ResourceAttributes: attrs,
-					}}
-					got, err := sars.Create(ctx, sar, metav1.CreateOptions{})
+					got, err := review(attrs)
 					if err != nil {
 						return nil, fmt.Errorf("SubjectAccessReview %s %s in %q: %w", verb, key, ns, err)
 					}

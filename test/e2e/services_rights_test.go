@@ -1,0 +1,104 @@
+//go:build e2e
+
+package e2e
+
+import (
+	"fmt"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/kilo-mesh/kilo-mesh-apiserver/pkg/member"
+	"github.com/kilo-mesh/kilo-mesh-apiserver/pkg/memberaccess"
+	"github.com/kilo-mesh/kilo-mesh-apiserver/test/framework"
+)
+
+// testBaseOnlyMember: cluster two, reached as the member identity, is left
+// with its base rights as its administrator would leave it (kubectl delete
+// -f artifacts/components/member-services/rbac.yaml). Once a list there is
+// refused (a new export of two's makes it list again), the view and a
+// Warning event give two the reason ServicesForbidden with the command that
+// grants the rights, in the server's words, not the member's answer;
+// nothing is written to two (its import keeps every resourceVersion while
+// cluster one's import of the same export takes a new endpoint) nor deleted
+// from it. The rights given again (kubectl apply -k
+// artifacts/overlays/member-services), two's import follows.
+func (s *svcEnv) testBaseOnlyMember(t *testing.T) {
+	root, err := framework.RepoRoot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	grant := func() {
+		s.env.KubectlT(t, 2, framework.UserAdmin, "apply", "-k", filepath.Join(root, "artifacts", "overlays", "member-services"))
+	}
+	ns := s.namespace(t, 1, 2)
+	s.exportedToBoth(t, ns, "rights", "10.11.1.40")
+	t.Cleanup(func() {
+		s.unexport(t, 1, ns, "rights")
+		s.unexport(t, 2, ns, "trigger")
+	})
+	before, err := s.imported(2, ns, "rights")
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	s.env.KubectlT(t, 2, framework.UserAdmin, "delete", "-f", filepath.Join(root, "artifacts", "components", "member-services", "rbac.yaml"))
+	t.Cleanup(grant) // also when the test fails half way
+	s.backend(t, 2, ns, "trigger", nil, nil)
+	s.export(t, 2, ns, "trigger")
+	s.wantViewReason(t, "two", string(memberaccess.ErrServicesForbidden))
+	v, err := s.view()
+	if err != nil {
+		t.Fatal(err)
+	}
+	fix := fmt.Sprintf("kubectl mesh join svc -n %s --name two --member-kubeconfig FILE --services", s.ns)
+	for _, c := range v.Clusters {
+		if c.Cluster != "two" {
+			continue
+		}
+		if !strings.Contains(c.Message, fix) || !strings.Contains(c.Message, "artifacts/overlays/member-services") {
+			t.Errorf("the view's message for two does not say how to grant the rights (%q): %s", fix, c.Message)
+		}
+		for _, answer := range []string{member.Username(), "cannot list", "is forbidden"} {
+			if strings.Contains(c.Message, answer) {
+				t.Errorf("the view's message carries the member's answer (%q): %s", answer, c.Message)
+			}
+		}
+	}
+	s.wantEvent(t, string(memberaccess.ErrServicesForbidden), fix)
+
+	// A change of the export reaches one, not two.
+	s.readyPod(t, 1, ns, "rights", "rights-more", "10.11.1.41")
+	framework.EventuallyT(t, svcConverge, "cluster one's import takes the new endpoint", func() error {
+		imp, err := s.imported(1, ns, "rights")
+		if err != nil {
+			return err
+		}
+		if len(imp.endpoints()) != 2 {
+			return fmt.Errorf("endpoints %v", imp.endpoints())
+		}
+		return nil
+	})
+	// The pass that wrote one writes two beside it, if at all; a margin.
+	time.Sleep(3 * time.Second)
+	after, err := s.imported(2, ns, "rights")
+	if err != nil {
+		t.Fatalf("two's import after its rights were taken away: %v", err)
+	}
+	if versions(after) != versions(before) {
+		t.Errorf("two's import was written without the rights: %s -> %s", versions(before), versions(after))
+	}
+
+	grant()
+	framework.EventuallyT(t, 2*svcConverge, "two's import follows once the rights are given", func() error {
+		imp, err := s.imported(2, ns, "rights")
+		if err != nil {
+			return err
+		}
+		if len(imp.endpoints()) != 2 {
+			return fmt.Errorf("endpoints %v", imp.endpoints())
+		}
+		return nil
+	})
+}
