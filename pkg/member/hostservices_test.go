@@ -1,37 +1,11 @@
 package member
 
 import (
-	"os"
 	"reflect"
 	"testing"
 
 	rbacv1 "k8s.io/api/rbac/v1"
 )
-
-// make verify checks these too; the test says so sooner.
-func TestHostServicesArtifactsAreCurrent(t *testing.T) {
-	for _, tc := range []struct {
-		path   string
-		render func() ([]byte, error)
-	}{
-		{path: "../../artifacts/components/host-services/rbac.yaml", render: HostServicesManifest},
-		{path: "../../artifacts/charts/kilo-mesh-apiserver/files/host-services-rules.yaml", render: HostServicesRulesYAML},
-	} {
-		t.Run(tc.path, func(t *testing.T) {
-			want, err := tc.render()
-			if err != nil {
-				t.Fatal(err)
-			}
-			got, err := os.ReadFile(tc.path)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if string(got) != string(want) {
-				t.Errorf("%s is not what pkg/member defines: run 'make generate'", tc.path)
-			}
-		})
-	}
-}
 
 // The host-services role is the member identity's services rules on the
 // services objects and nothing else: no Nodes, namespaces or Peers (the

@@ -108,6 +108,8 @@ func TestManifestsAreCurrent(t *testing.T) {
 		{"../../artifacts/charts/kilo-mesh-member/templates/identity.yaml", Manifest},
 		{"../../artifacts/components/member-services/rbac.yaml", ServicesManifest},
 		{"../../artifacts/charts/kilo-mesh-member/templates/services.yaml", ChartServicesTemplate},
+		{"../../artifacts/components/host-services/rbac.yaml", HostServicesManifest},
+		{"../../artifacts/charts/kilo-mesh-apiserver/files/host-services-rules.yaml", HostServicesRulesYAML},
 	} {
 		t.Run(tc.path, func(t *testing.T) {
 			want, err := tc.render()
