@@ -36,9 +36,9 @@ const (
 func docBlock(name string) (string, error) {
 	switch name {
 	case "base":
-		return inWords(BaseRights()), nil
+		return InWords(BaseRights()), nil
 	case "services":
-		return inWords(ServicesRights()), nil
+		return InWords(ServicesRights()), nil
 	case "base-table":
 		return table(BaseRights()), nil
 	case "services-table":
@@ -47,7 +47,9 @@ func docBlock(name string) (string, error) {
 	return "", fmt.Errorf("no block %q: want base, services, base-table or services-table", name)
 }
 
-func inWords(rights []Right) string {
+// InWords lists rights in a few words each, e.g. "read Nodes, manage Kilo
+// Peers".
+func InWords(rights []Right) string {
 	words := make([]string, len(rights))
 	for i, r := range rights {
 		words[i] = r.What

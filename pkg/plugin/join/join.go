@@ -18,6 +18,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/client-go/tools/clientcmd"
 
+	"github.com/kilo-mesh/kilo-mesh-apiserver/pkg/member"
 	"github.com/kilo-mesh/kilo-mesh-apiserver/pkg/plugin/cli"
 )
 
@@ -67,14 +68,13 @@ func NewCommand(o *cli.Options) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "join MESH --name NAME --member-kubeconfig FILE [--member-context CTX]",
 		Short: "Make a cluster a member of a mesh, in one command",
-		Long: `Join a cluster into a ClusterMesh of the host cluster:
+		Long: fmt.Sprintf(`Join a cluster into a ClusterMesh of the host cluster:
 
   1. on the member (with your credentials there): server-side apply the
      least-privileged member identity (namespace, ServiceAccount, ClusterRole
-     and binding of artifacts/member: read Nodes, manage Kilo Peers, get the
-     namespace kube-system) and, for multi-cluster services, its services
-     rights (a second ClusterRole and binding, artifacts/components/member-services);
-     mint a token for it (TokenRequest);
+     and binding of artifacts/member) and, for multi-cluster services, its
+     services rights (a second ClusterRole and binding,
+     artifacts/components/member-services); mint a token for it (TokenRequest);
   2. on the host: write a self-contained kubeconfig (https server, CA data,
      that token) into a Secret in the mesh's namespace;
   3. propose the member's networks (pod CIDRs from its Nodes, the service CIDR
@@ -92,9 +92,11 @@ networks in the entry), which the server takes as the old cluster's departure,
 and waits until the old cluster holds none of the mesh's Peers (exit 2 when
 the server has not finished within 5m or gave up).
 
-The services rights (list namespaces, read ServiceExports and write their
-status, manage ServiceImports, Services and EndpointSlices, cluster-wide) are
-granted when the mesh has spec.multiClusterServices Enabled, else not: the
+The base rights are always applied:
+  %s.
+The services rights, cluster-wide:
+  %s,
+are granted when the mesh has spec.multiClusterServices Enabled, else not: the
 default is the least the mesh needs. --services grants them anyway (say, before
 enabling services), --services=false never. They are never taken away, as
 another mesh may use them on the cluster: an existing services role is applied
@@ -112,7 +114,7 @@ kubectl apply -k artifacts/member, or the kilo-mesh-member chart.
 Your own credentials are never copied anywhere. Rerunning it changes nothing
 while the token is valid for more than 30 days; --refresh renews it.
 --dry-run prints every object it would write (tokens redacted) and writes
-nothing (the server checks each write with a dry run).`,
+nothing (the server checks each write with a dry run).`, member.InWords(member.BaseRights()), member.InWords(member.ServicesRights())),
 		Example: `  kubectl mesh join demo --name north --member-kubeconfig north.yaml
   kubectl mesh join demo --name north --member-kubeconfig ~/.kube/config --member-context north-admin --dry-run
   kubectl mesh join demo --name north --member-kubeconfig north.yaml --refresh
