@@ -5,6 +5,7 @@ package e2e
 import (
 	"fmt"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -19,10 +20,11 @@ import (
 // -f artifacts/components/member-services/rbac.yaml). Once a list there is
 // refused (a new export of two's makes it list again), the view and a
 // Warning event give two the reason ServicesForbidden with the command that
-// grants the rights, in the server's words, not the member's answer;
-// nothing is written to two (its import keeps every resourceVersion while
-// cluster one's import of the same export takes a new endpoint) nor deleted
-// from it. The rights given again (kubectl apply -k
+// grants the rights, in the server's words, not the member's answer. From
+// then nothing is written to two nor tried (its import keeps every
+// resourceVersion, and the server logs no pass that wrote there or failed
+// to, while cluster one's import of the same export takes a new endpoint),
+// and nothing is deleted from it. The rights given again (kubectl apply -k
 // artifacts/overlays/member-services), two's import follows.
 func (s *svcEnv) testBaseOnlyMember(t *testing.T) {
 	root, err := framework.RepoRoot()
@@ -38,10 +40,6 @@ func (s *svcEnv) testBaseOnlyMember(t *testing.T) {
 		s.unexport(t, 1, ns, "rights")
 		s.unexport(t, 2, ns, "trigger")
 	})
-	before, err := s.imported(2, ns, "rights")
-	if err != nil {
-		t.Fatal(err)
-	}
 
 	s.env.KubectlT(t, 2, framework.UserAdmin, "delete", "-f", filepath.Join(root, "artifacts", "components", "member-services", "rbac.yaml"))
 	t.Cleanup(grant) // also when the test fails half way
@@ -67,6 +65,13 @@ func (s *svcEnv) testBaseOnlyMember(t *testing.T) {
 		}
 	}
 	s.wantEvent(t, string(memberaccess.ErrServicesForbidden), fix)
+	// From here the server does not even try: RBAC would refuse a write,
+	// which the log would show as a failed pass.
+	before, err := s.imported(2, ns, "rights")
+	if err != nil {
+		t.Fatal(err)
+	}
+	triesBefore := s.writesTo("two")
 
 	// A change of the export reaches one, not two.
 	s.readyPod(t, 1, ns, "rights", "rights-more", "10.11.1.41")
@@ -89,6 +94,9 @@ func (s *svcEnv) testBaseOnlyMember(t *testing.T) {
 	if versions(after) != versions(before) {
 		t.Errorf("two's import was written without the rights: %s -> %s", versions(before), versions(after))
 	}
+	if tries := s.writesTo("two"); tries != triesBefore {
+		t.Errorf("the server wrote or tried to write to two without the rights: %d passes logged writes or failures, %d before", tries, triesBefore)
+	}
 
 	grant()
 	framework.EventuallyT(t, 2*svcConverge, "two's import follows once the rights are given", func() error {
@@ -101,4 +109,12 @@ func (s *svcEnv) testBaseOnlyMember(t *testing.T) {
 		}
 		return nil
 	})
+}
+
+// writesTo counts the server's log lines of services passes that wrote to
+// cluster, or failed to.
+func (s *svcEnv) writesTo(cluster string) int {
+	logs := s.server.Logs()
+	return strings.Count(logs, `"Services objects written" cluster="`+cluster+`"`) +
+		len(regexp.MustCompile(`cluster `+regexp.QuoteMeta(cluster)+`: \d+ failed`).FindAllStringIndex(logs, -1))
 }
