@@ -9,7 +9,9 @@ import (
 	"testing"
 	"time"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	mcsv1beta1 "sigs.k8s.io/mcs-api/pkg/apis/v1beta1"
+	mcsclient "sigs.k8s.io/mcs-api/pkg/client/clientset/versioned"
 
 	meshv1alpha1 "github.com/kilo-mesh/kilo-mesh-apiserver/pkg/apis/mesh/v1alpha1"
 	"github.com/kilo-mesh/kilo-mesh-apiserver/pkg/member"
@@ -68,6 +70,7 @@ func (h *harness) testServicesForbidden(t *testing.T) {
 	if err := h.env.InstallMember(h.ctx, member1, framework.MemberServices); err != nil {
 		t.Fatal(err)
 	}
+	after := h.exportService(t, "after", 1, true)
 	framework.EventuallyT(t, 60*time.Second, "the services rights make the services synced", func() error {
 		st, err := servicesOf(m, mesh, "one")
 		switch {
@@ -75,18 +78,23 @@ func (h *harness) testServicesForbidden(t *testing.T) {
 			return err
 		case !st.Synced || st.Reason != "":
 			return fmt.Errorf("synced=%v reason=%q err=%q", st.Synced, st.Reason, st.LastError)
-		case !slices.ContainsFunc(st.Exports, func(e *mcsv1beta1.ServiceExport) bool { return e.Namespace == exported }):
-			return fmt.Errorf("exports %v lack %s/cart", st.Exports, exported)
+		case !slices.ContainsFunc(st.Exports, func(e *mcsv1beta1.ServiceExport) bool { return e.Namespace == exported }),
+			!slices.ContainsFunc(st.Exports, func(e *mcsv1beta1.ServiceExport) bool { return e.Namespace == after }):
+			return fmt.Errorf("exports %v lack %s/cart or %s/after", st.Exports, exported, after)
 		}
 		return nil
 	})
 
-	// Taken away: existing watches go on, the next list is refused (a new
-	// export makes the exported Services be listed again).
+	// Taken away: open watches go on; an export fewer makes the exported
+	// Services be listed again, which is refused, while what was read
+	// still covers every export.
 	if _, stderr, err := h.env.Kubectl(h.ctx, member1, framework.UserAdmin, "delete", "clusterrolebinding", member.ServicesClusterRoleBinding); err != nil {
 		t.Fatalf("%v: %s", err, stderr)
 	}
-	h.exportService(t, "after", 1, true)
+	mcs := mcsclient.NewForConfigOrDie(h.env.RESTConfig(member1, framework.UserAdmin))
+	if err := mcs.MulticlusterV1beta1().ServiceExports(after).Delete(h.ctx, "after", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
 	framework.EventuallyT(t, 60*time.Second, "rights taken away reported forbidden", forbidden)
 	st, _ = servicesOf(m, mesh, "one")
 	if !slices.ContainsFunc(st.Exports, func(e *mcsv1beta1.ServiceExport) bool { return e.Namespace == exported }) || st.Since.IsZero() {

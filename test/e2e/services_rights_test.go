@@ -18,7 +18,7 @@ import (
 // testBaseOnlyMember: cluster two, reached as the member identity, is left
 // with its base rights as its administrator would leave it (kubectl delete
 // -f artifacts/components/member-services/rbac.yaml). Once a list there is
-// refused (a new export of two's makes it list again), the view and a
+// refused (an export of two's fewer makes it list again), the view and a
 // Warning event give two the reason ServicesForbidden with the command that
 // grants the rights, in the server's words, not the member's answer. From
 // then nothing is written to two nor tried (its import keeps every
@@ -36,15 +36,17 @@ func (s *svcEnv) testBaseOnlyMember(t *testing.T) {
 	}
 	ns := s.namespace(t, 1, 2)
 	s.exportedToBoth(t, ns, "rights", "10.11.1.40")
-	t.Cleanup(func() {
-		s.unexport(t, 1, ns, "rights")
-		s.unexport(t, 2, ns, "trigger")
-	})
+	t.Cleanup(func() { s.unexport(t, 1, ns, "rights") })
+	s.backend(t, 2, ns, "trigger", nil, nil)
+	s.export(t, 2, ns, "trigger")
+	s.waitImported(t, 1, ns, "trigger")
 
 	s.env.KubectlT(t, 2, framework.UserAdmin, "delete", "-f", filepath.Join(root, "artifacts", "components", "member-services", "rbac.yaml"))
 	t.Cleanup(grant) // also when the test fails half way
-	s.backend(t, 2, ns, "trigger", nil, nil)
-	s.export(t, 2, ns, "trigger")
+	// Open watches go on; an export fewer makes the server list two's
+	// exported Services again, which is refused, while all it had read
+	// still covers two's exports.
+	s.unexport(t, 2, ns, "trigger")
 	s.wantViewReason(t, "two", string(memberaccess.ErrServicesForbidden))
 	v, err := s.view()
 	if err != nil {
