@@ -4,10 +4,7 @@ package member_test
 
 import (
 	"context"
-	"os"
 	"path/filepath"
-	"regexp"
-	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -92,9 +89,6 @@ func TestMemberArtifacts(t *testing.T) {
 						t.Error(p)
 					}
 					checkToken(ctx, t, env, way.cluster, s.services)
-					if s.services && way.name == "kustomize" {
-						checkTutorialTranscript(ctx, t, env, way.cluster, root)
-					}
 				})
 			}
 		})
@@ -108,45 +102,6 @@ func TestMemberArtifacts(t *testing.T) {
 		}
 	})
 }
-
-// checkTutorialTranscript: the listing of the identity's rights in
-// docs/tutorial.md, section 6 (a member of the services demo), is what
-// kubectl prints for it, filtered as the transcript says.
-func checkTutorialTranscript(ctx context.Context, t *testing.T, env *framework.Env, cluster int, root string) {
-	t.Helper()
-	const command = "$ kubectl auth can-i --list "
-	tutorial, err := os.ReadFile(filepath.Join(root, "docs", "tutorial.md"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	_, after, found := strings.Cut(string(tutorial), "\n"+command)
-	if !found {
-		t.Fatalf("docs/tutorial.md has no transcript of %q", command)
-	}
-	_, after, _ = strings.Cut(after, "\n")
-	shown, _, _ := strings.Cut(after, "```")
-	out, stderr, err := env.Kubectl(ctx, cluster, framework.UserAdmin, "auth", "can-i", "--list", "--as", member.Username())
-	if err != nil {
-		t.Fatalf("%v: %s", err, stderr)
-	}
-	// grep -v -e selfsubject -e '^  *\[/': the reviews every identity may
-	// create, and the non-resource URLs of every authenticated user.
-	var real []string
-	for _, line := range strings.Split(out, "\n") {
-		if line != "" && !strings.Contains(line, "selfsubject") && !nonResourceLine.MatchString(line) {
-			real = append(real, strings.Join(strings.Fields(line), " "))
-		}
-	}
-	var doc []string
-	for _, line := range strings.Split(strings.TrimSpace(shown), "\n") {
-		doc = append(doc, strings.Join(strings.Fields(line), " "))
-	}
-	if !slices.Equal(real, doc) {
-		t.Errorf("docs/tutorial.md shows the identity's rights as\n%s\nkubectl prints\n%s", shown, out)
-	}
-}
-
-var nonResourceLine = regexp.MustCompile(`^  *\[/`)
 
 // checkToken uses a real token of the identity: ServiceImports are listed
 // with the services rights and refused without, Secrets always refused.
