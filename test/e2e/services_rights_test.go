@@ -77,16 +77,7 @@ func (s *svcEnv) testBaseOnlyMember(t *testing.T) {
 
 	// A change of the export reaches one, not two.
 	s.readyPod(t, 1, ns, "rights", "rights-more", "10.11.1.41")
-	framework.EventuallyT(t, svcConverge, "cluster one's import takes the new endpoint", func() error {
-		imp, err := s.imported(1, ns, "rights")
-		if err != nil {
-			return err
-		}
-		if len(imp.endpoints()) != 2 {
-			return fmt.Errorf("endpoints %v", imp.endpoints())
-		}
-		return nil
-	})
+	framework.EventuallyT(t, svcConverge, "cluster one's import takes the new endpoint", s.endpointsOf(1, ns, "rights", 2))
 	// The pass that wrote one writes two beside it, if at all; a margin.
 	time.Sleep(3 * time.Second)
 	after, err := s.imported(2, ns, "rights")
@@ -101,16 +92,21 @@ func (s *svcEnv) testBaseOnlyMember(t *testing.T) {
 	}
 
 	grant()
-	framework.EventuallyT(t, 2*svcConverge, "two's import follows once the rights are given", func() error {
-		imp, err := s.imported(2, ns, "rights")
+	framework.EventuallyT(t, 2*svcConverge, "two's import follows once the rights are given", s.endpointsOf(2, ns, "rights", 2))
+}
+
+// endpointsOf is nil once cluster's import of ns/name carries n endpoints.
+func (s *svcEnv) endpointsOf(cluster int, ns, name string, n int) func() error {
+	return func() error {
+		imp, err := s.imported(cluster, ns, name)
 		if err != nil {
 			return err
 		}
-		if len(imp.endpoints()) != 2 {
-			return fmt.Errorf("endpoints %v", imp.endpoints())
+		if len(imp.endpoints()) != n {
+			return fmt.Errorf("endpoints %v, want %d", imp.endpoints(), n)
 		}
 		return nil
-	})
+	}
 }
 
 // writesTo counts the server's log lines of services passes that wrote to
