@@ -5,8 +5,10 @@
 // DIR the mcs-api CRDs copied from the module of go.mod; with
 // -host-services FILE or -host-services-rules FILE the services rights of
 // the server's own identity on the host (kustomize's component, the chart's
-// rules); with -docs ROOT the lists of the identity's rights in the
-// documents of pkg/member's DocFiles under ROOT, in place.
+// rules); with -coredns FILE or -coredns-rules FILE the rights of a
+// cluster's CoreDNS to read ServiceImports (kustomize's component, the
+// member chart's rules); with -docs ROOT the lists of the identity's rights
+// in the documents of pkg/member's DocFiles under ROOT, in place.
 // hack/update-codegen.sh runs it; hack/verify-codegen.sh diffs.
 package main
 
@@ -22,35 +24,45 @@ import (
 
 func main() {
 	crds := flag.String("crds", "", "write the mcs-api CRDs into this directory instead of the identity")
+	docs := flag.String("docs", "", "rewrite the lists of the identity's rights in the documents under this repository root instead of the identity")
 	services := flag.String("services", "", "write the member identity's services ClusterRole and binding into this file instead of the identity")
 	chartServices := flag.String("chart-services", "", "write the member chart's services template into this file instead of the identity")
 	hostServices := flag.String("host-services", "", "write the host-services ClusterRole and binding into this file instead of the identity")
 	hostServicesRules := flag.String("host-services-rules", "", "write the host-services rules alone into this file instead of the identity")
-	docs := flag.String("docs", "", "rewrite the lists of the identity's rights in the documents under this repository root instead of the identity")
+	coreDNS := flag.String("coredns", "", "write CoreDNS's ServiceImports ClusterRole and binding into this file instead of the identity")
+	coreDNSRules := flag.String("coredns-rules", "", "write CoreDNS's ServiceImports rules alone into this file instead of the identity")
 	flag.Parse()
-	var err error
-	switch {
-	case *crds != "":
-		err = writeCRDs(*crds)
-	case *services != "":
-		err = write(*services, member.ServicesManifest)
-	case *chartServices != "":
-		err = write(*chartServices, member.ChartServicesTemplate)
-	case *hostServices != "":
-		err = write(*hostServices, member.HostServicesManifest)
-	case *hostServicesRules != "":
-		err = write(*hostServicesRules, member.HostServicesRulesYAML)
-	case *docs != "":
-		err = writeDocs(*docs)
-	case flag.NArg() == 1:
-		err = write(flag.Arg(0), member.Manifest)
-	default:
-		err = fmt.Errorf("usage: genmember OUTPUT.yaml | -services FILE | -chart-services FILE | -crds DIR | -host-services FILE | -host-services-rules FILE | -docs ROOT")
+	outputs := map[string]func() ([]byte, error){
+		*services: member.ServicesManifest, *chartServices: member.ChartServicesTemplate,
+		*hostServices: member.HostServicesManifest, *hostServicesRules: member.HostServicesRulesYAML,
+		*coreDNS: member.CoreDNSManifest, *coreDNSRules: member.CoreDNSRulesYAML,
 	}
-	if err != nil {
+	if err := run(*crds, *docs, outputs, flag.Args()); err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
 	}
+}
+
+// run writes the CRDs into crdDir, else the documents under docsRoot, else
+// the one output whose file is named (the key "" stands for the flags not
+// given), else the identity.
+func run(crdDir, docsRoot string, outputs map[string]func() ([]byte, error), args []string) error {
+	switch {
+	case crdDir != "":
+		return writeCRDs(crdDir)
+	case docsRoot != "":
+		return writeDocs(docsRoot)
+	}
+	for path, render := range outputs {
+		if path != "" {
+			return write(path, render)
+		}
+	}
+	if len(args) != 1 {
+		return fmt.Errorf("usage: genmember OUTPUT.yaml | genmember -crds DIR | genmember -docs ROOT | genmember -services FILE | " +
+			"genmember -chart-services FILE | genmember -host-services FILE | genmember -host-services-rules FILE | genmember -coredns FILE | genmember -coredns-rules FILE")
+	}
+	return write(args[0], member.Manifest)
 }
 
 func writeCRDs(dir string) error {

@@ -12,7 +12,6 @@ import (
 	"fmt"
 
 	corev1 "k8s.io/api/core/v1"
-	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apiserver/pkg/authentication/serviceaccount"
@@ -23,11 +22,11 @@ const (
 	Namespace          = "kilo-mesh-member"
 	ServiceAccount     = "kilo-mesh-member"
 	ClusterRole        = "kilo-mesh-member"
-	ClusterRoleBinding = "kilo-mesh-member"
+	ClusterRoleBinding = ClusterRole
 	// ServicesClusterRole and its binding add ServicesRules to the same
 	// ServiceAccount; a member of meshes without services has neither.
 	ServicesClusterRole        = "kilo-mesh-member:services"
-	ServicesClusterRoleBinding = "kilo-mesh-member:services"
+	ServicesClusterRoleBinding = ServicesClusterRole
 
 	// IdentityNamespace is the namespace whose UID identifies a member
 	// cluster: it exists on every cluster and is never recreated, so two
@@ -64,7 +63,7 @@ func labels() map[string]string { return map[string]string{LabelPartOf: PartOfVa
 // Objects returns the identity's objects in the order they must be applied
 // (the namespace before what lives in it), with their TypeMeta set.
 func Objects() []runtime.Object {
-	return []runtime.Object{
+	return append([]runtime.Object{
 		&corev1.Namespace{
 			TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "Namespace"},
 			ObjectMeta: metav1.ObjectMeta{Name: Namespace, Labels: labels()},
@@ -73,35 +72,11 @@ func Objects() []runtime.Object {
 			TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "ServiceAccount"},
 			ObjectMeta: metav1.ObjectMeta{Name: ServiceAccount, Namespace: Namespace, Labels: labels()},
 		},
-		&rbacv1.ClusterRole{
-			TypeMeta:   metav1.TypeMeta{APIVersion: rbacv1.SchemeGroupVersion.String(), Kind: "ClusterRole"},
-			ObjectMeta: metav1.ObjectMeta{Name: ClusterRole, Labels: labels()},
-			Rules:      BaseRules(),
-		},
-		binding(ClusterRoleBinding, ClusterRole),
-	}
+	}, roleAndBinding(ClusterRole, labels(), BaseRules(), Namespace, ServiceAccount)...)
 }
 
 // ServicesObjects returns the ClusterRole of ServicesRules and its binding
 // to the identity's ServiceAccount, which Objects must precede.
 func ServicesObjects() []runtime.Object {
-	return []runtime.Object{
-		&rbacv1.ClusterRole{
-			TypeMeta:   metav1.TypeMeta{APIVersion: rbacv1.SchemeGroupVersion.String(), Kind: "ClusterRole"},
-			ObjectMeta: metav1.ObjectMeta{Name: ServicesClusterRole, Labels: labels()},
-			Rules:      ServicesRules(),
-		},
-		binding(ServicesClusterRoleBinding, ServicesClusterRole),
-	}
-}
-
-func binding(name, role string) *rbacv1.ClusterRoleBinding {
-	return &rbacv1.ClusterRoleBinding{
-		TypeMeta:   metav1.TypeMeta{APIVersion: rbacv1.SchemeGroupVersion.String(), Kind: "ClusterRoleBinding"},
-		ObjectMeta: metav1.ObjectMeta{Name: name, Labels: labels()},
-		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: role},
-		Subjects: []rbacv1.Subject{{
-			Kind: rbacv1.ServiceAccountKind, Name: ServiceAccount, Namespace: Namespace,
-		}},
-	}
+	return roleAndBinding(ServicesClusterRole, labels(), ServicesRules(), Namespace, ServiceAccount)
 }

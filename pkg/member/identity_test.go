@@ -110,6 +110,8 @@ func TestManifestsAreCurrent(t *testing.T) {
 		{"../../artifacts/charts/kilo-mesh-member/templates/services.yaml", ChartServicesTemplate},
 		{"../../artifacts/components/host-services/rbac.yaml", HostServicesManifest},
 		{"../../artifacts/charts/kilo-mesh-apiserver/files/host-services-rules.yaml", HostServicesRulesYAML},
+		{"../../artifacts/components/coredns/rbac.yaml", CoreDNSManifest},
+		{"../../artifacts/charts/kilo-mesh-member/files/coredns-rules.yaml", CoreDNSRulesYAML},
 	} {
 		t.Run(tc.path, func(t *testing.T) {
 			want, err := tc.render()
