@@ -17,6 +17,7 @@ import (
 
 	meshv1alpha1 "github.com/kilo-mesh/kilo-mesh-apiserver/pkg/apis/mesh/v1alpha1"
 	"github.com/kilo-mesh/kilo-mesh-apiserver/pkg/clusters"
+	"github.com/kilo-mesh/kilo-mesh-apiserver/pkg/member"
 	"github.com/kilo-mesh/kilo-mesh-apiserver/pkg/planner/services"
 )
 
@@ -82,8 +83,12 @@ func (r *Reconciler) syncServices(ctx context.Context, mesh *meshv1alpha1.Cluste
 		svc := states[name].Services
 		if svc != nil && svc.Reason != "" && svc.Reason != memberaccess.ErrPending {
 			// A limit, missing CRDs, a refusal: said once, with the cluster's reason.
-			res.facts = append(res.facts, meshEvent{Type: corev1.EventTypeWarning, Reason: string(svc.Reason),
-				Message: fmt.Sprintf("cluster %s: its services are not used: %s", name, svc.LastError)})
+			msg := fmt.Sprintf("cluster %s: its services are not used: %s", name, svc.LastError)
+			if svc.Reason == memberaccess.ErrServicesForbidden {
+				local := slices.ContainsFunc(mesh.Spec.Clusters, func(e meshv1alpha1.ClusterEntry) bool { return e.Name == name && e.Local })
+				msg += "; " + member.ServicesFix(mesh.Namespace, mesh.Name, name, local)
+			}
+			res.facts = append(res.facts, meshEvent{Type: corev1.EventTypeWarning, Reason: string(svc.Reason), Message: msg})
 		}
 		if svc == nil || (svc.Since.IsZero() && svc.Reason != memberaccess.ErrMCSCRDMissing) {
 			deletions = false
