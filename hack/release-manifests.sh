@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # Renders every kustomize install mode with the image of a release into one
 # file each, for a release's assets: _output/manifests/kilo-mesh-apiserver-<mode>.yaml, with
-# <mode> default, ha, cert-manager and ha-cert-manager. The image is set as
+# <mode> default, ha, cert-manager and ha-cert-manager, and the namespace they
+# run in, kept apart so that deleting a mode's file never deletes the data
+# (kilo-mesh-apiserver-namespace.yaml). The image is set as
 # docs/install.md tells users to set theirs: an overlay of one's own whose
 # `images:` renames the shipped reference.
 #
@@ -39,3 +41,5 @@ YAML
 	"$KUBECTL" kustomize "$src/$mode" >"$OUT/kilo-mesh-apiserver-$mode.yaml"
 	echo "$OUT/kilo-mesh-apiserver-$mode.yaml"
 done
+"$KUBECTL" kustomize "$ROOT/artifacts/namespace" >"$OUT/kilo-mesh-apiserver-namespace.yaml"
+echo "$OUT/kilo-mesh-apiserver-namespace.yaml"

@@ -370,4 +370,12 @@ func TestReleaseManifests(t *testing.T) {
 			t.Errorf("kilo-mesh-apiserver-%s.yaml is not the shipped rendering with image %s", mode, image)
 		}
 	}
+	// The namespace is an asset of its own, which no mode's file holds.
+	data, err := os.ReadFile(filepath.Join(out, "kilo-mesh-apiserver-namespace.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if objs := decode(t, string(data)); len(objs) != 1 || objs[0].GetKind() != "Namespace" || objs[0].GetName() != framework.MeshNamespace {
+		t.Errorf("kilo-mesh-apiserver-namespace.yaml holds %d objects, want the Namespace %s alone", len(objs), framework.MeshNamespace)
+	}
 }
