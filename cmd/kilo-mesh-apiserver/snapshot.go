@@ -11,6 +11,7 @@ import (
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
+	"google.golang.org/grpc/grpclog"
 
 	"github.com/kilo-mesh/kilo-mesh-apiserver/pkg/apiserver"
 	"github.com/kilo-mesh/kilo-mesh-apiserver/pkg/etcd"
@@ -45,6 +46,11 @@ func newSnapshotCommand() *cobra.Command {
 		Use:   "snapshot",
 		Short: "Back up the server's store and restore it into a fresh install (docs/production.md)",
 		Args:  cobra.NoArgs,
+		PersistentPreRun: func(*cobra.Command, []string) {
+			// The etcd client's connection chatter is no news to an operator;
+			// its errors reach the command's own.
+			grpclog.SetLoggerV2(grpclog.NewLoggerV2(io.Discard, io.Discard, io.Discard))
+		},
 	}
 	cmd.AddCommand(newSaveCommand(), newRestoreCommand())
 	return cmd

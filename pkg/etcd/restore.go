@@ -22,8 +22,7 @@ type RestoreResult struct {
 	// Written are the keys written; Present those the store already held
 	// with the same value (a restore run again after it was cut short).
 	Written, Present int
-	// ByResource counts the restored keys by the resource their key names
-	// (<prefix>/<resource>/...).
+	// ByResource counts the restored keys by the resource their key names.
 	ByResource map[string]int
 }
 
@@ -100,12 +99,14 @@ func Restore(ctx context.Context, kv clientv3.KV, kvs []KeyValue, fromPrefix, to
 	return res, flush()
 }
 
-// resourceOf is the first segment of a key below the prefix: the resource
-// the API server stores there.
+// resourceOf is the resource the API server stores a key under: the
+// first segment below the prefix that is not a group (which has dots), as
+// in <group>/<resource>/<namespace>/<name>.
 func resourceOf(rel string) string {
-	rel = strings.TrimPrefix(rel, "/")
-	if i := strings.IndexByte(rel, '/'); i >= 0 {
-		return rel[:i]
+	for _, seg := range strings.Split(strings.TrimPrefix(rel, "/"), "/") {
+		if !strings.Contains(seg, ".") {
+			return seg
+		}
 	}
 	return rel
 }

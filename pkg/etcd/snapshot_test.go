@@ -17,12 +17,12 @@ func TestSnapshotRoundTrip(t *testing.T) {
 	defer cancel()
 	src := start(t, Config{DataDir: t.TempDir()})
 	const from, to = "/registry/mesh/", "/other/mesh/"
-	put(t, src, from+"clustermeshes/ns/a", "a1")
-	put(t, src, from+"clustermeshes/ns/a", "a2")
-	put(t, src, from+"clustermeshes/ns/b", "b")
-	put(t, src, from+"clustermeshgrants/g", "g")
+	put(t, src, from+"mesh.kilo.squat.ai/clustermeshes/ns/a", "a1")
+	put(t, src, from+"mesh.kilo.squat.ai/clustermeshes/ns/a", "a2")
+	put(t, src, from+"mesh.kilo.squat.ai/clustermeshes/ns/b", "b")
+	put(t, src, from+"mesh.kilo.squat.ai/clustermeshgrants/g", "g")
 	put(t, src, "/registry/meshes/x", "not under the prefix")
-	if _, err := client(t, src).Delete(ctx, from+"clustermeshes/ns/b"); err != nil {
+	if _, err := client(t, src).Delete(ctx, from+"mesh.kilo.squat.ai/clustermeshes/ns/b"); err != nil {
 		t.Fatal(err)
 	}
 	var snap bytes.Buffer
@@ -38,7 +38,7 @@ func TestSnapshotRoundTrip(t *testing.T) {
 	for _, kv := range contents.KVs {
 		got = append(got, string(kv.Key)+"="+string(kv.Value))
 	}
-	if want := from + "clustermeshes/ns/a=a2," + from + "clustermeshgrants/g=g"; strings.Join(got, ",") != want {
+	if want := from + "mesh.kilo.squat.ai/clustermeshes/ns/a=a2," + from + "mesh.kilo.squat.ai/clustermeshgrants/g=g"; strings.Join(got, ",") != want {
 		t.Errorf("snapshot holds %v, want %s", got, want)
 	}
 
@@ -50,13 +50,13 @@ func TestSnapshotRoundTrip(t *testing.T) {
 	if res.Written != 2 || res.Present != 0 || res.ByResource["clustermeshes"] != 1 || res.ByResource["clustermeshgrants"] != 1 {
 		t.Errorf("first restore: %+v", res)
 	}
-	if v := get(t, dst, to+"clustermeshes/ns/a"); v != "a2" {
+	if v := get(t, dst, to+"mesh.kilo.squat.ai/clustermeshes/ns/a"); v != "a2" {
 		t.Errorf("restored value %q", v)
 	}
 	if res, err = Restore(ctx, client(t, dst), contents.KVs, from, to); err != nil || res.Written != 0 || res.Present != 2 {
 		t.Errorf("restore again: %+v, %v; want nothing written", res, err)
 	}
-	put(t, dst, to+"clustermeshes/ns/c", "made after")
+	put(t, dst, to+"mesh.kilo.squat.ai/clustermeshes/ns/c", "made after")
 	if _, err := Restore(ctx, client(t, dst), contents.KVs, from, to); err == nil || !strings.Contains(err.Error(), "fresh install") {
 		t.Errorf("restore over other content: %v, want a refusal", err)
 	}

@@ -1,0 +1,205 @@
+//go:build e2e
+
+package install
+
+import (
+	"context"
+	"fmt"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"sigs.k8s.io/yaml"
+
+	"github.com/kilo-mesh/kilo-mesh-apiserver/test/framework"
+)
+
+// storeState is what a restore must bring back: every mesh and grant
+// with its UID and generation, and the mesh's conditions.
+type storeState map[string]string
+
+// readStore reads every mesh (of the namespaces given) and grant through
+// the aggregator.
+func readStore(t *testing.T, ctx context.Context, namespaces ...string) storeState {
+	t.Helper()
+	dyn := env.Dynamic(framework.HostCluster, admin)
+	out := storeState{}
+	for _, ns := range namespaces {
+		list, err := dyn.Resource(framework.ClusterMeshGVR).Namespace(ns).List(ctx, metav1.ListOptions{})
+		if err != nil {
+			t.Fatalf("listing the meshes of %s: %v", ns, err)
+		}
+		for _, m := range list.Items {
+			var conds []string
+			for _, typ := range []string{"Ready", "Granted", "ClustersReachable", "PeersApplied"} {
+				c := condition(&m, typ)
+				conds = append(conds, fmt.Sprintf("%s=%v/%v", typ, c["status"], c["reason"]))
+			}
+			out["mesh "+ns+"/"+m.GetName()] = fmt.Sprintf("uid %s generation %d %s", m.GetUID(), m.GetGeneration(), strings.Join(conds, " "))
+		}
+	}
+	grants, err := dyn.Resource(framework.ClusterMeshGrantGVR).List(ctx, metav1.ListOptions{})
+	if err != nil {
+		t.Fatalf("listing the grants: %v", err)
+	}
+	for _, g := range grants.Items {
+		out["grant "+g.GetName()] = fmt.Sprintf("uid %s generation %d", g.GetUID(), g.GetGeneration())
+	}
+	return out
+}
+
+// snapshot runs `kilo-mesh-apiserver snapshot` of the image with args.
+func snapshot(t *testing.T, ctx context.Context, args ...string) (string, error) {
+	t.Helper()
+	out, err := exec.CommandContext(ctx, imageBinary, append([]string{"snapshot"}, args...)...).CombinedOutput()
+	return string(out), err
+}
+
+// etcdFlags are the store flags of a server on c under prefix.
+func etcdFlags(c *framework.EtcdCluster, prefix string) []string {
+	return []string{"--etcd-servers=" + strings.Join(c.Endpoints, ","), "--etcd-cafile=" + c.CAFile,
+		"--etcd-certfile=" + c.ClientCertFile, "--etcd-keyfile=" + c.ClientKeyFile, "--etcd-prefix=" + prefix}
+}
+
+// tenantMesh is a mesh of tenant-a joining the host and cluster 1, bounded
+// by a grant: restored without its grant, it would lose its Peers on the
+// host.
+const tenantMesh = `
+apiVersion: mesh.kilo.squat.ai/v1alpha1
+kind: ClusterMesh
+metadata:
+  name: %s
+spec:
+  clusters:
+  - name: cluster-0
+    local: true
+    podCIDRs: ["10.10.0.0/16"]
+    serviceCIDR: 10.96.0.0/16
+    wireguardCIDR: 10.40.0.0/16
+  - name: cluster-1
+    kubeconfigSecretRef:
+      name: %s
+    podCIDRs: ["10.11.0.0/16"]
+    serviceCIDR: 10.97.0.0/16
+    wireguardCIDR: 10.41.0.0/16
+`
+
+// TestBackupRestore: a snapshot taken while the default install serves,
+// restored into a fresh 3-member etcd (moving to HA), then one taken while
+// HA serves, restored into a fresh embedded store. Every time the meshes
+// and grants come back with their UIDs, the members' Peers stay untouched
+// throughout (a watch on each member sees no event, their kube-apiservers
+// no Peer write), and the restore refuses a store a server runs on.
+func TestBackupRestore(t *testing.T) {
+	ctx := testContext(t, 6*time.Minute)
+	ensureSmokeNodes(t, ctx)
+	fresh, stopFresh := context.WithCancel(ctx)
+	defer stopFresh()
+	go env.KeepKiloNodesFresh(fresh, 15*time.Second)
+	dir := t.TempDir()
+
+	embedded := startServer(t, framework.MeshServerOptions{})
+	grant := framework.UniqueName("restore")
+	if err := env.ApplyGrant(ctx, grant, framework.TenantGrant(framework.UserTenantA)); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { env.DeleteGrant(context.Background(), grant) })
+	ns := framework.UserTenantA
+	name := framework.UniqueName("restore")
+	if _, err := env.CreateKubeconfigSecret(ctx, ns, name+"-kubeconfig", 1, admin); err != nil {
+		t.Fatal(err)
+	}
+	obj := &unstructured.Unstructured{}
+	if err := yaml.Unmarshal([]byte(fmt.Sprintf(tenantMesh, name, name+"-kubeconfig")), &obj.Object); err != nil {
+		t.Fatal(err)
+	}
+	mesh, err := env.Dynamic(framework.HostCluster, framework.UserTenantA).Resource(framework.ClusterMeshGVR).Namespace(ns).Create(ctx, obj, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatalf("creating the tenant's mesh: %v", err)
+	}
+	t.Cleanup(func() {
+		env.Dynamic(framework.HostCluster, admin).Resource(framework.ClusterMeshGVR).Namespace(ns).Delete(context.Background(), name, metav1.DeleteOptions{})
+	})
+	waitConverged(t, ctx, embedded)
+	for i := range 2 {
+		if len(meshPeers(t, ctx, i, string(mesh.GetUID()))) == 0 {
+			t.Fatalf("cluster %d holds no Peer of the mesh", i)
+		}
+	}
+	before := readStore(t, ctx, ns)
+	if c := before["mesh "+ns+"/"+name]; !strings.Contains(c, "Granted=True") || !strings.Contains(c, "Ready=True") {
+		t.Fatalf("the mesh before the backup: %s", c)
+	}
+	watches := []*peerWatch{watchPeers(t, ctx, 0, string(mesh.GetUID())), watchPeers(t, ctx, 1, string(mesh.GetUID()))}
+	writes := peerWrites(t, ctx)
+
+	// Default to HA: a snapshot while the embedded store serves.
+	embeddedSnap := filepath.Join(dir, "embedded.db")
+	if out, err := snapshot(t, ctx, "save", "--data-dir="+embedded.DataDir, embeddedSnap); err != nil {
+		t.Fatalf("snapshot save of the serving embedded store: %v\n%s", err, out)
+	}
+	if out, err := snapshot(t, ctx, "restore", "--data-dir="+embedded.DataDir, embeddedSnap); err == nil || !strings.Contains(out, "runs on this data directory") {
+		t.Errorf("a restore into the store of a running server: %v\n%s", err, out)
+	}
+	if err := embedded.Stop(); err != nil {
+		t.Fatal(err)
+	}
+	etcdCluster, err := env.StartEtcdCluster(ctx, framework.EtcdClusterOptions{})
+	if etcdCluster != nil {
+		t.Cleanup(func() { etcdCluster.Stop() })
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	haPrefix := "/" + framework.UniqueName("restored")
+	// The framework gives the HA servers a prefix of their own; installs
+	// keep the default on both sides.
+	out, err := snapshot(t, ctx, append([]string{"restore", embeddedSnap, "--snapshot-prefix=/registry/mesh.kilo.squat.ai"}, etcdFlags(etcdCluster, haPrefix)...)...)
+	if err != nil {
+		t.Fatalf("restoring into the 3-member etcd: %v\n%s", err, out)
+	}
+	t.Logf("%s", out)
+	ha := startServer(t, framework.MeshServerOptions{Etcd: etcdCluster, EtcdPrefix: haPrefix})
+	restored(t, ctx, ha, ns, before, writes)
+
+	// Back: a snapshot while HA serves, into a fresh embedded store.
+	haSnap := filepath.Join(dir, "ha.db")
+	if out, err := snapshot(t, ctx, append([]string{"save", haSnap}, etcdFlags(etcdCluster, haPrefix)...)...); err != nil {
+		t.Fatalf("snapshot save of the serving 3-member etcd: %v\n%s", err, out)
+	}
+	if err := ha.Stop(); err != nil {
+		t.Fatal(err)
+	}
+	dataDir := filepath.Join(dir, "data")
+	out, err = snapshot(t, ctx, "restore", "--snapshot-prefix="+haPrefix, "--data-dir="+dataDir, haSnap)
+	if err != nil {
+		t.Fatalf("restoring into a fresh embedded store: %v\n%s", err, out)
+	}
+	back := startServer(t, framework.MeshServerOptions{DataDir: dataDir})
+	restored(t, ctx, back, ns, before, writes)
+	for _, w := range watches {
+		if got := w.stop(); len(got) != 0 {
+			t.Errorf("cluster %d: Peer events across both moves: %v", w.cluster, got)
+		}
+	}
+}
+
+// restored checks that server, on a restored store, serves what was
+// backed up, converges, and wrote no Peer since writes were counted.
+func restored(t *testing.T, ctx context.Context, server *framework.MeshServer, ns string, before storeState, writes float64) {
+	t.Helper()
+	waitConverged(t, ctx, server)
+	after := readStore(t, ctx, ns)
+	for k, v := range before {
+		if after[k] != v {
+			t.Errorf("%s after the restore: %q, before: %q", k, after[k], v)
+		}
+	}
+	if w := peerWrites(t, ctx); w != writes {
+		t.Errorf("%v Peer writes on the members since the backup, want 0", w-writes)
+	}
+}
