@@ -4,6 +4,7 @@ package install
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os/exec"
 	"path/filepath"
@@ -11,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/yaml"
@@ -92,8 +94,8 @@ spec:
 // restored into a fresh 3-member etcd (moving to HA), then one taken while
 // HA serves, restored into a fresh embedded store. Every time the meshes
 // and grants come back with their UIDs, the members' Peers stay untouched
-// throughout (a watch on each member sees no event, their kube-apiservers
-// no Peer write), and the restore refuses a store a server runs on.
+// throughout (a watch on each member sees no event, the servers count no
+// write of them), and the restore refuses a store a server runs on.
 func TestBackupRestore(t *testing.T) {
 	ctx := testContext(t, 6*time.Minute)
 	ensureSmokeNodes(t, ctx)
@@ -103,27 +105,7 @@ func TestBackupRestore(t *testing.T) {
 	dir := t.TempDir()
 
 	embedded := startServer(t, framework.MeshServerOptions{})
-	grant := framework.UniqueName("restore")
-	if err := env.ApplyGrant(ctx, grant, framework.TenantGrant(framework.UserTenantA)); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { env.DeleteGrant(context.Background(), grant) })
-	ns := framework.UserTenantA
-	name := framework.UniqueName("restore")
-	if _, err := env.CreateKubeconfigSecret(ctx, ns, name+"-kubeconfig", 1, admin); err != nil {
-		t.Fatal(err)
-	}
-	obj := &unstructured.Unstructured{}
-	if err := yaml.Unmarshal([]byte(fmt.Sprintf(tenantMesh, name, name+"-kubeconfig")), &obj.Object); err != nil {
-		t.Fatal(err)
-	}
-	mesh, err := env.Dynamic(framework.HostCluster, framework.UserTenantA).Resource(framework.ClusterMeshGVR).Namespace(ns).Create(ctx, obj, metav1.CreateOptions{})
-	if err != nil {
-		t.Fatalf("creating the tenant's mesh: %v", err)
-	}
-	t.Cleanup(func() {
-		env.Dynamic(framework.HostCluster, admin).Resource(framework.ClusterMeshGVR).Namespace(ns).Delete(context.Background(), name, metav1.DeleteOptions{})
-	})
+	ns, name, mesh := createTenantMesh(t, ctx)
 	waitConverged(t, ctx, embedded)
 	for i := range 2 {
 		if len(meshPeers(t, ctx, i, string(mesh.GetUID()))) == 0 {
@@ -135,7 +117,6 @@ func TestBackupRestore(t *testing.T) {
 		t.Fatalf("the mesh before the backup: %s", c)
 	}
 	watches := []*peerWatch{watchPeers(t, ctx, 0, string(mesh.GetUID())), watchPeers(t, ctx, 1, string(mesh.GetUID()))}
-	writes := peerWrites(t, ctx)
 
 	// Default to HA: a snapshot while the embedded store serves.
 	embeddedSnap := filepath.Join(dir, "embedded.db")
@@ -164,7 +145,7 @@ func TestBackupRestore(t *testing.T) {
 	}
 	t.Logf("%s", out)
 	ha := startServer(t, framework.MeshServerOptions{Etcd: etcdCluster, EtcdPrefix: haPrefix})
-	restored(t, ctx, ha, ns, before, writes)
+	restored(t, ctx, ha, ns, name, before)
 
 	// Back: a snapshot while HA serves, into a fresh embedded store.
 	haSnap := filepath.Join(dir, "ha.db")
@@ -180,17 +161,18 @@ func TestBackupRestore(t *testing.T) {
 		t.Fatalf("restoring into a fresh embedded store: %v\n%s", err, out)
 	}
 	back := startServer(t, framework.MeshServerOptions{DataDir: dataDir})
-	restored(t, ctx, back, ns, before, writes)
+	restored(t, ctx, back, ns, name, before)
 	for _, w := range watches {
 		if got := w.stop(); len(got) != 0 {
 			t.Errorf("cluster %d: Peer events across both moves: %v", w.cluster, got)
 		}
 	}
+	deleteMesh(t, ctx, ns, name)
 }
 
 // restored checks that server, on a restored store, serves what was
-// backed up, converges, and wrote no Peer since writes were counted.
-func restored(t *testing.T, ctx context.Context, server *framework.MeshServer, ns string, before storeState, writes float64) {
+// backed up, converges, and has written none of the mesh's Peers.
+func restored(t *testing.T, ctx context.Context, server *framework.MeshServer, ns, name string, before storeState) {
 	t.Helper()
 	waitConverged(t, ctx, server)
 	after := readStore(t, ctx, ns)
@@ -199,7 +181,64 @@ func restored(t *testing.T, ctx context.Context, server *framework.MeshServer, n
 			t.Errorf("%s after the restore: %q, before: %q", k, after[k], v)
 		}
 	}
-	if w := peerWrites(t, ctx); w != writes {
-		t.Errorf("%v Peer writes on the members since the backup, want 0", w-writes)
+	if w := meshWrites(t, ctx, server, ns, name); w != 0 {
+		t.Errorf("the server sent %v writes of the mesh's Peers, want 0", w)
 	}
+}
+
+// createTenantMesh creates, through the running server, a grant for
+// tenant-a and a mesh of tenant-a joining the host and cluster 1 that the
+// grant bounds (so that restored without its grant, it would lose its
+// Peers on the host). It returns the mesh's namespace, name and object.
+func createTenantMesh(t *testing.T, ctx context.Context) (string, string, *unstructured.Unstructured) {
+	t.Helper()
+	grant := framework.UniqueName("tenant")
+	if err := env.ApplyGrant(ctx, grant, framework.TenantGrant(framework.UserTenantA)); err != nil {
+		t.Fatal(err)
+	}
+	ns := framework.UserTenantA
+	name := framework.UniqueName("mesh")
+	if _, err := env.CreateKubeconfigSecret(ctx, ns, name+"-kubeconfig", 1, admin); err != nil {
+		t.Fatal(err)
+	}
+	obj := &unstructured.Unstructured{}
+	if err := yaml.Unmarshal([]byte(fmt.Sprintf(tenantMesh, name, name+"-kubeconfig")), &obj.Object); err != nil {
+		t.Fatal(err)
+	}
+	mesh, err := env.Dynamic(framework.HostCluster, framework.UserTenantA).Resource(framework.ClusterMeshGVR).Namespace(ns).Create(ctx, obj, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatalf("creating the tenant's mesh: %v", err)
+	}
+	return ns, name, mesh
+}
+
+// deleteMesh deletes a mesh through the running server and waits until its
+// finalizer has removed its Peers, so that no later test finds them.
+func deleteMesh(t *testing.T, ctx context.Context, ns, name string) {
+	t.Helper()
+	meshes := env.Dynamic(framework.HostCluster, admin).Resource(framework.ClusterMeshGVR).Namespace(ns)
+	if err := meshes.Delete(ctx, name, metav1.DeleteOptions{}); err != nil {
+		t.Fatalf("deleting mesh %s/%s: %v", ns, name, err)
+	}
+	framework.EventuallyT(t, time.Minute, "the mesh gone", func() error {
+		_, err := meshes.Get(ctx, name, metav1.GetOptions{})
+		if apierrors.IsNotFound(err) {
+			return nil
+		}
+		return fmt.Errorf("still there: %v", err)
+	})
+}
+
+// meshWrites is the Peer writes server sent for the mesh ns/name.
+func meshWrites(t *testing.T, ctx context.Context, server *framework.MeshServer, ns, name string) float64 {
+	t.Helper()
+	raw, err := framework.Scrape(ctx, server.DirectRESTConfig(admin))
+	if err != nil {
+		t.Fatal(err)
+	}
+	n, err := framework.MetricSumWhere(raw, "kilo_mesh_peer_writes_total", map[string]string{"mesh": ns + "/" + name})
+	if err != nil && !errors.Is(err, framework.ErrNoSamples) {
+		t.Fatal(err)
+	}
+	return n
 }
