@@ -158,17 +158,19 @@ func seedUpgrade(t *testing.T, ctx context.Context, server *framework.MeshServer
 		t.Fatalf("the mesh in the previous release: %s", c)
 	}
 	watches := []*peerWatch{watchPeers(t, ctx, 0, string(mesh.GetUID())), watchPeers(t, ctx, 1, string(mesh.GetUID()))}
-	return ns, name, func(next *framework.MeshServer) {
-			t.Helper()
-			restored(t, ctx, next, ns, name, before)
-			for _, w := range watches {
-				for peer, n := range w.seen() {
-					t.Errorf("cluster %d: Peer %s changed %d times", w.cluster, peer, n)
-				}
-			}
-		}, func() {
-			for _, w := range watches {
-				w.stop()
+	check = func(next *framework.MeshServer) {
+		t.Helper()
+		restored(t, ctx, next, ns, name, before)
+		for _, w := range watches {
+			for peer, n := range w.seen() {
+				t.Errorf("cluster %d: Peer %s changed %d times", w.cluster, peer, n)
 			}
 		}
+	}
+	stop = func() {
+		for _, w := range watches {
+			w.stop()
+		}
+	}
+	return ns, name, check, stop
 }
