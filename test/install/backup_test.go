@@ -6,6 +6,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
@@ -59,6 +60,36 @@ func snapshot(t *testing.T, ctx context.Context, args ...string) (string, error)
 	t.Helper()
 	out, err := exec.CommandContext(ctx, imageBinary, append([]string{"snapshot"}, args...)...).CombinedOutput()
 	return string(out), err
+}
+
+// snapshotStreams runs `kilo-mesh-apiserver snapshot` with stdin from the
+// file in (if any) and stdout into the file out (if any), as `kubectl exec`
+// and `kubectl attach` stream them; it returns stderr.
+func snapshotStreams(t *testing.T, ctx context.Context, in, out string, args ...string) (string, error) {
+	t.Helper()
+	cmd := exec.CommandContext(ctx, imageBinary, append([]string{"snapshot"}, args...)...)
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	if in != "" {
+		f, err := os.Open(in)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer f.Close()
+		cmd.Stdin = f
+	}
+	if out != "" {
+		f, err := os.Create(out)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer f.Close()
+		cmd.Stdout = f
+	} else {
+		cmd.Stdout = &stderr
+	}
+	err := cmd.Run()
+	return stderr.String(), err
 }
 
 // etcdFlags are the store flags of a server on c under prefix.
@@ -147,16 +178,17 @@ func TestBackupRestore(t *testing.T) {
 	ha := startServer(t, framework.MeshServerOptions{Etcd: etcdCluster, EtcdPrefix: haPrefix})
 	restored(t, ctx, ha, ns, name, before)
 
-	// Back: a snapshot while HA serves, into a fresh embedded store.
+	// Back: a snapshot while HA serves, into a fresh embedded store, both
+	// streamed as the restore pod and kubectl exec stream them.
 	haSnap := filepath.Join(dir, "ha.db")
-	if out, err := snapshot(t, ctx, append([]string{"save", haSnap}, etcdFlags(etcdCluster, haPrefix)...)...); err != nil {
+	if out, err := snapshotStreams(t, ctx, "", haSnap, append([]string{"save", "-"}, etcdFlags(etcdCluster, haPrefix)...)...); err != nil {
 		t.Fatalf("snapshot save of the serving 3-member etcd: %v\n%s", err, out)
 	}
 	if err := ha.Stop(); err != nil {
 		t.Fatal(err)
 	}
 	dataDir := filepath.Join(dir, "data")
-	out, err = snapshot(t, ctx, "restore", "--snapshot-prefix="+haPrefix, "--data-dir="+dataDir, haSnap)
+	out, err = snapshotStreams(t, ctx, haSnap, "", "restore", "--snapshot-prefix="+haPrefix, "--data-dir="+dataDir, "-")
 	if err != nil {
 		t.Fatalf("restoring into a fresh embedded store: %v\n%s", err, out)
 	}

@@ -130,3 +130,28 @@ func volumeAt(spec, container map[string]any, path, statefulSet string) string {
 	}
 	return ""
 }
+
+// TestEtcdFirst: docs/production.md moves to HA by applying the HA
+// overlay's etcd alone first (-l app.kubernetes.io/name=kilo-mesh-etcd):
+// the etcd cluster and its certificates, no server.
+func TestEtcdFirst(t *testing.T) {
+	ctx := testContext(t, time.Minute)
+	const dryRun = 1
+	prepareDryRunCluster(t, ctx, dryRun)
+	out, stderr, err := env.Kubectl(ctx, dryRun, admin, "apply", "--dry-run=server", "-k", "../../artifacts/overlays/ha",
+		"-l", "app.kubernetes.io/name=kilo-mesh-etcd", "-o", "name")
+	if err != nil {
+		t.Fatalf("kubectl apply -l: %v\n%s", err, stderr)
+	}
+	got := strings.Fields(out)
+	slices.Sort(got)
+	want := []string{
+		"certificate.cert-manager.io/kilo-mesh-etcd-ca", "certificate.cert-manager.io/kilo-mesh-etcd-client",
+		"certificate.cert-manager.io/kilo-mesh-etcd-peer", "certificate.cert-manager.io/kilo-mesh-etcd-server",
+		"issuer.cert-manager.io/kilo-mesh-etcd-ca", "issuer.cert-manager.io/kilo-mesh-etcd-selfsigned",
+		"poddisruptionbudget.policy/kilo-mesh-etcd", "service/kilo-mesh-etcd", "statefulset.apps/kilo-mesh-etcd",
+	}
+	if !slices.Equal(got, want) {
+		t.Errorf("the etcd alone is %v, want %v", got, want)
+	}
+}
