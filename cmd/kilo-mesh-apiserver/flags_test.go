@@ -78,3 +78,39 @@ func TestReferenceFlags(t *testing.T) {
 		t.Error("no flag of the server's own found: the test no longer tells them from the generic ones")
 	}
 }
+
+// TestReferenceSnapshotFlags: the snapshot section of docs/reference.md
+// names every flag of `snapshot save` and `snapshot restore`, and no other.
+func TestReferenceSnapshotFlags(t *testing.T) {
+	doc, err := os.ReadFile("../../docs/reference.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	section := string(doc)
+	start := strings.Index(section, "\n## kilo-mesh-apiserver snapshot\n")
+	if start < 0 {
+		t.Fatal("docs/reference.md has no section kilo-mesh-apiserver snapshot")
+	}
+	section = section[start+1:]
+	if end := strings.Index(section[1:], "\n## "); end >= 0 {
+		section = section[:end+1]
+	}
+	named := map[string]bool{}
+	for _, m := range regexp.MustCompile("`--([a-z0-9-]+)`").FindAllStringSubmatch(section, -1) {
+		named[m[1]] = true
+	}
+	real := map[string]bool{}
+	for _, c := range newSnapshotCommand().Commands() {
+		c.Flags().VisitAll(func(f *pflag.Flag) { real[f.Name] = true })
+	}
+	for name := range real {
+		if !named[name] {
+			t.Errorf("--%s of kilo-mesh-apiserver snapshot is not in its section of docs/reference.md", name)
+		}
+	}
+	for name := range named {
+		if !real[name] {
+			t.Errorf("docs/reference.md's snapshot section names --%s, which the commands do not take", name)
+		}
+	}
+}
