@@ -87,14 +87,8 @@ func TestAlerts(t *testing.T) {
 	if err := env.CreateMemberSecret(ctx, 1, ns, "member-1"); err != nil {
 		t.Fatal(err)
 	}
-	obj := &unstructured.Unstructured{}
-	if err := yaml.Unmarshal([]byte(meshManifest), &obj.Object); err != nil {
-		t.Fatal(err)
-	}
-	obj.SetName("alerts")
-	spec := obj.Object["spec"].(map[string]any)
-	spec["multiClusterServices"] = "Enabled"
-	spec["clusters"].([]any)[1].(map[string]any)["kubeconfigSecretRef"] = map[string]any{"name": "member-1"}
+	obj := smokeMesh(t, "alerts", "member-1")
+	obj.Object["spec"].(map[string]any)["multiClusterServices"] = "Enabled"
 	if _, err := env.Dynamic(framework.HostCluster, admin).Resource(framework.ClusterMeshGVR).Namespace(ns).Create(ctx, obj, metav1.CreateOptions{}); err != nil {
 		t.Fatalf("creating the mesh: %v", err)
 	}
@@ -119,4 +113,5 @@ func TestAlerts(t *testing.T) {
 		}
 		return nil
 	})
+	deleteMesh(t, ctx, ns, "alerts")
 }

@@ -16,7 +16,6 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"sigs.k8s.io/yaml"
 
 	"github.com/kilo-mesh/kilo-mesh-apiserver/test/framework"
 )
@@ -92,34 +91,24 @@ func snapshotStreams(t *testing.T, ctx context.Context, in, out string, args ...
 	return stderr.String(), err
 }
 
+// startEtcdCluster starts a 3-member etcd with TLS, stopped when the test ends.
+func startEtcdCluster(t *testing.T, ctx context.Context) *framework.EtcdCluster {
+	t.Helper()
+	c, err := env.StartEtcdCluster(ctx, framework.EtcdClusterOptions{})
+	if c != nil {
+		t.Cleanup(func() { c.Stop() })
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
 // etcdFlags are the store flags of a server on c under prefix.
 func etcdFlags(c *framework.EtcdCluster, prefix string) []string {
 	return []string{"--etcd-servers=" + strings.Join(c.Endpoints, ","), "--etcd-cafile=" + c.CAFile,
 		"--etcd-certfile=" + c.ClientCertFile, "--etcd-keyfile=" + c.ClientKeyFile, "--etcd-prefix=" + prefix}
 }
-
-// tenantMesh is a mesh of tenant-a joining the host and cluster 1, bounded
-// by a grant: restored without its grant, it would lose its Peers on the
-// host.
-const tenantMesh = `
-apiVersion: mesh.kilo.squat.ai/v1alpha1
-kind: ClusterMesh
-metadata:
-  name: %s
-spec:
-  clusters:
-  - name: cluster-0
-    local: true
-    podCIDRs: ["10.10.0.0/16"]
-    serviceCIDR: 10.96.0.0/16
-    wireguardCIDR: 10.40.0.0/16
-  - name: cluster-1
-    kubeconfigSecretRef:
-      name: %s
-    podCIDRs: ["10.11.0.0/16"]
-    serviceCIDR: 10.97.0.0/16
-    wireguardCIDR: 10.41.0.0/16
-`
 
 // TestBackupRestore: a snapshot taken while the default install serves,
 // restored into a fresh 3-member etcd (moving to HA), then one taken while
@@ -160,13 +149,7 @@ func TestBackupRestore(t *testing.T) {
 	if err := embedded.Stop(); err != nil {
 		t.Fatal(err)
 	}
-	etcdCluster, err := env.StartEtcdCluster(ctx, framework.EtcdClusterOptions{})
-	if etcdCluster != nil {
-		t.Cleanup(func() { etcdCluster.Stop() })
-	}
-	if err != nil {
-		t.Fatal(err)
-	}
+	etcdCluster := startEtcdCluster(t, ctx)
 	haPrefix := "/" + framework.UniqueName("restored")
 	// The framework gives the HA servers a prefix of their own; installs
 	// keep the default on both sides.
@@ -233,10 +216,7 @@ func createTenantMesh(t *testing.T, ctx context.Context) (string, string, *unstr
 	if _, err := env.CreateKubeconfigSecret(ctx, ns, name+"-kubeconfig", 1, admin); err != nil {
 		t.Fatal(err)
 	}
-	obj := &unstructured.Unstructured{}
-	if err := yaml.Unmarshal([]byte(fmt.Sprintf(tenantMesh, name, name+"-kubeconfig")), &obj.Object); err != nil {
-		t.Fatal(err)
-	}
+	obj := smokeMesh(t, name, name+"-kubeconfig")
 	mesh, err := env.Dynamic(framework.HostCluster, framework.UserTenantA).Resource(framework.ClusterMeshGVR).Namespace(ns).Create(ctx, obj, metav1.CreateOptions{})
 	if err != nil {
 		t.Fatalf("creating the tenant's mesh: %v", err)

@@ -41,6 +41,20 @@ spec:
     wireguardCIDR: 10.41.0.0/16
 `
 
+// smokeMesh is meshManifest named name, reaching cluster 1 with the
+// kubeconfig of Secret secret.
+func smokeMesh(t *testing.T, name, secret string) *unstructured.Unstructured {
+	t.Helper()
+	obj := &unstructured.Unstructured{}
+	if err := yaml.Unmarshal([]byte(meshManifest), &obj.Object); err != nil {
+		t.Fatal(err)
+	}
+	obj.SetName(name)
+	clusters := obj.Object["spec"].(map[string]any)["clusters"].([]any)
+	clusters[1].(map[string]any)["kubeconfigSecretRef"] = map[string]any{"name": secret}
+	return obj
+}
+
 // smokeNode is a location leader of cluster i as kg leaves it.
 func smokeNode(i int) framework.KiloNode {
 	return framework.KiloNode{
@@ -65,10 +79,7 @@ func createMesh(t *testing.T, ctx context.Context, create func(*unstructured.Uns
 	if _, err := env.CreateKubeconfigSecret(ctx, ns, "cluster-1-kubeconfig", 1, admin); err != nil {
 		t.Fatal(err)
 	}
-	obj := &unstructured.Unstructured{}
-	if err := yaml.Unmarshal([]byte(meshManifest), &obj.Object); err != nil {
-		t.Fatal(err)
-	}
+	obj := smokeMesh(t, "smoke", "cluster-1-kubeconfig")
 	obj.SetNamespace(ns)
 	mesh, err := create(obj)
 	if err != nil {

@@ -338,17 +338,23 @@ func waitConverged(t *testing.T, ctx context.Context, server *framework.MeshServ
 		if err != nil {
 			return err
 		}
-		desired, err := framework.MetricSum(raw, "kilo_mesh_peers_desired")
-		if err != nil {
-			return err
-		}
-		managed, err := framework.MetricSum(raw, "kilo_mesh_peers_managed")
-		if err != nil {
-			return err
-		}
-		if desired != managed || desired == 0 {
-			return fmt.Errorf("desired %v, managed %v", desired, managed)
-		}
-		return nil
+		return peersAsPlanned(raw)
 	})
+}
+
+// peersAsPlanned tells from a leader's scrape whether it holds every
+// Peer its plans desire, and some.
+func peersAsPlanned(raw []byte) error {
+	desired, err := framework.MetricSum(raw, "kilo_mesh_peers_desired")
+	if err != nil {
+		return err
+	}
+	managed, err := framework.MetricSum(raw, "kilo_mesh_peers_managed")
+	if err != nil {
+		return err
+	}
+	if desired != managed || desired == 0 {
+		return fmt.Errorf("desired %v, managed %v", desired, managed)
+	}
+	return nil
 }

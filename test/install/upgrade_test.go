@@ -118,13 +118,7 @@ func TestUpgrade(t *testing.T) {
 	})
 
 	t.Run("ha", func(t *testing.T) {
-		etcdCluster, err := env.StartEtcdCluster(ctx, framework.EtcdClusterOptions{})
-		if etcdCluster != nil {
-			t.Cleanup(func() { etcdCluster.Stop() })
-		}
-		if err != nil {
-			t.Fatal(err)
-		}
+		etcdCluster := startEtcdCluster(t, ctx)
 		prefix := "/" + framework.UniqueName("upgrade")
 		lease := "--leader-elect-resource-name=" + framework.UniqueName("lease")
 		replica := func(binary string) *framework.MeshServer {
