@@ -95,11 +95,7 @@ func createMesh(t *testing.T, ctx context.Context, create func(*unstructured.Uns
 // clusters.
 func TestImageBinaryServesAMesh(t *testing.T) {
 	ctx := testContext(t, 3*time.Minute)
-	for i := range 2 {
-		if _, err := env.CreateKiloNode(ctx, i, smokeNode(i)); err != nil {
-			t.Fatal(err)
-		}
-	}
+	ensureSmokeNodes(t, ctx)
 	fresh, stopFresh := context.WithCancel(ctx)
 	defer stopFresh()
 	go env.KeepKiloNodesFresh(fresh, 15*time.Second)
@@ -139,4 +135,6 @@ func TestImageBinaryServesAMesh(t *testing.T) {
 			t.Fatalf("cluster %d: %v", i, err)
 		}
 	}
+	// Its Peers would conflict with the later tests' meshes on the same clusters.
+	deleteMesh(t, ctx, mesh.GetNamespace(), mesh.GetName())
 }

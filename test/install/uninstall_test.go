@@ -68,6 +68,9 @@ func testKustomizeUninstall(t *testing.T) {
 	}
 	deploy := filepath.Join(root, "artifacts", "deploy")
 	host := env.Client(framework.HostCluster, admin)
+	// The framework's own Service and APIService of the same names make
+	// way for the install's.
+	uninstallKustomize(t, deploy)
 	env.KubectlT(t, framework.HostCluster, admin, "apply", "-k", filepath.Join(root, "artifacts", "namespace"))
 	env.KubectlT(t, framework.HostCluster, admin, "apply", "-k", deploy)
 	t.Cleanup(func() { uninstallKustomize(t, deploy) })
@@ -168,6 +171,7 @@ func testKustomizeUninstall(t *testing.T) {
 			t.Errorf("cluster %d: Peer events across the uninstall and the reinstall: %v", w.cluster, got)
 		}
 	}
+	deleteMesh(t, ctx, smoke.GetNamespace(), smoke.GetName())
 }
 
 // uninstallKustomize removes the kustomize install and its data, with the
