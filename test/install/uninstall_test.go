@@ -52,15 +52,57 @@ func TestUninstallKeepsData(t *testing.T) {
 			}
 		}
 	})
-	t.Run("kustomize default", testKustomizeUninstall)
+	t.Run("kustomize default", func(t *testing.T) {
+		root, err := framework.RepoRoot()
+		if err != nil {
+			t.Fatal(err)
+		}
+		deploy := filepath.Join(root, "artifacts", "deploy")
+		testUninstall(t, uninstallWay{
+			install:   [][]string{{"apply", "-k", filepath.Join(root, "artifacts", "namespace")}, {"apply", "-k", deploy}},
+			uninstall: [][]string{{"delete", "-k", deploy, "--wait"}},
+		})
+	})
+	t.Run("helm default", func(t *testing.T) {
+		root, err := framework.RepoRoot()
+		if err != nil {
+			t.Fatal(err)
+		}
+		testUninstall(t, uninstallWay{
+			helm: true,
+			install: [][]string{{"install", "kilo-mesh", filepath.Join(root, "artifacts", "charts", "kilo-mesh-apiserver"),
+				"-n", framework.MeshNamespace, "--create-namespace"}},
+			uninstall: [][]string{{"uninstall", "kilo-mesh", "-n", framework.MeshNamespace, "--wait"}},
+		})
+	})
 	t.Run("helm ha", testHelmUninstall)
 }
 
-// testKustomizeUninstall installs artifacts/deploy for real; the image's
-// server, run on the directory of the PersistentVolume bound to the
-// StatefulSet's claim, stands in for its pod. After `kubectl delete -k`
-// and a reinstall, the claim is the same and the server finds its meshes.
-func testKustomizeUninstall(t *testing.T) {
+// uninstallWay is one way to install the default mode, and to uninstall it.
+type uninstallWay struct {
+	install, uninstall [][]string // kubectl or helm commands
+	helm               bool
+}
+
+func (w uninstallWay) run(t *testing.T, ctx context.Context, commands [][]string) {
+	t.Helper()
+	run := env.Kubectl
+	if w.helm {
+		run = env.Helm
+	}
+	for _, args := range commands {
+		if out, stderr, err := run(ctx, framework.HostCluster, admin, args...); err != nil {
+			t.Fatalf("%v: %v\n%s%s", args, err, out, stderr)
+		}
+	}
+}
+
+// testUninstall installs the default mode for real; the image's server,
+// run on the directory of the PersistentVolume bound to the StatefulSet's
+// claim, stands in for its pod. After the uninstall and a reinstall, the
+// namespace and the claim are the same, and the server finds its mesh as
+// it was and writes none of its Peers.
+func testUninstall(t *testing.T, way uninstallWay) {
 	ctx := testContext(t, 4*time.Minute)
 	root, err := framework.RepoRoot()
 	if err != nil {
@@ -68,12 +110,17 @@ func testKustomizeUninstall(t *testing.T) {
 	}
 	deploy := filepath.Join(root, "artifacts", "deploy")
 	host := env.Client(framework.HostCluster, admin)
-	// The framework's own Service and APIService of the same names make
-	// way for the install's.
+	// The framework's own objects of the same names make way for the install's.
 	uninstallKustomize(t, deploy)
-	env.KubectlT(t, framework.HostCluster, admin, "apply", "-k", filepath.Join(root, "artifacts", "namespace"))
-	env.KubectlT(t, framework.HostCluster, admin, "apply", "-k", deploy)
-	t.Cleanup(func() { uninstallKustomize(t, deploy) })
+	way.run(t, ctx, way.install)
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		if way.helm {
+			env.Helm(ctx, framework.HostCluster, admin, "uninstall", "kilo-mesh", "-n", framework.MeshNamespace, "--ignore-not-found")
+		}
+		uninstallKustomize(t, deploy)
+	})
 	nsBefore, err := host.CoreV1().Namespaces().Get(ctx, framework.MeshNamespace, metav1.GetOptions{})
 	if err != nil {
 		t.Fatal(err)
@@ -97,23 +144,11 @@ func testKustomizeUninstall(t *testing.T) {
 	smoke := createMesh(t, ctx, func(obj *unstructured.Unstructured) (*unstructured.Unstructured, error) {
 		return meshes.Namespace(obj.GetNamespace()).Create(ctx, obj, metav1.CreateOptions{})
 	})
-	before := map[string]*unstructured.Unstructured{}
-	err = framework.Eventually(ctx, 250*time.Millisecond, time.Minute, func(ctx context.Context) error {
-		m, err := meshes.Namespace(smoke.GetNamespace()).Get(ctx, smoke.GetName(), metav1.GetOptions{})
-		if err != nil {
-			return err
-		}
-		if c := condition(m, "Ready"); c["status"] != "True" {
-			return fmt.Errorf("Ready is %v", c)
-		}
-		if len(meshPeers(t, ctx, 0, string(m.GetUID()))) == 0 || len(meshPeers(t, ctx, 1, string(m.GetUID()))) == 0 {
-			return fmt.Errorf("not every cluster holds the mesh's Peers yet")
-		}
-		before[m.GetNamespace()+"/"+m.GetName()] = m
-		return nil
-	})
-	if err != nil {
-		t.Fatalf("the mesh before the uninstall: %v", err)
+	ns := smoke.GetNamespace()
+	waitConverged(t, ctx, server)
+	before := readStore(t, ctx, ns)
+	if c := before["mesh "+ns+"/smoke"]; !strings.Contains(c, "Ready=True") {
+		t.Fatalf("the mesh before the uninstall: %s", c)
 	}
 	watches := []*peerWatch{watchPeers(t, ctx, 0, string(smoke.GetUID())), watchPeers(t, ctx, 1, string(smoke.GetUID()))}
 
@@ -122,7 +157,7 @@ func testKustomizeUninstall(t *testing.T) {
 	if err := server.Stop(); err != nil {
 		t.Fatal(err)
 	}
-	env.KubectlT(t, framework.HostCluster, admin, "delete", "-k", deploy, "--wait")
+	way.run(t, ctx, way.uninstall)
 	// The garbage collector has handled the StatefulSet once its pod is gone.
 	err = framework.Eventually(ctx, 250*time.Millisecond, time.Minute, func(ctx context.Context) error {
 		_, err := host.CoreV1().Pods(framework.MeshNamespace).Get(ctx, "kilo-mesh-apiserver-0", metav1.GetOptions{})
@@ -142,36 +177,21 @@ func testKustomizeUninstall(t *testing.T) {
 		t.Fatalf("the store's claim after the uninstall: %v", err)
 	}
 
-	// The reinstall adopts the same claim; the server finds the meshes as they were.
-	env.KubectlT(t, framework.HostCluster, admin, "apply", "-k", deploy)
+	// The reinstall adopts the same claim; the server finds the mesh as it
+	// was and, the namespace being the same installation, takes its Peers
+	// as they are.
+	way.run(t, ctx, way.install)
 	if again := bindClaim(t, ctx, claim.Name, pvDir); again.UID != claim.UID {
 		t.Fatalf("the reinstall made a new claim")
 	}
 	server = serve()
-	for key, was := range before {
-		ns, name, _ := strings.Cut(key, "/")
-		now, err := meshes.Namespace(ns).Get(ctx, name, metav1.GetOptions{})
-		if err != nil {
-			t.Fatalf("mesh %s after the reinstall: %v", key, err)
-		}
-		if now.GetUID() != was.GetUID() || now.GetGeneration() != was.GetGeneration() {
-			t.Errorf("mesh %s: UID %s generation %d, was %s %d", key, now.GetUID(), now.GetGeneration(), was.GetUID(), was.GetGeneration())
-		}
-		for _, typ := range []string{"Ready", "ClustersReachable", "PeersApplied"} {
-			if a, b := condition(now, typ), condition(was, typ); a["status"] != b["status"] || a["reason"] != b["reason"] {
-				t.Errorf("mesh %s: condition %s is %v after the reinstall, was %v", key, typ, a, b)
-			}
-		}
-	}
-	// The same namespace is the same installation: the server takes its
-	// Peers as they are and writes none.
-	waitConverged(t, ctx, server)
+	restored(t, ctx, server, ns, "smoke", before)
 	for _, w := range watches {
 		if got := w.stop(); len(got) != 0 {
 			t.Errorf("cluster %d: Peer events across the uninstall and the reinstall: %v", w.cluster, got)
 		}
 	}
-	deleteMesh(t, ctx, smoke.GetNamespace(), smoke.GetName())
+	deleteMesh(t, ctx, ns, "smoke")
 }
 
 // uninstallKustomize removes the kustomize install and its data, with the
