@@ -69,10 +69,13 @@ func (r *Reconciler) syncServices(ctx context.Context, mesh *meshv1alpha1.Cluste
 	if r.services == nil {
 		return servicesResult{}
 	}
+	meshKey := mesh.Namespace + "/" + mesh.Name
 	if mesh.Spec.MultiClusterServices != meshv1alpha1.MultiClusterServicesEnabled {
+		reportServices(meshKey, nil)
 		return r.removeServices(ctx, mesh, states)
 	}
 	out, err := r.services.Services(mesh)
+	reportServices(meshKey, out)
 	if err != nil {
 		msg := fmt.Sprintf("computing the multi-cluster services: %v", err)
 		return servicesResult{errs: []string{msg}, facts: []meshEvent{{Type: corev1.EventTypeWarning, Reason: EventServicesNotComputed, Message: msg}}}
