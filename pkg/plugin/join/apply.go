@@ -213,6 +213,10 @@ func (o *Options) entry(have *meshv1alpha1.ClusterEntry, secretName, key string,
 	case have.Granularity != "" && have.Granularity != meshv1alpha1.GranularityAuto:
 		e["granularity"] = have.Granularity
 	}
+	// false is the default: left out, the apply removes what it set before.
+	if (o.BehindNAT != nil && *o.BehindNAT) || (o.BehindNAT == nil && have.BehindNAT) {
+		e["behindNAT"] = true
+	}
 	return e
 }
 

@@ -54,6 +54,7 @@ type Options struct {
 	WireguardPort       *int32
 	PersistentKeepalive *int32
 	Granularity         *string
+	BehindNAT           *bool
 
 	now func() time.Time
 }
@@ -64,7 +65,7 @@ func NewCommand(o *cli.Options) *cobra.Command {
 	var podCIDRs, additional, nodeCIDRs []string
 	var serviceCIDR, wireguardCIDR, granularity string
 	var port, keepalive int32
-	var services bool
+	var behindNAT, services bool
 	cmd := &cobra.Command{
 		Use:   "join MESH --name NAME --member-kubeconfig FILE [--member-context CTX]",
 		Short: "Make a cluster a member of a mesh, in one command",
@@ -148,6 +149,9 @@ nothing (the server checks each write with a dry run).`, member.InWords(member.B
 			if f.Changed("granularity") {
 				opts.Granularity = &granularity
 			}
+			if f.Changed("behind-nat") {
+				opts.BehindNAT = &behindNAT
+			}
 			if f.Changed("services") {
 				opts.Services = &services
 			}
@@ -176,6 +180,7 @@ nothing (the server checks each write with a dry run).`, member.InWords(member.B
 	f.Int32Var(&port, "wireguard-port", 0, "WireGuard port of Kilo on the member's nodes (server default 51820)")
 	f.Int32Var(&keepalive, "persistent-keepalive", 0, "keepalive in seconds for the member's Peers elsewhere (for a member behind NAT)")
 	f.StringVar(&granularity, "granularity", "", "Kilo granularity of the member: Auto, Location, Full or Cross (server default Auto)")
+	f.BoolVar(&behindNAT, "behind-nat", false, "no other cluster can dial the member's nodes (NAT, outbound only): its Peers elsewhere wait for its keepalives, and another cluster behind NAT reaches it through the mesh's relay")
 	_ = cmd.MarkFlagRequired("name")
 	_ = cmd.MarkFlagRequired("member-kubeconfig")
 	_ = cmd.MarkFlagFilename("member-kubeconfig")
