@@ -251,13 +251,15 @@ func setNetworksValid(st *meshv1alpha1.ClusterMeshStatus, in statusInput) {
 }
 
 // setReady sets Ready: every cluster answers and holds its Peers
-// (healthy), something is carried in every direction, and no cluster's
-// services are yielded to another mesh; else why not.
+// (healthy), something is carried in every direction, every pair has a
+// path (a relay where needed), and no cluster's services are yielded to
+// another mesh; else why not.
 func setReady(st *meshv1alpha1.ClusterMeshStatus, in statusInput, healthy bool) {
 	gen, now := in.mesh.Generation, in.now
 	uncarried := in.plan.Uncarried(localName(in.mesh))
+	noPath := in.plan.NoPath()
 	yielded := len(in.plan.ServicesYielded) > 0
-	if healthy && len(uncarried) == 0 && !yielded {
+	if healthy && len(uncarried) == 0 && !yielded && len(noPath) == 0 {
 		setCondition(st, gen, now, meshv1alpha1.ConditionReady, metav1.ConditionTrue, ReasonReady,
 			"every member cluster is reachable, holds the Peers the plan shows, and carries something of every other")
 		return
@@ -270,10 +272,15 @@ func setReady(st *meshv1alpha1.ClusterMeshStatus, in statusInput, healthy bool) 
 	}
 	reason := ReasonNotReady
 	switch {
-	case len(why) == 0 && len(uncarried) > 0 && !yielded:
+	case len(why) == 0 && len(uncarried) > 0 && !yielded && len(noPath) == 0:
 		reason = ReasonNothingCarried
-	case len(why) == 0 && len(uncarried) == 0 && yielded:
+	case len(why) == 0 && len(uncarried) == 0 && yielded && len(noPath) == 0:
 		reason = planner.WarningServicesClusterShared
+	case len(why) == 0 && len(uncarried) == 0 && !yielded && len(noPath) > 0:
+		reason = planner.ConflictNoRelay
+	}
+	if len(noPath) > 0 {
+		why = append(why, noPathText(in.plan, noPath))
 	}
 	if len(uncarried) > 0 {
 		var dirs []string

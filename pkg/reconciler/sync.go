@@ -118,6 +118,7 @@ func (r *Reconciler) pass(ctx context.Context, mesh *meshv1alpha1.ClusterMesh, t
 	reportCredentials(mesh, m.states)
 	status := buildStatus(statusInput{mesh: mesh, plan: plan, planErr: planErr, outcomes: peers.outcomes, departed: departures.items,
 		servicesRemoving: svcRes.removing, now: metav1.NewTime(now)})
+	reportConditions(key.String(), status.Conditions)
 	if statusChanged(&mesh.Status, &status) {
 		if err := r.meshAPI.applyStatus(ctx, mesh, status); err != nil {
 			return syncResult{}, err
@@ -269,6 +270,8 @@ func (r *Reconciler) report(mesh *meshv1alpha1.ClusterMesh, plan *planner.Plan, 
 		}
 	}
 	for _, c := range plan.View.Clusters {
+		// From 0, so that the first failure is an increase.
+		applyErrors.WithLabelValues(name, c.Name).Add(0)
 		v := 0.0
 		if c.Reachable {
 			v = 1

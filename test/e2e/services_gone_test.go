@@ -92,7 +92,7 @@ func (s *svcEnv) keeperMesh(t *testing.T) {
 	if _, err := s.env.CreateKubeconfigSecret(ctx, ns, "one-kubeconfig", 1, framework.UserAdmin); err != nil {
 		t.Fatal(err)
 	}
-	if err := s.env.CreateMemberSecret(ctx, 2, ns, "two-kubeconfig"); err != nil {
+	if err := s.env.CreateMemberSecret(ctx, 2, ns, "two-kubeconfig", framework.MemberServices); err != nil {
 		t.Fatal(err)
 	}
 	manifest := strings.Replace(strings.Replace(svcMesh, "name: svc", "name: keeper", 1), "  multiClusterServices: Enabled\n", "", 1)

@@ -173,7 +173,11 @@ func (o *Options) write(ctx context.Context, j *joining) error {
 		return err
 	}
 
-	objs, err := identityObjects()
+	services, err := o.chooseServices(ctx, j.member.Dynamic, j.mesh)
+	if err != nil {
+		return err
+	}
+	objs, err := identityObjects(services.grant)
 	if err != nil {
 		return err
 	}
@@ -185,6 +189,7 @@ func (o *Options) write(ctx context.Context, j *joining) error {
 	for _, line := range identity {
 		fmt.Fprintf(w, "  %s\n", line)
 	}
+	services.report(w, o.ErrOut)
 
 	token, credMsg, err := o.credential(ctx, credSecret, j.key, j.memberCfg, j.member.Kube, j.target)
 	if err != nil {
