@@ -2,7 +2,6 @@ package framework
 
 import (
 	"context"
-	"fmt"
 	"os"
 	"path/filepath"
 )
@@ -14,7 +13,7 @@ import (
 func HelmBinary() (string, error) {
 	path := filepath.Join(ToolsBinDir(), "helm")
 	if fi, err := os.Stat(path); err != nil || fi.IsDir() || fi.Mode()&0o111 == 0 {
-		return "", fmt.Errorf("helm not found in %s: run hack/build-tools.sh (or set %s to the directory holding it)", ToolsBinDir(), ToolsBinEnv)
+		return "", missingTools(ToolsBinDir(), "helm")
 	}
 	return path, nil
 }
