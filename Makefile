@@ -39,9 +39,10 @@ build:
 	$(GO_BUILD) -o $(BIN_DIR)/kubectl-mesh ./cmd/kubectl-mesh
 	install -m 0755 cmd/kubectl-mesh/kubectl_complete-mesh $(BIN_DIR)/
 
-# Real kube-apiserver, kube-controller-manager, etcd and kubectl v1.36.3, and
-# Helm (for the chart's tests and make chart), built once from the Go module
-# proxy; each target builds only the ones it uses (ENV_TOOLS: what
+# Real kube-apiserver, kube-controller-manager, etcd and kubectl v1.36.3,
+# Helm (for the chart's tests and make chart) and CoreDNS (for the tests of
+# kubectl mesh dns and of names across the data plane), built once from the
+# Go module proxy; each target builds only the ones it uses (ENV_TOOLS: what
 # test/framework starts).
 BUILD_TOOLS := bash hack/build-tools.sh
 ENV_TOOLS   := etcd kube-apiserver kube-controller-manager kubectl
@@ -52,11 +53,12 @@ tools:
 # directory holding links to those alone (KILO_MESH_TOOLS_BIN), so that a
 # test using a tool its target does not build fails everywhere, not only on
 # a machine that never built it. Helm: pkg/member's and test/install's
-# chart tests. Before that, hack/host-deps.sh checks the machine's packages
+# chart tests; CoreDNS: kubectl mesh dns (test/e2e/plugin) and names across
+# the data plane. Before that, hack/host-deps.sh checks the machine's packages
 # (and root) and names whatever is missing in one message.
 INTEGRATION_TOOLS := $(ENV_TOOLS) helm
-E2E_TOOLS         := $(ENV_TOOLS) helm
-DATAPLANE_TOOLS   := $(ENV_TOOLS)
+E2E_TOOLS         := $(ENV_TOOLS) helm coredns
+DATAPLANE_TOOLS   := $(ENV_TOOLS) coredns
 TEST_TOOLS_DIR    := $(CURDIR)/$(OUTPUT)/test-tools
 HOST_DEPS         := bash hack/host-deps.sh
 # Extra flags for go test, e.g. make test-e2e GOTEST_FLAGS='-run TestTenantSafety'.

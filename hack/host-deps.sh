@@ -19,9 +19,10 @@ needs() {
 	unit) echo "dot:graphviz" ;;
 	integration) echo "" ;;
 	# kubectl mesh graph -o svg pipes through dot; the release tests run
-	# make and unpack the image with tar; a server with a private
-	# /etc/hosts (a member that moves) runs in a mount namespace of its own.
-	e2e) echo "dot:graphviz make:make tar:tar unshare:util-linux mount:mount root" ;;
+	# make and unpack the image with tar; the upgrade test builds the
+	# previous release from git; a server with a private /etc/hosts (a
+	# member that moves) runs in a mount namespace of its own.
+	e2e) echo "dot:graphviz make:make tar:tar git:git unshare:util-linux mount:mount root" ;;
 	# Every Kilo node is a network namespace (ip) with nftables standing in
 	# for kube-proxy.
 	dataplane) echo "ip:iproute2 nft:nftables root" ;;

@@ -10,10 +10,14 @@ import (
 // (from its own module, hack/helm) next to kube-apiserver, etcd and kubectl.
 // It is looked for on its own, so that tests that do not use it need not
 // have it.
-func HelmBinary() (string, error) {
-	path := filepath.Join(ToolsBinDir(), "helm")
+func HelmBinary() (string, error) { return toolBinary("helm") }
+
+// toolBinary is tool in ToolsBinDir(), looked for on its own by the tests
+// that use it; the error says how to build it.
+func toolBinary(tool string) (string, error) {
+	path := filepath.Join(ToolsBinDir(), tool)
 	if fi, err := os.Stat(path); err != nil || fi.IsDir() || fi.Mode()&0o111 == 0 {
-		return "", missingTools(ToolsBinDir(), "helm")
+		return "", missingTools(ToolsBinDir(), tool)
 	}
 	return path, nil
 }
