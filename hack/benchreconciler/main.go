@@ -145,7 +145,7 @@ func run(ctx context.Context, c config) error {
 	}
 	waitProfile := func() {}
 	if c.cpuProfile != "" {
-		waitProfile = cpuProfile(ctx, direct, c.cpuProfileFor, c.cpuProfile)
+		waitProfile = benchenv.CPUProfile(ctx, direct, c.cpuProfileFor, c.cpuProfile)
 	}
 	p50, p99, worst, err := b.singleChanges(ctx)
 	if err != nil {
@@ -185,7 +185,7 @@ func run(ctx context.Context, c config) error {
 	sent, failed := stopCheckIns()
 	rss, hwm, _ := benchenv.Memory(server.Pid()) // 0 when unreadable, as the table shows
 	if c.heapProfile != "" {
-		if err := heapProfile(ctx, direct, c.heapProfile); err != nil {
+		if err := benchenv.HeapProfile(ctx, direct, c.heapProfile); err != nil {
 			return err
 		}
 	}
