@@ -8,6 +8,7 @@ import (
 	"net/netip"
 	"os"
 	"strconv"
+	"sync/atomic"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -92,6 +93,25 @@ type Fleet struct {
 	Members []*Member
 	// Tokens are further tokens per member (Member.AddToken).
 	Tokens [][]string
+	// checkIns counts the check-ins written.
+	checkIns atomic.Int64
+}
+
+// Counts are what a fleet's members answered so far.
+type Counts struct {
+	// Writes are the write requests of every member.
+	Writes int64 `json:"writes"`
+	// CheckIns are the check-ins of Kilo's stream written in the members.
+	CheckIns int64 `json:"checkIns"`
+}
+
+// Counts reads the fleet's counters.
+func (f *Fleet) Counts() Counts {
+	c := Counts{CheckIns: f.checkIns.Load()}
+	for _, m := range f.Members {
+		c.Writes += m.Writes()
+	}
+	return c
 }
 
 // StartFleet starts l.Members members holding l.Nodes nodes each, with
@@ -154,6 +174,7 @@ func (f *Fleet) CheckIns(ctx context.Context, period time.Duration) {
 		case now := <-tick.C:
 			due := int(now.Sub(start) * time.Duration(total) / period)
 			stamp := strconv.FormatInt(now.Unix(), 10)
+			f.checkIns.Add(int64(max(due-done, 0)))
 			for ; done < due; done++ {
 				i, j := done%f.Layout.Members, (done/f.Layout.Members)%f.Layout.Nodes
 				f.Members[i].Mutate(nodes, "", NodeName(i, j), func(obj runtime.Object) {
@@ -177,17 +198,20 @@ type ManifestMember struct {
 
 // Manifest describes a running fleet to another process.
 type Manifest struct {
-	Layout  Layout           `json:"layout"`
-	Pid     int              `json:"pid"`
+	Layout Layout `json:"layout"`
+	Pid    int    `json:"pid"`
+	// Control serves the fleet's Counts as JSON at /counts.
+	Control string           `json:"control"`
 	Members []ManifestMember `json:"members"`
 }
 
 // WriteManifest writes the fleet's manifest to path, whole or not at all.
-func (f *Fleet) WriteManifest(path string) error {
-	mf := Manifest{Layout: f.Layout, Pid: os.Getpid()}
+func (f *Fleet) WriteManifest(path, control string) error {
+	mf := Manifest{Layout: f.Layout, Pid: os.Getpid(), Control: control}
 	for i, m := range f.Members {
-		mf.Members = append(mf.Members, ManifestMember{Name: m.Name, Server: m.URL, CAPEM: m.CAPEM, Token: m.Token,
-			Tokens: f.Tokens[i], SystemUID: string(m.SystemUID)})
+		mm := m.manifest()
+		mm.Tokens = f.Tokens[i]
+		mf.Members = append(mf.Members, mm)
 	}
 	b, err := json.MarshalIndent(mf, "", "  ")
 	if err != nil {

@@ -12,6 +12,7 @@ import (
 	"net/http"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -47,7 +48,13 @@ type Member struct {
 	// reaches the member with credentials of its own (AddToken).
 	tokensMu sync.RWMutex
 	tokens   map[string]bool
+	// writes counts the write requests answered (create, update, patch,
+	// delete), whatever their outcome.
+	writes atomic.Int64
 }
+
+// Writes is the number of write requests the member answered.
+func (m *Member) Writes() int64 { return m.writes.Load() }
 
 // NewMember starts a hollow member on a free loopback port. It holds the
 // namespaces every cluster has (default, kube-system, kube-public).
@@ -126,17 +133,29 @@ func (m *Member) AddToken() string {
 // Kubeconfig is a self-contained kubeconfig of the member with token, as
 // a tenant puts into a Secret.
 func (m *Member) Kubeconfig(token string) ([]byte, error) {
-	cfg := clientcmdapi.NewConfig()
-	cfg.Clusters[m.Name] = &clientcmdapi.Cluster{Server: m.URL, CertificateAuthorityData: m.CAPEM}
-	cfg.AuthInfos[m.Name] = &clientcmdapi.AuthInfo{Token: token}
-	cfg.Contexts[m.Name] = &clientcmdapi.Context{Cluster: m.Name, AuthInfo: m.Name}
-	cfg.CurrentContext = m.Name
-	return clientcmd.Write(*cfg)
+	return m.manifest().Kubeconfig(token)
 }
 
 // RESTConfig is a client configuration of the member.
-func (m *Member) RESTConfig() *rest.Config {
-	return &rest.Config{Host: m.URL, BearerToken: m.Token, TLSClientConfig: rest.TLSClientConfig{CAData: m.CAPEM}}
+func (m *Member) RESTConfig() *rest.Config { return m.manifest().RESTConfig() }
+
+func (m *Member) manifest() ManifestMember {
+	return ManifestMember{Name: m.Name, Server: m.URL, CAPEM: m.CAPEM, Token: m.Token, SystemUID: string(m.SystemUID)}
+}
+
+// Kubeconfig is a self-contained kubeconfig of the member with token.
+func (mm ManifestMember) Kubeconfig(token string) ([]byte, error) {
+	cfg := clientcmdapi.NewConfig()
+	cfg.Clusters[mm.Name] = &clientcmdapi.Cluster{Server: mm.Server, CertificateAuthorityData: mm.CAPEM}
+	cfg.AuthInfos[mm.Name] = &clientcmdapi.AuthInfo{Token: token}
+	cfg.Contexts[mm.Name] = &clientcmdapi.Context{Cluster: mm.Name, AuthInfo: mm.Name}
+	cfg.CurrentContext = mm.Name
+	return clientcmd.Write(*cfg)
+}
+
+// RESTConfig is a client configuration of the member with its first token.
+func (mm ManifestMember) RESTConfig() *rest.Config {
+	return &rest.Config{Host: mm.Server, BearerToken: mm.Token, TLSClientConfig: rest.TLSClientConfig{CAData: mm.CAPEM}}
 }
 
 // serve routes a request as a kube-apiserver would: health and version to
@@ -155,6 +174,10 @@ func (m *Member) serve(w http.ResponseWriter, r *http.Request) {
 	if !m.authenticated(r) {
 		m.writeError(w, r, nil, apierrors.NewUnauthorized("Unauthorized"))
 		return
+	}
+	switch r.Method {
+	case http.MethodPost, http.MethodPut, http.MethodPatch, http.MethodDelete:
+		m.writes.Add(1)
 	}
 	if serveDiscovery(w, r) {
 		return

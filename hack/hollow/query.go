@@ -25,6 +25,9 @@ type query struct {
 	rv        uint64 // 0: unset or "0"
 	watch     bool
 	bookmarks bool
+	// initialEvents: a streamed list (sendInitialEvents), as client-go's
+	// informers ask: every object as added, then a bookmark that says so.
+	initialEvents bool
 	timeout   time.Duration
 }
 
@@ -72,6 +75,7 @@ func parseQuery(namespace string, v url.Values) (*query, error) {
 	}
 	q.watch = v.Get("watch") == "true" || v.Get("watch") == "1"
 	q.bookmarks = v.Get("allowWatchBookmarks") == "true"
+	q.initialEvents = v.Get("sendInitialEvents") == "true"
 	if s := v.Get("timeoutSeconds"); s != "" {
 		n, err := strconv.Atoi(s)
 		if err != nil {

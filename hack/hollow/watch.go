@@ -109,11 +109,15 @@ func (m *Member) serveWatch(rw http.ResponseWriter, r *http.Request, res *resour
 		m.writeEvent(rw, md, watch.Error, &stored{obj: &status})
 		return
 	}
-	if q.rv == 0 {
+	if q.rv == 0 || q.initialEvents {
 		for _, o := range sortedObjects(s.objects[res]) {
 			if w.match(o) {
 				w.queue = append(w.queue, queued{typ: watch.Added, obj: o})
 			}
+		}
+		w.from = s.rv
+		if q.initialEvents {
+			w.queue = append(w.queue, queued{typ: watch.Bookmark, obj: initialEventsEnd(res, s.rv)})
 		}
 	} else {
 		for _, ev := range s.history {
@@ -138,11 +142,11 @@ func (m *Member) serveWatch(rw http.ResponseWriter, r *http.Request, res *resour
 	next := func() {}
 	end := time.NewTimer(timeout)
 	defer end.Stop()
-	var bookmark <-chan time.Time
+	var bookmarkDue <-chan time.Time
 	if q.bookmarks {
 		t := time.NewTimer(nextBookmark(time.Now(), deadline))
 		defer t.Stop()
-		bookmark = t.C
+		bookmarkDue = t.C
 		next = func() { t.Reset(nextBookmark(time.Now(), deadline)) }
 	}
 	m.streamHeader(rw, md)
@@ -167,12 +171,9 @@ func (m *Member) serveWatch(rw http.ResponseWriter, r *http.Request, res *resour
 				return
 			}
 			flush(rw)
-		case <-bookmark:
+		case <-bookmarkDue:
 			if rv, idle := m.idleRV(w); idle {
-				obj := res.newObject()
-				obj.GetObjectKind().SetGroupVersionKind(res.gvk())
-				setRV(obj, rv)
-				if !m.writeEvent(rw, md, watch.Bookmark, &stored{obj: obj}) {
+				if !m.writeEvent(rw, md, watch.Bookmark, bookmark(res, rv)) {
 					return
 				}
 				flush(rw)
@@ -180,6 +181,22 @@ func (m *Member) serveWatch(rw http.ResponseWriter, r *http.Request, res *resour
 			next()
 		}
 	}
+}
+
+// bookmark is a bookmark event's object: the kind, at resourceVersion rv.
+func bookmark(res *resource, rv uint64) *stored {
+	obj := res.newObject()
+	obj.GetObjectKind().SetGroupVersionKind(res.gvk())
+	setRV(obj, rv)
+	return &stored{obj: obj}
+}
+
+// initialEventsEnd is the bookmark that ends a streamed list's initial
+// events.
+func initialEventsEnd(res *resource, rv uint64) *stored {
+	b := bookmark(res, rv)
+	b.meta().SetAnnotations(map[string]string{metav1.InitialEventsAnnotationKey: "true"})
+	return b
 }
 
 // nextBookmark is when the next bookmark is due: every bookmarkEvery, and

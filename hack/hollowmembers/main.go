@@ -11,8 +11,10 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"flag"
 	"log"
+	"net"
 	"net/http"
 	_ "net/http/pprof" // on -pprof only, a loopback address
 	"os/signal"
@@ -52,7 +54,18 @@ func main() {
 	if pprof != "" {
 		go func() { log.Print(http.ListenAndServe(pprof, nil)) }()
 	}
-	if err := fleet.WriteManifest(manifest); err != nil {
+	// The fleet's counters, for the benchmark, on a loopback port of its own.
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		log.Fatal(err)
+	}
+	control := http.NewServeMux()
+	control.HandleFunc("/counts", func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		_ = json.NewEncoder(w).Encode(fleet.Counts())
+	})
+	go func() { _ = http.Serve(ln, control) }()
+	if err := fleet.WriteManifest(manifest, "http://"+ln.Addr().String()); err != nil {
 		log.Fatal(err)
 	}
 	log.Printf("%d hollow members of %d nodes ready in %s; manifest %s", l.Members, l.Nodes, time.Since(start).Round(time.Millisecond), manifest)
