@@ -20,21 +20,16 @@ type goConst struct {
 	name, typ, value, pos string
 }
 
-// stringConstants parses the non-test Go files of dir (relative to the
-// repository root) and returns their string constants, resolving constants
-// defined as other constants of the package.
-func stringConstants(t *testing.T, dir string) []goConst {
+// sourceFiles parses the non-test Go files of dir (relative to the
+// repository root).
+func sourceFiles(t *testing.T, dir string) (*token.FileSet, []*ast.File) {
 	t.Helper()
 	files, err := filepath.Glob(filepath.Join("..", dir, "*.go"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	fset := token.NewFileSet()
-	type spec struct {
-		name, typ, pos string
-		expr           ast.Expr
-	}
-	var specs []spec
+	var out []*ast.File
 	for _, file := range files {
 		if strings.HasSuffix(file, "_test.go") {
 			continue
@@ -43,6 +38,23 @@ func stringConstants(t *testing.T, dir string) []goConst {
 		if err != nil {
 			t.Fatal(err)
 		}
+		out = append(out, f)
+	}
+	return fset, out
+}
+
+// stringConstants parses the non-test Go files of dir (relative to the
+// repository root) and returns their string constants, resolving constants
+// defined as other constants of the package.
+func stringConstants(t *testing.T, dir string) []goConst {
+	t.Helper()
+	fset, files := sourceFiles(t, dir)
+	type spec struct {
+		name, typ, pos string
+		expr           ast.Expr
+	}
+	var specs []spec
+	for _, f := range files {
 		for _, d := range f.Decls {
 			g, ok := d.(*ast.GenDecl)
 			if !ok || g.Tok != token.CONST {

@@ -2,9 +2,11 @@ package main
 
 import (
 	"os"
+	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/spf13/pflag"
 	"k8s.io/component-base/logs"
@@ -77,4 +79,59 @@ func TestReferenceFlags(t *testing.T) {
 	if own == 0 {
 		t.Error("no flag of the server's own found: the test no longer tells them from the generic ones")
 	}
+}
+
+// TestDocsFlagDefaults: wherever a page of docs/ or the README gives the
+// default of one of the server's own flags ("`--flag` (default X",
+// "`--flag`, default X", "default `--flag=X`"), it is the flag's default.
+func TestDocsFlagDefaults(t *testing.T) {
+	cmd := newCommand()
+	real := pflag.NewFlagSet("real", pflag.ContinueOnError)
+	real.AddFlagSet(cmd.Flags())
+	real.AddFlagSet(cmd.PersistentFlags())
+	pages, err := filepath.Glob("../../docs/*.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	patterns := []*regexp.Regexp{
+		regexp.MustCompile("`--([a-z0-9-]+)`,? \\(?default `?(\\d{1,3}(?:,\\d{3})+|[^),;`\\s]+)"),
+		regexp.MustCompile("default `--([a-z0-9-]+)=([^`]+)`"),
+	}
+	checked := 0
+	for _, page := range append(pages, "../../README.md") {
+		data, err := os.ReadFile(page)
+		if err != nil {
+			t.Fatal(err)
+		}
+		text := strings.Join(strings.Fields(string(data)), " ") // claims wrap across lines
+		for _, re := range patterns {
+			for _, m := range re.FindAllStringSubmatch(text, -1) {
+				f := real.Lookup(m[1])
+				if f == nil {
+					continue // another program's flag
+				}
+				checked++
+				if !sameValue(m[2], f.DefValue) {
+					t.Errorf("%s says the default of --%s is %q; it is %q", filepath.Base(page), m[1], m[2], f.DefValue)
+				}
+			}
+		}
+	}
+	if checked == 0 {
+		t.Error("no default of a flag found in the docs: the test no longer reads them")
+	}
+}
+
+// sameValue compares a default as a page writes it (5,000; 24h) with the
+// flag's (5000; 24h0m0s).
+func sameValue(doc, flag string) bool {
+	doc = strings.TrimSpace(doc)
+	if d, err := time.ParseDuration(doc); err == nil {
+		f, err := time.ParseDuration(flag)
+		return err == nil && d == f
+	}
+	if n := strings.ReplaceAll(doc, ",", ""); regexp.MustCompile(`^\d+$`).MatchString(n) {
+		return n == flag
+	}
+	return doc == flag
 }

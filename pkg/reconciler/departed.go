@@ -266,7 +266,7 @@ func departedItem(name, server, reason, why string, mesh *meshv1alpha1.ClusterMe
 			kinds += ",serviceimports.multicluster.x-k8s.io,services,endpointslices -A"
 		}
 		msg = fmt.Sprintf("gave up removing the mesh's Peers from cluster %s: %s. Remove them by hand on %s: "+
-			"kubectl delete %s -l %s=%s; then remove this item from status.departedClusters",
+			"kubectl delete %s -l %s=%s; then have a cluster administrator remove this item from status.departedClusters",
 			name, why, where, kinds, planner.LabelMeshUID, mesh.UID)
 	}
 	at := metav1.NewTime(now.Truncate(time.Second))

@@ -69,6 +69,13 @@ func applyIdentity(ctx context.Context, dyn dynamic.Interface, objs []*unstructu
 		before := ""
 		if have, err := res.Get(ctx, u.GetName(), metav1.GetOptions{}); err == nil {
 			before = have.GetResourceVersion()
+			if have.GetDeletionTimestamp() != nil {
+				// Left a moment ago (leave deletes the identity): gone first, then new.
+				if err := awaitGone(ctx, res, u.GetKind(), u.GetName()); err != nil {
+					return nil, err
+				}
+				before = ""
+			}
 		} else if !apierrors.IsNotFound(err) {
 			return nil, fmt.Errorf("reading %s %s on the member cluster: %w", u.GetKind(), u.GetName(), err)
 		}
