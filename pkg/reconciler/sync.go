@@ -149,7 +149,7 @@ func (r *Reconciler) syncMesh(ctx context.Context, key types.NamespacedName, tra
 	case svcRes.err(key) != nil:
 		return syncResult{}, svcRes.err(key)
 	}
-	next := sooner(sooner(nextExpiry(states, now), untilGraceEnds(plan, now)), departures.next)
+	next := sooner(sooner(untilCheckInExpiry(plan, now), untilGraceEnds(plan, now)), departures.next)
 	if unseen {
 		// Writes of an earlier pass the member caches have not shown yet:
 		// their events requeue the mesh, this is the safety net.
