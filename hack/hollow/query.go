@@ -28,7 +28,7 @@ type query struct {
 	// initialEvents: a streamed list (sendInitialEvents), as client-go's
 	// informers ask: every object as added, then a bookmark that says so.
 	initialEvents bool
-	timeout   time.Duration
+	timeout       time.Duration
 }
 
 // continueToken is what a page's continue says: where the next page
