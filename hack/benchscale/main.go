@@ -101,6 +101,11 @@ func run(ctx context.Context, c config) error {
 	if f.cold, err = b.serverMemory(ctx); err != nil {
 		return err
 	}
+	if c.profiles != "" {
+		if err := benchenv.HeapProfile(ctx, b.direct(), c.profiles+"/heap-cold.pprof"); err != nil {
+			log.Printf("heap profile: %v", err)
+		}
+	}
 	stopChurn := b.startChurn(ctx)
 	waitProfile := func() {}
 	if c.profiles != "" {
@@ -173,7 +178,7 @@ func (f figures) print(b *bench) {
 		fmt.Printf("| server / floor, p50 and p99 | %.2fx, %.2fx |\n", float64(s50)/float64(f50), float64(s99)/float64(f99))
 	}
 	row(fmt.Sprintf("burst of %d changes in 1 s -> each everywhere", c.burst), f.burst)
-	for _, v := range []string{"peers", "plan"} {
+	for _, v := range viewNames {
 		row("view "+v+" of the first mesh through the aggregator", f.views[v])
 	}
 	f.rest.print(c)

@@ -28,21 +28,31 @@ func (b *bench) timeViews(ctx context.Context) (map[string][]time.Duration, erro
 	}
 	m := b.meshes[0]
 	out := map[string][]time.Duration{}
-	for k := range 2 * b.views {
-		view := []string{"peers", "plan"}[k%2]
+	for k := range len(viewNames) * b.views {
+		view := viewNames[k%len(viewNames)]
+		req := client.Discovery().RESTClient().Get()
+		if sub, _, ok := strings.Cut(view, "?cluster="); ok {
+			req = req.AbsPath("/apis", meshv1alpha1.GroupName, "v1alpha1", "namespaces", m.namespace, "clustermeshes", m.name, sub).
+				Param("cluster", clusterName(m.members[0]))
+		} else {
+			req = req.AbsPath("/apis", meshv1alpha1.GroupName, "v1alpha1", "namespaces", m.namespace, "clustermeshes", m.name, view)
+		}
 		start := time.Now()
-		raw, err := client.Discovery().RESTClient().Get().
-			AbsPath("/apis", meshv1alpha1.GroupName, "v1alpha1", "namespaces", m.namespace, "clustermeshes", m.name, view).DoRaw(ctx)
+		raw, err := req.DoRaw(ctx)
 		if err != nil {
 			return nil, fmt.Errorf("view %s: %w", view, err)
 		}
 		out[view] = append(out[view], time.Since(start))
-		if k < 2 {
+		if k < len(viewNames) {
 			log.Printf("view %s: %d bytes", view, len(raw))
 		}
 	}
 	return out, nil
 }
+
+// viewNames are the views timed: the plan, the Peers of one cluster (as
+// kubectl mesh peers --cluster asks), and every Peer of the mesh.
+var viewNames = []string{"plan", "peers?cluster=FIRST", "peers"}
 
 // atRestFigures is what the server and the members did while nothing changed but
 // Kilo's check-in stream.
@@ -79,6 +89,10 @@ func (b *bench) atRest(ctx context.Context) (atRestFigures, error) {
 		return atRestFigures{}, err
 	}
 	cpu0 := benchenv.CPUByCommand("benchmark")
+	if b.profiles != "" {
+		wait := benchenv.CPUProfile(ctx, b.direct(), min(b.steady, 30*time.Second), b.profiles+"/cpu-rest.pprof")
+		defer wait()
+	}
 	time.Sleep(b.steady)
 	cpu1 := benchenv.CPUByCommand("benchmark")
 	w1, p1, m1, c1, err := count()
