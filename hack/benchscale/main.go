@@ -24,7 +24,7 @@ import (
 type config struct {
 	members, nodes, perLoc, meshes, perMesh int
 	granularity                             string
-	tenantTokens                            bool
+	tenantTokens, chain                     bool
 	checkIns, steady                        time.Duration
 	changes, burst, views                   int
 	churn                                   float64
@@ -43,6 +43,7 @@ func main() {
 	flag.IntVar(&c.meshes, "meshes", 1, "meshes, each in a namespace (a tenant) of its own")
 	flag.IntVar(&c.perMesh, "clusters-per-mesh", 0, "member clusters per mesh, taken in turn from the members (0: every member, one mesh)")
 	flag.BoolVar(&c.tenantTokens, "tenant-credentials", false, "each mesh entry reaches its member with credentials of its own (a connection per entry)")
+	flag.BoolVar(&c.chain, "chain", false, "consecutive meshes share one member (members: meshes x (clusters-per-mesh - 1)); else each mesh takes the next members")
 	flag.DurationVar(&c.checkIns, "checkins", 30*time.Second, "Kilo's check-in stream: every node's last-seen once per this period, in the members (0: none)")
 	flag.IntVar(&c.changes, "changes", 200, "single changes that alter a Peer, timed one after the other")
 	flag.IntVar(&c.burst, "burst", 0, "changes of distinct Peers spread over one second, each timed until it is everywhere (0: none)")

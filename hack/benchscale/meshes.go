@@ -51,8 +51,14 @@ func (b *bench) layoutMeshes() {
 		if b.config.meshes > 1 {
 			m.namespace, m.name = fmt.Sprintf("tenant-%03d", k), "mesh"
 		}
+		// Two meshes share at most one member: on a member in both, each
+		// puts Peers of other clusters' networks.
+		stride := b.perMesh
+		if b.chain {
+			stride = b.perMesh - 1
+		}
 		for e := range b.perMesh {
-			m.members = append(m.members, (k*b.perMesh+e)%b.members)
+			m.members = append(m.members, (k*stride+e)%b.members)
 		}
 		b.meshes = append(b.meshes, m)
 	}
