@@ -39,9 +39,10 @@ build:
 	$(GO_BUILD) -o $(BIN_DIR)/kubectl-mesh ./cmd/kubectl-mesh
 	install -m 0755 cmd/kubectl-mesh/kubectl_complete-mesh $(BIN_DIR)/
 
-# Real kube-apiserver, kube-controller-manager, etcd and kubectl v1.36.3, and
-# Helm (for the chart's tests and make chart), built once from the Go module
-# proxy; each target builds only the ones it uses (ENV_TOOLS: what
+# Real kube-apiserver, kube-controller-manager, etcd and kubectl v1.36.3,
+# Helm (for the chart's tests and make chart) and CoreDNS (for the tests of
+# kubectl mesh dns and of names across the data plane), built once from the
+# Go module proxy; each target builds only the ones it uses (ENV_TOOLS: what
 # test/framework starts).
 BUILD_TOOLS := bash hack/build-tools.sh
 ENV_TOOLS   := etcd kube-apiserver kube-controller-manager kubectl
@@ -73,7 +74,7 @@ test-integration:
 # packages the same static binary (so it is built once).
 HOST_ARCH := $(shell $(GO) env GOARCH)
 test-e2e: image
-	$(BUILD_TOOLS) $(ENV_TOOLS) helm
+	$(BUILD_TOOLS) $(ENV_TOOLS) helm coredns
 	KILO_MESH_IMAGE_ARCHIVE=$(CURDIR)/$(IMAGE_ARCHIVE) KILO_MESH_APISERVER_BIN=$(CURDIR)/$(OUTPUT)/bin/linux_$(HOST_ARCH)/kilo-mesh-apiserver \
 		$(GO) test -count=1 -p 1 -tags e2e -timeout $(TEST_TIMEOUT) ./test/...
 
@@ -82,7 +83,7 @@ test-e2e: image
 # saying so, without them); -v prints the connectivity matrices and the
 # recovery times.
 test-dataplane:
-	$(BUILD_TOOLS) $(ENV_TOOLS)
+	$(BUILD_TOOLS) $(ENV_TOOLS) coredns
 	$(GO) test -count=1 -p 1 -v -tags dataplane -timeout $(TEST_TIMEOUT) ./test/dataplane/...
 
 verify:

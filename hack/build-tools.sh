@@ -3,7 +3,9 @@
 # `make run` (hack/localenv) start, from the Go module proxy through the
 # separate tools module in hack/tools (never the project's own go.mod); and
 # Helm, for the chart's tests and `make chart`, from its own module hack/helm
-# (it needs newer Kubernetes libraries than hack/tools pins).
+# (it needs newer Kubernetes libraries than hack/tools pins); and CoreDNS, for
+# the end-to-end tests of `kubectl mesh dns`, from its own module hack/coredns
+# for the same reason.
 #
 #   hack/build-tools.sh                       # every tool below
 #   hack/build-tools.sh etcd kube-apiserver   # only these: what a target needs
@@ -28,6 +30,7 @@ HELM_KUBE_MINOR=37
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 TOOLS_MOD="${ROOT}/hack/tools"
 HELM_MOD="${ROOT}/hack/helm"
+COREDNS_MOD="${ROOT}/hack/coredns"
 BIN="${KILO_MESH_TOOLS_BIN:-${HOME}/.cache/kilo-mesh-apiserver/tools-${KUBE_VERSION}/bin}"
 TICK="${KILO_MESH_TOOLS_TICK:-30}"
 
@@ -48,6 +51,7 @@ first_build_seconds() {
 	kube-controller-manager) echo 240 ;;
 	kubectl) echo 105 ;;
 	helm) echo 760 ;;
+	coredns) echo 300 ;;
 	esac
 }
 
@@ -84,6 +88,7 @@ tools() {
 	build kube-controller-manager k8s.io/kubernetes/cmd/kube-controller-manager -ldflags "${LDFLAGS}"
 	build kubectl k8s.io/kubernetes/cmd/kubectl -ldflags "${LDFLAGS}"
 	MOD="${HELM_MOD}" build helm helm.sh/helm/v3/cmd/helm -ldflags "$(wanted helm && helm_ldflags)"
+	MOD="${COREDNS_MOD}" build coredns github.com/coredns/coredns -ldflags "-s -w"
 }
 
 # wanted NAME: NAME was asked for, or no name was.

@@ -41,3 +41,8 @@ go run ./hack/genmember -crds artifacts/charts/kilo-mesh-member/crds
 # template host-services.yaml wraps with the release's names and labels.
 go run ./hack/genmember -host-services artifacts/components/host-services/rbac.yaml
 go run ./hack/genmember -host-services-rules artifacts/charts/kilo-mesh-apiserver/files/host-services-rules.yaml
+# The rights of a cluster's CoreDNS to read ServiceImports (clusterset.local):
+# kustomize's component and the member chart's rules, which its template
+# coredns.yaml wraps with the ServiceAccount of its values.
+go run ./hack/genmember -coredns artifacts/components/coredns/rbac.yaml
+go run ./hack/genmember -coredns-rules artifacts/charts/kilo-mesh-member/files/coredns-rules.yaml

@@ -3,7 +3,10 @@
 // DIR the mcs-api CRDs copied from the module of go.mod, and with
 // -host-services FILE or -host-services-rules FILE the services rights of the
 // server's own identity on the host (kustomize's component, the chart's
-// rules). hack/update-codegen.sh runs it; hack/verify-codegen.sh diffs.
+// rules), with -coredns FILE or -coredns-rules FILE the rights of a
+// cluster's CoreDNS to read ServiceImports (kustomize's component, the
+// member chart's rules). hack/update-codegen.sh runs it;
+// hack/verify-codegen.sh diffs.
 package main
 
 import (
@@ -19,14 +22,22 @@ func main() {
 	crds := flag.String("crds", "", "write the mcs-api CRDs into this directory instead of the identity")
 	hostServices := flag.String("host-services", "", "write the host-services ClusterRole and binding into this file instead of the identity")
 	hostServicesRules := flag.String("host-services-rules", "", "write the host-services rules alone into this file instead of the identity")
+	coreDNS := flag.String("coredns", "", "write CoreDNS's ServiceImports ClusterRole and binding into this file instead of the identity")
+	coreDNSRules := flag.String("coredns-rules", "", "write CoreDNS's ServiceImports rules alone into this file instead of the identity")
 	flag.Parse()
-	if err := run(*crds, *hostServices, *hostServicesRules, flag.Args()); err != nil {
+	outputs := map[string]func() ([]byte, error){
+		*hostServices: member.HostServicesManifest, *hostServicesRules: member.HostServicesRulesYAML,
+		*coreDNS: member.CoreDNSManifest, *coreDNSRules: member.CoreDNSRulesYAML,
+	}
+	if err := run(*crds, outputs, flag.Args()); err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
 	}
 }
 
-func run(crdDir, hostServices, hostServicesRules string, args []string) error {
+// run writes the CRDs into crdDir, else the one output whose file is
+// named (the key "" stands for the flags not given), else the identity.
+func run(crdDir string, outputs map[string]func() ([]byte, error), args []string) error {
 	switch {
 	case crdDir != "":
 		if err := os.MkdirAll(crdDir, 0o755); err != nil {
@@ -38,13 +49,14 @@ func run(crdDir, hostServices, hostServicesRules string, args []string) error {
 			}
 		}
 		return nil
-	case hostServices != "":
-		return write(hostServices, member.HostServicesManifest)
-	case hostServicesRules != "":
-		return write(hostServicesRules, member.HostServicesRulesYAML)
+	}
+	for path, render := range outputs {
+		if path != "" {
+			return write(path, render)
+		}
 	}
 	if len(args) != 1 {
-		return fmt.Errorf("usage: genmember OUTPUT.yaml | genmember -crds DIR | genmember -host-services FILE | genmember -host-services-rules FILE")
+		return fmt.Errorf("usage: genmember OUTPUT.yaml | genmember -crds DIR | genmember -host-services FILE | genmember -host-services-rules FILE | genmember -coredns FILE | genmember -coredns-rules FILE")
 	}
 	return write(args[0], member.Manifest)
 }

@@ -22,7 +22,8 @@ import (
 // imported only where it exists) and the mcs-api CRDs. The host, cluster-0,
 // also gets the server's services rights as an install gives them
 // (artifacts/components/host-services), and the demo's grant names demo in
-// serviceNamespaces, so it imports too.
+// serviceNamespaces, so it imports too. Every cluster has kubeadm's CoreDNS
+// objects, which kubectl mesh dns configures.
 const (
 	demoService  = "hello"
 	demoExporter = 1
@@ -44,6 +45,14 @@ func setupServicesDemo(ctx context.Context, env *framework.Env) error {
 			return fmt.Errorf("creating namespace %s on %s: %w", demoNamespace, env.Cluster(i).Name, err)
 		}
 	}
+	// What kubeadm installs for the cluster's DNS, for kubectl mesh dns to
+	// configure; no kubelet runs its pods.
+	for i := range env.NumClusters() {
+		if err := env.InstallKubeadmCoreDNS(ctx, i, framework.KubeadmCoreDNSImage); err != nil {
+			return err
+		}
+	}
+	log.Printf("created kubeadm's CoreDNS objects on every cluster (Deployment kube-system/coredns, %s; no pods run), for kubectl mesh dns", framework.KubeadmCoreDNSImage)
 	if _, stderr, err := env.Kubectl(ctx, framework.HostCluster, framework.UserTenantA, "patch", "clustermesh", "demo", "-n", demoNamespace,
 		"--type=merge", "-p", `{"spec":{"multiClusterServices":"Enabled"}}`); err != nil {
 		return fmt.Errorf("enabling services on ClusterMesh demo/demo: %w: %s", err, stderr)
@@ -138,4 +147,5 @@ Services across clusters (ClusterMesh demo has spec.multiClusterServices: Enable
 		fmt.Printf("  kubectl get serviceimports -n demo --context cluster-%d-admin%s\n", i, note)
 	}
 	fmt.Println("  kubectl mesh services demo                                   # what every cluster imports, and why not")
+	fmt.Printf("  kubectl mesh dns status --member-kubeconfig $KUBECONFIG --member-context cluster-%d-admin   # CoreDNS for clusterset.local names\n", demoExporter)
 }

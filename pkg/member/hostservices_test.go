@@ -9,13 +9,15 @@ import (
 )
 
 // make verify checks these too; the test says so sooner.
-func TestHostServicesArtifactsAreCurrent(t *testing.T) {
+func TestRoleArtifactsAreCurrent(t *testing.T) {
 	for _, tc := range []struct {
 		path   string
 		render func() ([]byte, error)
 	}{
 		{path: "../../artifacts/components/host-services/rbac.yaml", render: HostServicesManifest},
 		{path: "../../artifacts/charts/kilo-mesh-apiserver/files/host-services-rules.yaml", render: HostServicesRulesYAML},
+		{path: "../../artifacts/components/coredns/rbac.yaml", render: CoreDNSManifest},
+		{path: "../../artifacts/charts/kilo-mesh-member/files/coredns-rules.yaml", render: CoreDNSRulesYAML},
 	} {
 		t.Run(tc.path, func(t *testing.T) {
 			want, err := tc.render()

@@ -1,6 +1,10 @@
 package member
 
 import (
+	"maps"
+
+	rbacv1 "k8s.io/api/rbac/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 )
@@ -49,4 +53,22 @@ func Unstructured(obj runtime.Object) (*unstructured.Unstructured, error) {
 // Manifest renders Objects as the multi-document YAML of artifacts/member.
 func Manifest() ([]byte, error) {
 	return render(manifestHeader, Objects())
+}
+
+// roleAndBinding are a ClusterRole of rules and its binding to the
+// ServiceAccount namespace/name, both named name.
+func roleAndBinding(name string, labels map[string]string, rules []rbacv1.PolicyRule, namespace, serviceAccount string) []runtime.Object {
+	return []runtime.Object{
+		&rbacv1.ClusterRole{
+			TypeMeta:   metav1.TypeMeta{APIVersion: rbacv1.SchemeGroupVersion.String(), Kind: "ClusterRole"},
+			ObjectMeta: metav1.ObjectMeta{Name: name, Labels: labels},
+			Rules:      rules,
+		},
+		&rbacv1.ClusterRoleBinding{
+			TypeMeta:   metav1.TypeMeta{APIVersion: rbacv1.SchemeGroupVersion.String(), Kind: "ClusterRoleBinding"},
+			ObjectMeta: metav1.ObjectMeta{Name: name, Labels: maps.Clone(labels)},
+			RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: name},
+			Subjects:   []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Name: serviceAccount, Namespace: namespace}},
+		},
+	}
 }

@@ -8,6 +8,7 @@ import (
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 
 	"github.com/kilo-mesh/kilo-mesh-apiserver/pkg/plugin/cli"
+	"github.com/kilo-mesh/kilo-mesh-apiserver/pkg/plugin/dns"
 	"github.com/kilo-mesh/kilo-mesh-apiserver/pkg/plugin/join"
 	"github.com/kilo-mesh/kilo-mesh-apiserver/pkg/plugin/migrate"
 	"github.com/kilo-mesh/kilo-mesh-apiserver/pkg/plugin/views"
@@ -24,8 +25,9 @@ func NewCommand(streams genericiooptions.IOStreams) *cobra.Command {
 		Short:       "Join Kubernetes clusters running Kilo into one WireGuard mesh, and see why",
 		Long: `kubectl mesh works with the ClusterMeshes of kilo-mesh-apiserver
 (mesh.kilo.squat.ai/v1alpha1) on the host cluster the kubeconfig flags select:
-it joins member clusters, shows what the server plans and why, and moves meshes
-of the predecessor kilo-clustermesh-operator over.`,
+it joins member clusters, shows what the server plans and why, configures a
+cluster's CoreDNS for the clusterset.local names of multi-cluster services,
+and moves meshes of the predecessor kilo-clustermesh-operator over.`,
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
@@ -42,6 +44,7 @@ of the predecessor kilo-clustermesh-operator over.`,
 		views.NewGraphCommand(o),
 		views.NewWhyCommand(o),
 		views.NewStatusCommand(o),
+		dns.NewCommand(o),
 		migrate.NewImportCommand(o),
 		newVersionCommand(o),
 	)

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"golang.org/x/net/dns/dnsmessage"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	mcsv1beta1 "sigs.k8s.io/mcs-api/pkg/apis/v1beta1"
 
@@ -26,6 +27,8 @@ const (
 	exporter = 2
 	svcNS    = "shop"
 	svcName  = "echo"
+	// svcDNSName is the import's name in the KEP's zone.
+	svcDNSName = svcName + "." + svcNS + ".svc.clusterset.local"
 	// dialTimeout bounds one connection attempt; refusals come at once.
 	dialTimeout = 500 * time.Millisecond
 	// follow bounds how long traffic may take to follow a change.
@@ -36,9 +39,11 @@ const (
 // service carries traffic: a pod of cluster-2 is exported; in cluster-1 a
 // stand-in for kube-proxy turns the derived Service's ClusterIP into DNAT
 // rules to the endpoints it reads from cluster-1's EndpointSlices (which
-// only the server writes there), and a client pod reaches cluster-2's pod
-// through the import's IP over the WireGuard Peers of the mesh. The pod
-// moves; traffic follows. The export goes; the import and the route go.
+// only the server writes there), and a client pod resolves the service's
+// clusterset.local name through cluster-1's CoreDNS (configured by kubectl
+// mesh dns enable) and reaches cluster-2's pod at that address over the
+// WireGuard Peers of the mesh. The pod moves; traffic follows. The export
+// goes; the name, the import and the route go.
 func TestServicesDataplane(t *testing.T) {
 	b := dataplane.StartT(t)
 	ctx := context.Background()
@@ -47,11 +52,17 @@ func TestServicesDataplane(t *testing.T) {
 	first, second := b.Node(fmt.Sprintf("c%d-a1", exporter)), b.Node(fmt.Sprintf("c%d-a2", exporter))
 	var (
 		proxy   *dataplane.KubeProxy
+		dns     *dataplane.DNS
 		backend *dataplane.Backend
 		service netip.AddrPort // the import's IP and port in cluster-1
 	)
 	// Before the bed stops (cleanups run last first).
 	t.Cleanup(func() {
+		if dns != nil {
+			if err := dns.Stop(); err != nil {
+				t.Errorf("stopping CoreDNS: %v", err)
+			}
+		}
 		if proxy == nil {
 			return
 		}
@@ -96,8 +107,20 @@ func TestServicesDataplane(t *testing.T) {
 			})
 			t.Logf("cluster-1 imported %s/%s at %s, endpoint %s, %s after the export", svcNS, svcName, service, backend.Addr, took.Round(time.Millisecond))
 		}},
-		{"a client of cluster-1 reaches the pod of cluster-2 through the import's IP", func(t *testing.T) {
+		{"a client of cluster-1 resolves the name and reaches the pod of cluster-2 at it", func(t *testing.T) {
 			var err error
+			if dns, err = b.StartDNS(ctx, clientNode); err != nil {
+				t.Fatal(err)
+			}
+			resolved, err := dns.Resolve(svcDNSName)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if resolved != service.Addr() {
+				t.Fatalf("%s resolves to %s in %s, the import's IP is %s", svcDNSName, resolved, clientNode.Name, service.Addr())
+			}
+			service = netip.AddrPortFrom(resolved, 80)
+			t.Logf("%s resolves to %s through cluster-1's CoreDNS in %s", svcDNSName, resolved, clientNode.Name)
 			if proxy, err = b.StartKubeProxy(ctx, clientNode); err != nil {
 				t.Fatal(err)
 			}
@@ -154,14 +177,24 @@ func TestServicesDataplane(t *testing.T) {
 					if err := b.Export(ctx, exporter, svcNS, svcName); err != nil {
 						t.Fatal(err)
 					}
-					if imp, err := importedAt(ctx, b, follow); err != nil {
+					imp, err := importedAt(ctx, b, follow)
+					if err != nil {
 						t.Fatal(err)
-					} else {
-						service = netip.AddrPortFrom(netip.MustParseAddr(imp.ClusterIP), 80)
 					}
+					// The new import's address, by its name.
+					if err := dns.ResolveAs(ctx, svcDNSName, netip.MustParseAddr(imp.ClusterIP), follow); err != nil {
+						t.Fatal(err)
+					}
+					service = netip.AddrPortFrom(netip.MustParseAddr(imp.ClusterIP), 80)
 					reachedBy(t, proxy, client, service, backend, follow)
 				}
 				importGone, routeGone, lastErr := unexport(t, b, proxy, client, service)
+				framework.EventuallyT(t, follow, svcDNSName+" NXDOMAIN after the unexport", func() error {
+					if a, err := dns.Query(svcDNSName, dnsmessage.TypeA); err != nil || a.RCode != dnsmessage.RCodeNameError {
+						return fmt.Errorf("answer %v (%v)", a, err)
+					}
+					return nil
+				})
 				imports, routes = append(imports, importGone), append(routes, routeGone)
 				t.Logf("unexported: the import left cluster-1 %s after, the route %s after (%v)",
 					importGone.Round(time.Millisecond), routeGone.Round(time.Millisecond), lastErr)

@@ -11,10 +11,14 @@ import (
 // (from its own module, hack/helm) next to kube-apiserver, etcd and kubectl.
 // It is looked for on its own, so that tests that do not use it need not
 // have it.
-func HelmBinary() (string, error) {
-	path := filepath.Join(ToolsBinDir(), "helm")
+func HelmBinary() (string, error) { return toolBinary("helm") }
+
+// toolBinary is tool in ToolsBinDir(), looked for on its own by the tests
+// that use it; the error says how to build it.
+func toolBinary(tool string) (string, error) {
+	path := filepath.Join(ToolsBinDir(), tool)
 	if fi, err := os.Stat(path); err != nil || fi.IsDir() || fi.Mode()&0o111 == 0 {
-		return "", fmt.Errorf("helm not found in %s: run hack/build-tools.sh (or set %s to the directory holding it)", ToolsBinDir(), ToolsBinEnv)
+		return "", fmt.Errorf("%s not found in %s: run hack/build-tools.sh %s (or set %s to the directory holding it)", tool, ToolsBinDir(), tool, ToolsBinEnv)
 	}
 	return path, nil
 }

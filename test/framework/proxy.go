@@ -35,16 +35,47 @@ type TCPProxy struct {
 // StartTCPProxy listens on 127.0.0.1:port (0: a free port) and forwards to
 // backends, host:port addresses on loopback.
 func StartTCPProxy(port int, backends ...string) (*TCPProxy, error) {
-	for _, b := range backends {
-		host, _, err := net.SplitHostPort(b)
-		if ip := net.ParseIP(host); err != nil || ip == nil || !ip.IsLoopback() {
-			return nil, fmt.Errorf("backend %q: only loopback addresses", b)
-		}
+	if err := loopbackBackends(backends); err != nil {
+		return nil, err
 	}
 	ln, err := net.Listen("tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(port)))
 	if err != nil {
 		return nil, err
 	}
+	return serveTCPProxy(ln, backends), nil
+}
+
+// StartTCPProxyIn listens on 127.0.0.1 of network namespace netns (a free
+// port) and forwards to backends on the test's own loopback: how a process
+// in a node's namespace reaches a kube-apiserver, as a pod reaches it
+// through the kubernetes Service.
+func StartTCPProxyIn(netns string, backends ...string) (*TCPProxy, error) {
+	if err := loopbackBackends(backends); err != nil {
+		return nil, err
+	}
+	var ln net.Listener
+	err := InNetns(netns, func() (err error) {
+		ln, err = net.Listen("tcp", "127.0.0.1:0")
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	return serveTCPProxy(ln, backends), nil
+}
+
+// loopbackBackends refuses any backend off loopback, before any dial.
+func loopbackBackends(backends []string) error {
+	for _, b := range backends {
+		host, _, err := net.SplitHostPort(b)
+		if ip := net.ParseIP(host); err != nil || ip == nil || !ip.IsLoopback() {
+			return fmt.Errorf("backend %q: only loopback addresses", b)
+		}
+	}
+	return nil
+}
+
+func serveTCPProxy(ln net.Listener, backends []string) *TCPProxy {
 	p := &TCPProxy{
 		Port:     ln.Addr().(*net.TCPAddr).Port,
 		backends: backends,
@@ -54,7 +85,7 @@ func StartTCPProxy(port int, backends ...string) (*TCPProxy, error) {
 	}
 	p.wg.Add(1)
 	go p.serve()
-	return p, nil
+	return p
 }
 
 // Accepted returns how many connections went to each backend.

@@ -31,14 +31,15 @@ var helmOnlyLabels = []string{"app.kubernetes.io/managed-by", "app.kubernetes.io
 
 // comparable returns a rendering's objects by Kind/namespace/name, without
 // what only one of the two ways has by design: the Namespace (Helm's
-// --create-namespace makes it), Helm's labels and checksum annotations, and
+// --create-namespace makes it), the CRDs (Helm installs its crds/ apart
+// from the templates it renders), Helm's labels and checksum annotations, and
 // the etcd cluster's TLS material (cert-manager's Issuers and Certificates
 // in kustomize, the chart's generated Secrets; TestChartEtcdCertificates
 // compares those).
 func comparable(objs []*unstructured.Unstructured) map[string]*unstructured.Unstructured {
 	out := map[string]*unstructured.Unstructured{}
 	for _, u := range objs {
-		if u.GetKind() == "Namespace" || strings.HasPrefix(u.GetName(), "kilo-mesh-etcd-") &&
+		if u.GetKind() == "Namespace" || u.GetKind() == "CustomResourceDefinition" || strings.HasPrefix(u.GetName(), "kilo-mesh-etcd-") &&
 			slices.Contains([]string{"Issuer", "Certificate", "Secret"}, u.GetKind()) {
 			continue
 		}

@@ -82,6 +82,8 @@ func renderings(t *testing.T) []rendering {
 			images: []string{"registry.example/mesh/server:v9.9.9", k[etcdImageName]},
 		},
 		{name: "helm member", chart: "kilo-mesh-member"},
+		{name: "kustomize member coredns", kustomize: "../test/install/testdata/member-coredns"},
+		{name: "helm member coredns", chart: "kilo-mesh-member", set: []string{"coredns.rbac.enabled=true"}, same: "kustomize member coredns"},
 		{name: "kustomize network-policy", kustomize: "../test/install/testdata/network-policy", images: server},
 		{name: "helm network-policy", chart: chart, set: networkPolicy, same: "kustomize network-policy", images: server},
 		{

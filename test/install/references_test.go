@@ -11,6 +11,8 @@ import (
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/labels"
+
+	"github.com/kilo-mesh/kilo-mesh-apiserver/pkg/member"
 )
 
 // builtinRoles are the roles Kubernetes itself provides that the renderings
@@ -89,8 +91,9 @@ func strMap(m map[string]any, field string) map[string]string {
 // the files their flags name), what the APIService, the bindings, the
 // Certificates, the PodDisruptionBudgets, the ServiceMonitor and the
 // NetworkPolicies name.
-// The only outside inputs allowed are images, Kubernetes' own roles, and
-// Secrets that a Certificate of the rendering has cert-manager write.
+// The only outside inputs allowed are images, Kubernetes' own roles,
+// Secrets that a Certificate of the rendering has cert-manager write, and
+// the ServiceAccounts of the user's Prometheus and of the cluster's CoreDNS.
 func checkReferences(all []*unstructured.Unstructured) []error {
 	o := index(all)
 	var errs []error
@@ -187,8 +190,9 @@ func checkReferences(all []*unstructured.Unstructured) []error {
 		subjects, _, _ := unstructured.NestedSlice(b.Object, "subjects")
 		for _, s := range subjects {
 			s := s.(map[string]any)
-			// The metrics reader is bound to the user's own Prometheus.
-			if s["kind"] == "ServiceAccount" && b.GetName() != "kilo-mesh-apiserver:metrics-reader" &&
+			// The metrics reader is bound to the user's own Prometheus,
+			// CoreDNS's role to the cluster's own CoreDNS.
+			if s["kind"] == "ServiceAccount" && b.GetName() != "kilo-mesh-apiserver:metrics-reader" && b.GetName() != member.CoreDNSRole &&
 				o.get("ServiceAccount", s["namespace"].(string), s["name"].(string)) == nil {
 				fail(b, "binds ServiceAccount %s/%s, which the rendering does not create", s["namespace"], s["name"])
 			}

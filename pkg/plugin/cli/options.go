@@ -12,6 +12,7 @@ import (
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
 )
 
 // UserAgent is sent on every request, so that server logs and audit name the plugin.
@@ -54,6 +55,20 @@ func (o *Options) RESTConfig() (*rest.Config, error) {
 		return nil, err
 	}
 	cfg = rest.CopyConfig(cfg)
+	cfg.UserAgent = UserAgent
+	return cfg, nil
+}
+
+// MemberConfig is the caller's own configuration of a member cluster, from
+// --member-kubeconfig and --member-context: used for what the caller does
+// there, never written anywhere.
+func MemberConfig(file, context string) (*rest.Config, error) {
+	rules := &clientcmd.ClientConfigLoadingRules{ExplicitPath: file}
+	overrides := &clientcmd.ConfigOverrides{CurrentContext: context}
+	cfg, err := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, overrides).ClientConfig()
+	if err != nil {
+		return nil, fmt.Errorf("--member-kubeconfig %s: %w", file, err)
+	}
 	cfg.UserAgent = UserAgent
 	return cfg, nil
 }

@@ -157,7 +157,7 @@ func (o *LeaveOptions) prepare(ctx context.Context, api *cli.MeshAPI, host *cli.
 // it is shown to reach the cluster the entry reached: the identity is
 // deleted there, and nowhere else.
 func (o *LeaveOptions) checkedMember(ctx context.Context, oldKubeconfig []byte) (*rest.Config, error) {
-	cfg, err := memberConfig(o.MemberKubeconfig, o.MemberContext)
+	cfg, err := cli.MemberConfig(o.MemberKubeconfig, o.MemberContext)
 	if err != nil {
 		return nil, err
 	}

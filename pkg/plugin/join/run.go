@@ -15,7 +15,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
-	"k8s.io/client-go/tools/clientcmd"
 
 	meshv1alpha1 "github.com/kilo-mesh/kilo-mesh-apiserver/pkg/apis/mesh/v1alpha1"
 	"github.com/kilo-mesh/kilo-mesh-apiserver/pkg/member"
@@ -273,18 +272,7 @@ func preflightEntry(ctx context.Context, api *cli.MeshAPI, mesh *meshv1alpha1.Cl
 // memberConfig is the caller's own configuration of the member cluster:
 // used to apply the identity and mint its token, never written anywhere.
 func (o *Options) memberConfig() (*rest.Config, error) {
-	return memberConfig(o.MemberKubeconfig, o.MemberContext)
-}
-
-func memberConfig(file, context string) (*rest.Config, error) {
-	rules := &clientcmd.ClientConfigLoadingRules{ExplicitPath: file}
-	overrides := &clientcmd.ConfigOverrides{CurrentContext: context}
-	cfg, err := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, overrides).ClientConfig()
-	if err != nil {
-		return nil, fmt.Errorf("--member-kubeconfig %s: %w", file, err)
-	}
-	cfg.UserAgent = cli.UserAgent
-	return cfg, nil
+	return cli.MemberConfig(o.MemberKubeconfig, o.MemberContext)
 }
 
 func describeMember(file, context string) string {

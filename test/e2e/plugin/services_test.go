@@ -49,6 +49,31 @@ kind: ServiceExport
 metadata: {name: cart, namespace: shop}
 `
 
+// servicesMembers makes clusters 1 and 2 the members west and north of a
+// services mesh in namespace ns: one Kilo node each, kept Ready, their
+// member identities' kubeconfig Secrets, and the namespace shop.
+func servicesMembers(t *testing.T, env *framework.Env, ns string) {
+	t.Helper()
+	ctx := context.Background()
+	for cluster, name := range map[int]string{1: "west", 2: "north"} {
+		node := framework.KiloNode{Name: name + "-1", Location: name, Leader: true, Endpoint: fmt.Sprintf("192.0.2.%d:51820", cluster),
+			InternalIP: fmt.Sprintf("192.168.%d.1/24", cluster), PodCIDR: fmt.Sprintf("10.%d2.1.0/24", 4+cluster)}
+		if _, err := env.CreateKiloNode(ctx, cluster, node); err != nil {
+			t.Fatal(err)
+		}
+		// Else kube-controller-manager marks the Node Unknown after its
+		// grace period and the Pods on it not ready.
+		go env.KeepNodesReady(t.Context(), 10*time.Second, cluster, node.Name)
+		if err := env.CreateMemberSecret(ctx, cluster, ns, name+"-kubeconfig"); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := env.Client(cluster, framework.UserAdmin).CoreV1().Namespaces().Create(ctx,
+			&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "shop"}}, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
 // TestServices: kubectl mesh services and why ... service over a real
 // server and two member clusters, west exporting shop/cart from Pods its
 // own endpointslice controller lists (one addressed outside west's
@@ -61,23 +86,7 @@ func TestServices(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for cluster, name := range map[int]string{1: "west", 2: "north"} {
-		node := framework.KiloNode{Name: name + "-1", Location: name, Leader: true, Endpoint: fmt.Sprintf("192.0.2.%d:51820", cluster),
-			InternalIP: fmt.Sprintf("192.168.%d.1/24", cluster), PodCIDR: fmt.Sprintf("10.%d2.1.0/24", 4+cluster)}
-		if _, err := env.CreateKiloNode(ctx, cluster, node); err != nil {
-			t.Fatal(err)
-		}
-		// Else kube-controller-manager marks the Node Unknown after its
-		// grace period and cart's Pods not ready, which changes the view.
-		go env.KeepNodesReady(t.Context(), 10*time.Second, cluster, node.Name)
-		if err := env.CreateMemberSecret(ctx, cluster, ns, name+"-kubeconfig"); err != nil {
-			t.Fatal(err)
-		}
-		if _, err := env.Client(cluster, framework.UserAdmin).CoreV1().Namespaces().Create(ctx,
-			&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "shop"}}, metav1.CreateOptions{}); err != nil {
-			t.Fatal(err)
-		}
-	}
+	servicesMembers(t, env, ns)
 	for _, p := range []framework.ReadyPod{{Name: "cart-1", IP: "10.52.1.5"}, {Name: "cart-2", IP: "10.99.0.7"}} {
 		p.Node, p.Labels = "west-1", map[string]string{"app": "cart"}
 		if _, err := env.CreateReadyPod(ctx, 1, "shop", p); err != nil {
