@@ -47,6 +47,8 @@ type clusterOptions struct {
 	maxCacheBytes int64
 	// shared is the budget of all tenants' member clusters.
 	shared *sharedBudget
+	// interned shares what the caches of all clusters hold alike.
+	interned *interner
 	// onChange is told of every change the meshes using the cluster may
 	// care about; it must not block.
 	onChange func(*cluster)
@@ -199,7 +201,7 @@ func newCluster(id clusterID, cfg *rest.Config, opts clusterOptions, remote bool
 		c.budget.shared = opts.shared
 	}
 	c.nodeLimit = nodeLimit(kube.CoreV1().Nodes(), opts.maxNodes, c.budget, opts.clock)
-	c.peerLimit = peerLimit(c.peerRead, maxPeers, c.budget, opts.clock)
+	c.peerLimit = peerLimit(c.peerRead, maxPeers, c.budget, opts.clock, opts.interned)
 	c.nodeList = newSortedList[*corev1.Node]()
 	c.nodes, err = c.newListedInformer(resourceNodes, &corev1.Node{}, c.nodeLimit, c.nodeList.touched)
 	if err != nil {

@@ -114,7 +114,11 @@ func nodeStub(n *corev1.Node, why string) (*corev1.Node, int64) {
 // changed on every pass) and spec. A Peer is not cut down further: those
 // this server writes for a large location carry thousands of allowed IPs,
 // and the cache's weight as a whole is bounded instead.
-func slimPeer(p *kilov1alpha1.Peer) (*kilov1alpha1.Peer, int64) {
+func slimPeer(p *kilov1alpha1.Peer) (*kilov1alpha1.Peer, int64) { return (*interner)(nil).slimPeer(p) }
+
+// slimPeer is slimPeer with the Peer's labels, annotations and allowed
+// IPs shared with the cached Peers that have the same.
+func (in *interner) slimPeer(p *kilov1alpha1.Peer) (*kilov1alpha1.Peer, int64) {
 	out := &kilov1alpha1.Peer{
 		ObjectMeta: metav1.ObjectMeta{
 			Name:              p.Name,
@@ -123,11 +127,12 @@ func slimPeer(p *kilov1alpha1.Peer) (*kilov1alpha1.Peer, int64) {
 			Generation:        p.Generation,
 			CreationTimestamp: p.CreationTimestamp,
 			DeletionTimestamp: p.DeletionTimestamp,
-			Labels:            p.Labels,
-			Annotations:       withoutLastApplied(p.Annotations),
+			Labels:            in.labels(p.Labels),
+			Annotations:       in.labels(withoutLastApplied(p.Annotations)),
 		},
 		Spec: p.Spec,
 	}
+	out.Spec.AllowedIPs = in.list(p.Spec.AllowedIPs)
 	w := int64(objectOverhead+len(p.Name)+len(p.UID)+len(p.ResourceVersion)+len(p.Spec.PublicKey)+len(p.Spec.PresharedKey)) +
 		mapWeight(out.Labels) + mapWeight(out.Annotations) + listWeight(p.Spec.AllowedIPs)
 	if e := p.Spec.Endpoint; e != nil {
