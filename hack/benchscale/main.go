@@ -142,6 +142,9 @@ func run(ctx context.Context, c config) error {
 	if c.profiles != "" {
 		b.endProfiles(ctx)
 	}
+	if err := b.logConditions(ctx); err != nil {
+		return err
+	}
 	f.print(b)
 	return nil
 }

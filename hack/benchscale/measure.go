@@ -9,6 +9,9 @@ import (
 	"strings"
 	"time"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 
@@ -44,7 +47,7 @@ func (b *bench) timeViews(ctx context.Context) (map[string][]time.Duration, erro
 		}
 		out[view] = append(out[view], time.Since(start))
 		if k < len(viewNames) {
-			log.Printf("view %s: %d bytes", view, len(raw))
+			log.Printf("view %s: %d bytes: %.200s", view, len(raw), raw)
 		}
 	}
 	return out, nil
@@ -115,6 +118,22 @@ func (r atRestFigures) print(c config) {
 		fmt.Printf("| server CPU per check-in, its idle cost included | %s |\n", (r.cpu[r.server] / time.Duration(r.checkIns)).Round(time.Microsecond))
 		fmt.Printf("| hollow members' CPU per check-in, their idle cost included | %s |\n", (r.cpu["hollowmembers"] / time.Duration(r.checkIns)).Round(time.Microsecond))
 	}
+}
+
+// logConditions logs the first mesh's conditions at the end.
+func (b *bench) logConditions(ctx context.Context) error {
+	m := b.meshes[0]
+	u, err := dynamic.NewForConfigOrDie(benchenv.AdminConfig(b.env, framework.HostCluster)).Resource(framework.ClusterMeshGVR).
+		Namespace(m.namespace).Get(ctx, m.name, metav1.GetOptions{})
+	if err != nil {
+		return err
+	}
+	conds, _, _ := unstructured.NestedSlice(u.Object, "status", "conditions")
+	for _, c := range conds {
+		c, _ := c.(map[string]any)
+		log.Printf("mesh %s/%s: %v=%v %v: %.200v", m.namespace, m.name, c["type"], c["status"], c["reason"], c["message"])
+	}
+	return nil
 }
 
 // endProfiles writes the server's heap and goroutine profiles.
