@@ -231,11 +231,11 @@ func run(ctx context.Context, c config) error {
 		fmt.Printf("| reconcile passes, mean duration | %.0f, %s | |\n", passes, time.Duration(passTime/passes*float64(time.Second)).Round(time.Millisecond))
 	}
 	fmt.Printf("| load average at the end | %s | |\n", benchenv.LoadAverage())
-	if err := budget(fmt.Sprintf("%d single changes", c.changes), beforeChanges, afterChanges); err != nil {
+	if err := benchenv.Budget(fmt.Sprintf("%d single changes", c.changes), beforeChanges, afterChanges); err != nil {
 		return err
 	}
 	if afterBurst != nil {
-		return budget(fmt.Sprintf("burst of %d", c.burst), beforeBurst, afterBurst)
+		return benchenv.Budget(fmt.Sprintf("burst of %d", c.burst), beforeBurst, afterBurst)
 	}
 	return nil
 }

@@ -112,7 +112,13 @@ func run(ctx context.Context, c config) error {
 	if c.profiles != "" {
 		waitProfile = benchenv.CPUProfile(ctx, b.direct(), 30*time.Second, c.profiles+"/cpu-changes.pprof")
 	}
+	if f.scrapes[0], err = framework.Scrape(ctx, b.direct()); err != nil {
+		return err
+	}
 	if f.single, err = b.timeChanges(ctx, b.changeList(c.changes), b.change); err != nil {
+		return err
+	}
+	if f.scrapes[1], err = framework.Scrape(ctx, b.direct()); err != nil {
 		return err
 	}
 	waitProfile()
@@ -146,7 +152,7 @@ func run(ctx context.Context, c config) error {
 		return err
 	}
 	f.print(b)
-	return nil
+	return benchenv.Budget(fmt.Sprintf("%d changes", c.changes), f.scrapes[0], f.scrapes[1])
 }
 
 // figures are a run's results.
@@ -157,6 +163,8 @@ type figures struct {
 	burst             []time.Duration
 	views             map[string][]time.Duration
 	rest              atRestFigures
+	// scrapes are the server's metrics before and after the changes.
+	scrapes [2][]byte
 }
 
 func (f figures) print(b *bench) {
