@@ -2,6 +2,8 @@ package clusters
 
 import (
 	"fmt"
+	"maps"
+	"slices"
 	"strings"
 	"time"
 
@@ -184,16 +186,11 @@ func unchanged(oldObj, newObj any, now time.Time) bool {
 		if !ok {
 			return false
 		}
-		a, b := *o, *n
-		a.ResourceVersion, b.ResourceVersion = "", ""
-		if a.Annotations[kilov1alpha1.AnnotationLastSeen] != b.Annotations[kilov1alpha1.AnnotationLastSeen] {
-			if !kilov1alpha1.CheckedIn(o, now) || !kilov1alpha1.CheckedIn(n, now) {
-				return false // the node comes back or goes silent
-			}
-			a.Annotations = withoutKey(a.Annotations, kilov1alpha1.AnnotationLastSeen)
-			b.Annotations = withoutKey(b.Annotations, kilov1alpha1.AnnotationLastSeen)
+		if o.Annotations[kilov1alpha1.AnnotationLastSeen] != n.Annotations[kilov1alpha1.AnnotationLastSeen] &&
+			(!kilov1alpha1.CheckedIn(o, now) || !kilov1alpha1.CheckedIn(n, now)) {
+			return false // the node comes back or goes silent
 		}
-		return equality.Semantic.DeepEqual(&a, &b)
+		return sameSlimNode(o, n)
 	case *kilov1alpha1.Peer:
 		n, ok := newObj.(*kilov1alpha1.Peer)
 		if !ok {
@@ -204,6 +201,43 @@ func unchanged(oldObj, newObj any, now time.Time) bool {
 		return equality.Semantic.DeepEqual(&a, &b)
 	}
 	return false
+}
+
+// sameSlimNode compares what slimNode keeps of a Node (TestSameSlimNode
+// fails when it keeps more), but the resourceVersion and the last check-in,
+// field by field: it runs for every check-in of every node, and a
+// reflective comparison cost 24 µs of it.
+func sameSlimNode(o, n *corev1.Node) bool {
+	return o.Name == n.Name && o.UID == n.UID && o.Generation == n.Generation &&
+		o.CreationTimestamp.Equal(&n.CreationTimestamp) && o.DeletionTimestamp.Equal(n.DeletionTimestamp) &&
+		maps.Equal(o.Labels, n.Labels) && sameBut(o.Annotations, n.Annotations, kilov1alpha1.AnnotationLastSeen) &&
+		o.Spec.PodCIDR == n.Spec.PodCIDR && slices.Equal(o.Spec.PodCIDRs, n.Spec.PodCIDRs) &&
+		slices.Equal(o.Status.Addresses, n.Status.Addresses)
+}
+
+// sameBut reports whether a and b hold the same entries but for key.
+func sameBut(a, b map[string]string, key string) bool {
+	_, inA := a[key]
+	_, inB := b[key]
+	if len(a)-boolInt(inA) != len(b)-boolInt(inB) {
+		return false
+	}
+	for k, v := range a {
+		if k == key {
+			continue
+		}
+		if w, ok := b[k]; !ok || w != v {
+			return false
+		}
+	}
+	return true
+}
+
+func boolInt(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
 }
 
 // withoutLastApplied is m without kubectl's last-applied copy; m itself
