@@ -95,9 +95,11 @@ func run(ctx context.Context, c config) error {
 	if f.before, err = b.serverMemory(ctx); err != nil {
 		return err
 	}
+	cpu0 := benchenv.CPUByCommand("benchmark")
 	if f.created, f.ready, err = b.createMeshes(ctx); err != nil {
 		return err
 	}
+	f.coldCPU = benchenv.CPUUsed(cpu0, benchenv.CPUByCommand("benchmark"))
 	time.Sleep(5 * time.Second) // the cold start's last echoes
 	if f.cold, err = b.serverMemory(ctx); err != nil {
 		return err
@@ -163,6 +165,8 @@ type figures struct {
 	burst             []time.Duration
 	views             map[string][]time.Duration
 	rest              atRestFigures
+	// coldCPU is what each process took until every mesh was Ready.
+	coldCPU map[string]time.Duration
 	// scrapes are the server's metrics before and after the changes.
 	scrapes [2][]byte
 }
@@ -175,6 +179,10 @@ func (f figures) print(b *bench) {
 	fmt.Printf("| Peers in all, per member (at most) | %d, %d |\n", b.totalPeers(), b.maxPeersPerMember())
 	fmt.Printf("| meshes created -> every Peer on every member | %s |\n", f.created.Round(10*time.Millisecond))
 	fmt.Printf("| meshes created -> every mesh Ready | %s |\n", f.ready.Round(10*time.Millisecond))
+	fmt.Printf("| CPU until then, share of one core | %s |\n", benchenv.CPUShares(f.coldCPU, f.ready))
+	if server := f.rest.server; server != "" {
+		fmt.Printf("| server CPU per Peer written in the cold start | %s |\n", (f.coldCPU[server] / time.Duration(b.totalPeers())).Round(time.Microsecond))
+	}
 	row := func(name string, took []time.Duration) {
 		if len(took) == 0 {
 			return
