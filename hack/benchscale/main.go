@@ -132,7 +132,13 @@ func run(ctx context.Context, c config) error {
 	stopChurn()
 	if c.burst > 0 {
 		time.Sleep(2 * time.Second)
+		if f.scrapes[2], err = framework.Scrape(ctx, b.direct()); err != nil {
+			return err
+		}
 		if f.burst, err = b.burstChanges(ctx); err != nil {
+			return err
+		}
+		if f.scrapes[3], err = framework.Scrape(ctx, b.direct()); err != nil {
 			return err
 		}
 	}
@@ -154,7 +160,13 @@ func run(ctx context.Context, c config) error {
 		return err
 	}
 	f.print(b)
-	return benchenv.Budget(fmt.Sprintf("%d changes", c.changes), f.scrapes[0], f.scrapes[1])
+	if err := benchenv.Budget(fmt.Sprintf("%d changes", c.changes), f.scrapes[0], f.scrapes[1]); err != nil {
+		return err
+	}
+	if f.scrapes[3] != nil {
+		return benchenv.Budget(fmt.Sprintf("burst of %d", c.burst), f.scrapes[2], f.scrapes[3])
+	}
+	return nil
 }
 
 // figures are a run's results.
@@ -167,8 +179,9 @@ type figures struct {
 	rest              atRestFigures
 	// coldCPU is what each process took until every mesh was Ready.
 	coldCPU map[string]time.Duration
-	// scrapes are the server's metrics before and after the changes.
-	scrapes [2][]byte
+	// scrapes are the server's metrics before and after the single
+	// changes, and the burst.
+	scrapes [4][]byte
 }
 
 func (f figures) print(b *bench) {
