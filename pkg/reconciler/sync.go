@@ -176,13 +176,19 @@ func (r *Reconciler) applyPlan(ctx context.Context, mesh *meshv1alpha1.ClusterMe
 			// The cluster went away between planning and writing.
 			continue
 		}
+		// The targets' goroutines started above write results meanwhile.
+		set := func(res targetResult) {
+			mu.Lock()
+			results[tp.Cluster] = res
+			mu.Unlock()
+		}
 		if len(tp.Create)+len(tp.Update)+len(tp.Delete) == 0 {
-			results[tp.Cluster] = targetResult{targetOutcome: targetOutcome{reconciled: true, applied: tp.DesiredPeers}}
+			set(targetResult{targetOutcome: targetOutcome{reconciled: true, applied: tp.DesiredPeers}})
 			continue
 		}
 		client, err := r.clusters.PeerClient(mesh, tp.Cluster)
 		if err != nil {
-			results[tp.Cluster] = targetResult{targetOutcome: targetOutcome{reconciled: true, errors: []string{err.Error()}}}
+			set(targetResult{targetOutcome: targetOutcome{reconciled: true, errors: []string{err.Error()}}})
 			continue
 		}
 		work := targetWork{
@@ -198,10 +204,7 @@ func (r *Reconciler) applyPlan(ctx context.Context, mesh *meshv1alpha1.ClusterMe
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			res := applyTarget(ctx, work)
-			mu.Lock()
-			results[work.cluster] = res
-			mu.Unlock()
+			set(applyTarget(ctx, work))
 		}()
 	}
 	wg.Wait()
