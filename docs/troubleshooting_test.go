@@ -24,6 +24,7 @@ var reasonSources = []struct {
 	{"Conditions", "pkg/apis/mesh/v1alpha1", prefixed("Condition")},
 	{"Condition reasons", "pkg/reconciler", prefixed("Reason")},
 	{"Host access reasons", "pkg/planner", prefixed("HostReason")},
+	{"Relay reasons", "pkg/planner", func(c goConst) bool { return prefixed("RelayRefused")(c) || prefixed("PathReason")(c) }},
 	{"Events", "pkg/reconciler", prefixed("Event")},
 	{"Service endpoint reasons", "pkg/planner/services", prefixed("LeftOut")},
 	{"Service import reasons", "pkg/planner/services", prefixed("Blocked")},

@@ -1,7 +1,10 @@
 #!/usr/bin/env bash
 # Renders every kustomize install mode with the image of a release into one
 # file each, for a release's assets: _output/manifests/kilo-mesh-apiserver-<mode>.yaml, with
-# <mode> default, ha, cert-manager and ha-cert-manager. The image is set as
+# <mode> default, ha, cert-manager and ha-cert-manager, the pods that restore
+# a snapshot into the default and the HA store (restore-default, restore-ha),
+# and the namespace they run in, kept apart so that deleting a mode's file
+# never deletes the data (kilo-mesh-apiserver-namespace.yaml). The image is set as
 # docs/install.md tells users to set theirs: an overlay of one's own whose
 # `images:` renames the shipped reference.
 #
@@ -22,9 +25,10 @@ mkdir -p "$OUT"
 src=$ROOT/_output/manifests-src
 rm -rf "$src"
 trap 'rm -rf "$src"' EXIT
-for mode in default ha cert-manager ha-cert-manager; do
+for mode in default ha cert-manager ha-cert-manager restore-default restore-ha; do
 	base=$ROOT/artifacts/overlays/$mode
 	[[ $mode == default ]] && base=$ROOT/artifacts/deploy
+	[[ $mode == restore-* ]] && base=$ROOT/artifacts/restore/${mode#restore-}
 	mkdir -p "$src/$mode"
 	cat >"$src/$mode/kustomization.yaml" <<YAML
 apiVersion: kustomize.config.k8s.io/v1beta1
@@ -39,3 +43,5 @@ YAML
 	"$KUBECTL" kustomize "$src/$mode" >"$OUT/kilo-mesh-apiserver-$mode.yaml"
 	echo "$OUT/kilo-mesh-apiserver-$mode.yaml"
 done
+"$KUBECTL" kustomize "$ROOT/artifacts/namespace" >"$OUT/kilo-mesh-apiserver-namespace.yaml"
+echo "$OUT/kilo-mesh-apiserver-namespace.yaml"

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Regenerates deepcopy, OpenAPI (with model names), the Kilo Peer CRD and the
-# member-cluster identity in artifacts/member and the member chart (from
-# pkg/member), with the mcs-api CRDs they install.
+# member-cluster identity in artifacts/member, the member-services component
+# and the member chart (from pkg/member), with the mcs-api CRDs they install,
+# and the lists of the identity's rights in the documents.
 # verify-codegen.sh runs it on a copy of the tree and diffs.
 set -o errexit -o nounset -o pipefail
 
@@ -32,6 +33,10 @@ go run ./hack/genmember artifacts/member/rbac.yaml
 # The member chart's only template is the same manifest: Helm renders plain
 # YAML as it is.
 go run ./hack/genmember artifacts/charts/kilo-mesh-member/templates/identity.yaml
+# The services rights, a second ClusterRole of the same ServiceAccount:
+# kustomize's component and the chart's template under services.enabled.
+go run ./hack/genmember -services artifacts/components/member-services/rbac.yaml
+go run ./hack/genmember -chart-services artifacts/charts/kilo-mesh-member/templates/services.yaml
 # The mcs-api CRDs, copied from the module of go.mod: kustomize's resources
 # and Helm's crds/ (installed before the templates, never upgraded).
 go run ./hack/genmember -crds artifacts/member/crds
@@ -46,3 +51,5 @@ go run ./hack/genmember -host-services-rules artifacts/charts/kilo-mesh-apiserve
 # coredns.yaml wraps with the ServiceAccount of its values.
 go run ./hack/genmember -coredns artifacts/components/coredns/rbac.yaml
 go run ./hack/genmember -coredns-rules artifacts/charts/kilo-mesh-member/files/coredns-rules.yaml
+# Every document that lists the member identity's rights (pkg/member's DocFiles).
+go run ./hack/genmember -docs .

@@ -20,23 +20,7 @@ import (
 // each of the server's own flags (beyond the generic ones of
 // k8s.io/apiserver and the logging ones) has a row with its default.
 func TestReferenceFlags(t *testing.T) {
-	doc, err := os.ReadFile("../../docs/reference.md")
-	if err != nil {
-		t.Fatal(err)
-	}
-	section := string(doc)
-	start := strings.Index(section, "\n## Flags\n")
-	if start < 0 {
-		t.Fatal("docs/reference.md has no section Flags")
-	}
-	section = section[start+1:]
-	if end := strings.Index(section[1:], "\n## "); end >= 0 {
-		section = section[:end+1]
-	}
-	named := map[string]bool{}
-	for _, m := range regexp.MustCompile("`--([a-z0-9-]+)`").FindAllStringSubmatch(section, -1) {
-		named[m[1]] = true
-	}
+	section, named := referenceSection(t, "Flags")
 
 	cmd := newCommand()
 	real := pflag.NewFlagSet("real", pflag.ContinueOnError)
@@ -78,6 +62,50 @@ func TestReferenceFlags(t *testing.T) {
 	}
 	if own == 0 {
 		t.Error("no flag of the server's own found: the test no longer tells them from the generic ones")
+	}
+}
+
+// referenceSection returns the section title of docs/reference.md and the
+// flags it names.
+func referenceSection(t *testing.T, title string) (string, map[string]bool) {
+	t.Helper()
+	doc, err := os.ReadFile("../../docs/reference.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	section := string(doc)
+	start := strings.Index(section, "\n## "+title+"\n")
+	if start < 0 {
+		t.Fatalf("docs/reference.md has no section %s", title)
+	}
+	section = section[start+1:]
+	if end := strings.Index(section[1:], "\n## "); end >= 0 {
+		section = section[:end+1]
+	}
+	named := map[string]bool{}
+	for _, m := range regexp.MustCompile("`--([a-z0-9-]+)`").FindAllStringSubmatch(section, -1) {
+		named[m[1]] = true
+	}
+	return section, named
+}
+
+// TestReferenceSnapshotFlags: the snapshot section of docs/reference.md
+// names every flag of `snapshot save` and `snapshot restore`, and no other.
+func TestReferenceSnapshotFlags(t *testing.T) {
+	_, named := referenceSection(t, "kilo-mesh-apiserver snapshot")
+	real := map[string]bool{}
+	for _, c := range newSnapshotCommand().Commands() {
+		c.Flags().VisitAll(func(f *pflag.Flag) { real[f.Name] = true })
+	}
+	for name := range real {
+		if !named[name] {
+			t.Errorf("--%s of kilo-mesh-apiserver snapshot is not in its section of docs/reference.md", name)
+		}
+	}
+	for name := range named {
+		if !real[name] {
+			t.Errorf("docs/reference.md's snapshot section names --%s, which the commands do not take", name)
+		}
 	}
 }
 

@@ -54,6 +54,9 @@ func newCommand() *cobra.Command {
 			return o.Run(c.Context())
 		},
 	}
+	// The one subcommand family; no generated completion command.
+	cmd.CompletionOptions.DisableDefaultCmd = true
+	cmd.AddCommand(newSnapshotCommand())
 	cmd.Flags().BoolVar(&printVersion, "version", false, "Print the version of kilo-mesh-apiserver and exit.")
 	o.AddFlags(cmd.Flags())
 	logs.AddFlags(cmd.PersistentFlags())

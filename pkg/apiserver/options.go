@@ -45,6 +45,9 @@ type Options struct {
 	// DataDir holds the embedded etcd's data and its client socket; unused
 	// with --etcd-servers.
 	DataDir string
+	// StoreQuotaBytes is the embedded etcd's space quota, or the external
+	// etcd's as told; reported as kilo_mesh_store_quota_bytes.
+	StoreQuotaBytes int64
 
 	// AllowedCIDRs limits the networks any mesh may claim; empty allows all.
 	AllowedCIDRs []string
@@ -107,6 +110,7 @@ func NewOptions() *Options {
 		RecommendedOptions: genericoptions.NewRecommendedOptions(etcdPathPrefix,
 			Codecs.LegacyCodec(meshv1alpha1.SchemeGroupVersion)),
 		DataDir:                "/var/lib/kilo-mesh-apiserver/etcd",
+		StoreQuotaBytes:        etcd.DefaultQuotaBytes,
 		Reconciler:             reconciler.NewOptions(),
 		ServingCert:            servingcert.NewOptions(),
 		MemberQPS:              clusters.DefaultQPS,
@@ -130,6 +134,10 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.DataDir, "data-dir", o.DataDir,
 		"Directory of the embedded etcd's data, kept across restarts, and of its client socket (etcd.sock; the directory is kept at mode 0700, "+
 			"so only the server's user can reach it). One server per directory. Ignored when --etcd-servers is set.")
+	fs.Int64Var(&o.StoreQuotaBytes, "etcd-quota-backend-bytes", o.StoreQuotaBytes,
+		"The store's space quota in bytes: the embedded etcd refuses writes beyond it, as etcd does (keep it well under its volume, which "+
+			"also holds etcd's logs); with --etcd-servers, give the external etcd's --quota-backend-bytes. Reported as kilo_mesh_store_quota_bytes, "+
+			"the measure of the alert on the store filling up.")
 	fs.StringSliceVar(&o.AllowedCIDRs, "allowed-cidrs", o.AllowedCIDRs,
 		"Networks that meshes may claim, e.g. 10.0.0.0/8,fd00::/8. Every CIDR of every mesh must lie inside one. Empty allows any.")
 	fs.BoolVar(&o.AllowInsecureKubeconfigs, "allow-insecure-kubeconfigs", o.AllowInsecureKubeconfigs,
@@ -310,6 +318,7 @@ func (o *Options) Config() (*Config, error) {
 		c.SecureServing.Cert = certs
 		o.certs = certs
 	}
+	reportServerMetrics(c.SecureServing.Cert, o.StoreQuotaBytes)
 	memberTotal, memberNamespace, err := memberCacheBudget(o.MemoryLimit, o.MaxMemberCacheTotalMiB, o.MaxNamespaceMemberCacheMiB)
 	if err != nil {
 		return nil, err
@@ -340,7 +349,7 @@ func (o *Options) Run(ctx context.Context) error {
 		return err
 	}
 	if o.embeddedEtcd {
-		e, err := etcd.Start(ctx, etcd.Config{DataDir: o.DataDir})
+		e, err := etcd.Start(ctx, etcd.Config{DataDir: o.DataDir, QuotaBytes: o.StoreQuotaBytes})
 		if err != nil {
 			return err
 		}

@@ -49,7 +49,8 @@ func (c *cluster) servicesInformers() []cache.SharedIndexInformer {
 // TestServicesCaches runs the services caches against real kube-apiservers:
 // they start only for a mesh with services enabled on a cluster serving the
 // mcs-api CRDs, keep exported Services and their slices but not the others,
-// and report a cluster over a limit instead of cutting it.
+// report a cluster over a limit instead of cutting it, and one whose
+// identity lacks the services rights as such.
 func TestServicesCaches(t *testing.T) {
 	env := framework.StartT(t, framework.Options{Clusters: 2})
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
@@ -62,6 +63,7 @@ func TestServicesCaches(t *testing.T) {
 	t.Run("exported services only", h.testServicesExportedOnly)
 	t.Run("export limit", h.testServicesExportLimit)
 	t.Run("endpoints limit", h.testServicesEndpointsLimit)
+	t.Run("a member without its services rights", h.testServicesForbidden)
 }
 
 // servicesMesh is a mesh of the host (no mcs-api CRDs) and member 1.

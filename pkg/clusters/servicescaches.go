@@ -139,6 +139,9 @@ func (s *servicesCaches) state(h *health) *ServicesState {
 	st := &ServicesState{Watched: true}
 	if e := h.streamProblem(servicesResources...); e != nil {
 		st.Reason, st.LastError = e.Reason, e.Error()
+		if e.Reason == memberaccess.ErrForbidden {
+			st.Reason, st.LastError = memberaccess.ErrServicesForbidden, servicesForbiddenText(e)
+		}
 	}
 	names := s.exportedNames()
 	svcs, slices_, covered := s.exported.objects(names)
@@ -149,7 +152,9 @@ func (s *servicesCaches) state(h *health) *ServicesState {
 			st.Reason, st.LastError = e.Reason, e.Error()
 		}
 	}
-	if overLimitServices(st.Reason) {
+	if overLimitServices(st.Reason) || st.Reason == memberaccess.ErrServicesForbidden {
+		// Kept as last known, and not Synced: a refusal says nothing of
+		// what the cluster holds, and nothing is written there.
 		return s.lastKnown(st)
 	}
 	for _, ns := range listByKey[*corev1.Namespace](s.namespaces.GetStore()) {
@@ -203,6 +208,13 @@ func (s *servicesCaches) endpointsOverLimit(slices_ []*discoveryv1.EndpointSlice
 		}
 	}
 	return nil
+}
+
+// servicesForbiddenText says why a cluster whose credentials are refused a
+// services resource is not used: its identity lacks the services rights
+// (pkg/member). e's text is the server's own, never the answer's.
+func servicesForbiddenText(e *memberaccess.Error) string {
+	return e.Message + ": the identity lacks its services rights, so the cluster's services are not used and nothing is written or deleted there"
 }
 
 // isDerivedName reports whether name has the form of a derived Service's.

@@ -46,7 +46,15 @@ type Config struct {
 	// LockTimeout bounds the wait for a data directory another process
 	// holds (default one minute).
 	LockTimeout time.Duration
+	// QuotaBytes is the member's space quota (default DefaultQuotaBytes).
+	QuotaBytes int64
 }
+
+// DefaultQuotaBytes is the embedded member's space quota: half the default
+// install's 1 GiB volume, which also holds etcd's write-ahead log and
+// snapshots, so that etcd refuses writes (and says so) before the volume
+// is full.
+const DefaultQuotaBytes = 512 << 20
 
 // Server is a running embedded etcd member.
 type Server struct {
@@ -115,6 +123,10 @@ func Start(ctx context.Context, cfg Config) (*Server, error) {
 	ec.AdvertisePeerUrls = []url.URL{*unused}
 	ec.InitialCluster = ec.InitialClusterFromName(ec.Name)
 	ec.LogLevel = "warn"
+	ec.QuotaBackendBytes = cfg.QuotaBytes
+	if ec.QuotaBackendBytes == 0 {
+		ec.QuotaBackendBytes = DefaultQuotaBytes
+	}
 	// Left zero, etcd logs every request as slow.
 	ec.WarningUnaryRequestDuration = embed.DefaultWarningUnaryRequestDuration
 	e, err := embed.StartEtcd(ec)

@@ -15,6 +15,9 @@ import (
 // lockPollInterval is how often a held data directory is tried again.
 const lockPollInterval = 200 * time.Millisecond
 
+// errHeld marks the error of a data directory another process holds.
+var errHeld = errors.New("held by another process")
+
 // dirLock is an exclusive flock on the data directory. etcd itself would
 // wait silently for its database file, after having replaced the running
 // member's socket with its own; taking this lock first keeps a second
@@ -48,7 +51,7 @@ func lockDir(ctx context.Context, dir string, timeout time.Duration) (*dirLock, 
 		}
 		if time.Now().After(deadline) {
 			f.Close()
-			return nil, fmt.Errorf("the data directory %s is held by another process (another kilo-mesh-apiserver on the same --data-dir?) for more than %s", dir, timeout)
+			return nil, fmt.Errorf("the data directory %s is held by another process (another kilo-mesh-apiserver on the same --data-dir?) for more than %s: %w", dir, timeout, errHeld)
 		}
 		select {
 		case <-ctx.Done():

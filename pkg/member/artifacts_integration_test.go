@@ -5,12 +5,10 @@ package member_test
 import (
 	"context"
 	"path/filepath"
-	"slices"
 	"strings"
 	"testing"
 	"time"
 
-	authorizationv1 "k8s.io/api/authorization/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -22,123 +20,94 @@ import (
 	"github.com/kilo-mesh/kilo-mesh-apiserver/test/framework"
 )
 
-// memberRights is what the member identity may do, written out here rather
-// than taken from member.Rules, so that a widened role fails this test.
-var memberRights = map[string][]string{
-	"/nodes":                               {"get", "list", "watch"},
-	"/namespaces":                          {"get", "list", "watch"},
-	"kilo.squat.ai/peers":                  {"get", "list", "watch", "create", "update", "patch", "delete"},
-	"/services":                            {"get", "list", "watch", "create", "update", "delete"},
-	"discovery.k8s.io/endpointslices":      {"get", "list", "watch", "create", "update", "delete"},
-	"multicluster.x-k8s.io/serviceexports": {"get", "list", "watch"},
-	"multicluster.x-k8s.io/serviceexports/status": {"update"},
-	"multicluster.x-k8s.io/serviceimports":        {"get", "list", "watch", "create", "update", "delete"},
-	"multicluster.x-k8s.io/serviceimports/status": {"update"},
-	// Nothing of these: Secrets, workloads, writes to what users own,
-	// and every way to widen its own rights.
-	"/secrets":                               nil,
-	"/pods":                                  nil,
-	"/configmaps":                            nil,
-	"/endpoints":                             nil,
-	"/services/status":                       nil,
-	"/nodes/status":                          nil,
-	"/serviceaccounts":                       nil,
-	"/serviceaccounts/token":                 nil,
-	"/users":                                 nil,
-	"rbac.authorization.k8s.io/clusterroles": nil,
-	"rbac.authorization.k8s.io/clusterrolebindings":              nil,
-	"rbac.authorization.k8s.io/roles":                            nil,
-	"apiextensions.k8s.io/customresourcedefinitions":             nil,
-	"admissionregistration.k8s.io/mutatingwebhookconfigurations": nil,
-}
-
-var allVerbs = []string{"get", "list", "watch", "create", "update", "patch", "delete", "deletecollection", "impersonate", "escalate", "bind"}
-
 var serviceImportGVR = schema.GroupVersionResource{Group: "multicluster.x-k8s.io", Version: "v1beta1", Resource: "serviceimports"}
 
 // TestMemberArtifacts installs the member identity on real kube-apiservers
-// the two shipped ways, kustomize's artifacts/member and the member chart:
-// each installs the mcs-api CRDs (Established), and the kube-apiserver's
-// RBAC authorizer lets the identity do exactly memberRights, in any
-// namespace; its own token reads ServiceImports and is refused Secrets.
+// the two shipped ways, kustomize and the member chart, each first with its
+// base rights (the default), then with the services rights, then without
+// them again: each installs the mcs-api CRDs (Established), and the
+// kube-apiserver's RBAC authorizer lets the identity do exactly its rights
+// at each step (framework.MemberRightsProblems), in any namespace; its own
+// token lists ServiceImports only with the services rights and is always
+// refused Secrets.
 func TestMemberArtifacts(t *testing.T) {
 	env := framework.StartT(t, framework.Options{Clusters: 2})
 	root, err := framework.RepoRoot()
 	if err != nil {
 		t.Fatal(err)
 	}
-	installs := []struct {
-		name    string
-		cluster int
-		install func(ctx context.Context, cluster int) (string, error)
-	}{
-		{"kubectl apply -k artifacts/member", 0, func(ctx context.Context, cluster int) (string, error) {
-			_, stderr, err := env.Kubectl(ctx, cluster, framework.UserAdmin, "apply", "-k", filepath.Join(root, "artifacts", "member"))
+	chart := filepath.Join(root, "artifacts", "charts", "kilo-mesh-member")
+	kubectl := func(args ...string) func(context.Context, int) (string, error) {
+		return func(ctx context.Context, cluster int) (string, error) {
+			_, stderr, err := env.Kubectl(ctx, cluster, framework.UserAdmin, args...)
 			return stderr, err
-		}},
-		{"helm install the member chart", 1, func(ctx context.Context, cluster int) (string, error) {
-			_, stderr, err := env.Helm(ctx, cluster, framework.UserAdmin, "install", "kilo-mesh-member",
-				filepath.Join(root, "artifacts", "charts", "kilo-mesh-member"), "--namespace", "default")
-			return stderr, err
-		}},
-	}
-	for _, in := range installs {
-		t.Run(in.name, func(t *testing.T) {
-			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
-			defer cancel()
-			if stderr, err := in.install(ctx, in.cluster); err != nil {
-				t.Fatalf("%v\n%s", err, stderr)
-			}
-			if err := env.WaitMCSCRDsEstablished(ctx, in.cluster); err != nil {
-				t.Fatal(err)
-			}
-			checkRights(ctx, t, env.Client(in.cluster, framework.UserAdmin))
-			checkToken(ctx, t, env, in.cluster)
-		})
-	}
-}
-
-// checkRights asks the kube-apiserver, for every verb on every resource of
-// memberRights, whether the identity may, cluster-wide and in a namespace.
-func checkRights(ctx context.Context, t *testing.T, admin kubernetes.Interface) {
-	t.Helper()
-	sars := admin.AuthorizationV1().SubjectAccessReviews()
-	for key, allowed := range memberRights {
-		group, rest, _ := strings.Cut(key, "/")
-		resource, sub, _ := strings.Cut(rest, "/")
-		for _, verb := range allVerbs {
-			for _, ns := range []string{"", "shop", "kube-system"} {
-				sar := &authorizationv1.SubjectAccessReview{Spec: authorizationv1.SubjectAccessReviewSpec{
-					User:   member.Username(),
-					Groups: []string{"system:serviceaccounts", "system:serviceaccounts:" + member.Namespace, "system:authenticated"},
-					ResourceAttributes: &authorizationv1.ResourceAttributes{
-						Namespace: ns, Verb: verb, Group: group, Resource: resource, Subresource: sub, Name: "any",
-					},
-				}}
-				if verb == "list" || verb == "watch" || verb == "create" || verb == "deletecollection" {
-					sar.Spec.ResourceAttributes.Name = ""
-				}
-				got, err := sars.Create(ctx, sar, metav1.CreateOptions{})
-				if err != nil {
-					t.Fatalf("SubjectAccessReview %s %s in %q: %v", verb, key, ns, err)
-				}
-				if want := slices.Contains(allowed, verb); got.Status.Allowed != want {
-					t.Errorf("%s %s in namespace %q: allowed %v, want %v (%s)", verb, key, ns, got.Status.Allowed, want, got.Status.Reason)
-				}
-			}
 		}
 	}
+	helm := func(args ...string) func(context.Context, int) (string, error) {
+		return func(ctx context.Context, cluster int) (string, error) {
+			_, stderr, err := env.Helm(ctx, cluster, framework.UserAdmin, args...)
+			return stderr, err
+		}
+	}
+	type step struct {
+		name     string
+		install  func(context.Context, int) (string, error)
+		services bool
+	}
+	for _, way := range []struct {
+		name    string
+		cluster int
+		steps   []step
+	}{
+		{"kustomize", 0, []step{
+			{"kubectl apply -k artifacts/member", kubectl("apply", "-k", filepath.Join(root, "artifacts", "member")), false},
+			{"kubectl apply -k artifacts/overlays/member-services", kubectl("apply", "-k", filepath.Join(root, "artifacts", "overlays", "member-services")), true},
+			{"kubectl delete -f artifacts/components/member-services/rbac.yaml", kubectl("delete", "-f", filepath.Join(root, "artifacts", "components", "member-services", "rbac.yaml")), false},
+		}},
+		{"helm", 1, []step{
+			{"helm install the member chart", helm("install", "kilo-mesh-member", chart, "--namespace", "default"), false},
+			{"helm upgrade --set services.enabled=true", helm("upgrade", "kilo-mesh-member", chart, "--namespace", "default", "--set", "services.enabled=true"), true},
+			{"helm upgrade --set services.enabled=false", helm("upgrade", "kilo-mesh-member", chart, "--namespace", "default", "--set", "services.enabled=false"), false},
+		}},
+	} {
+		t.Run(way.name, func(t *testing.T) {
+			for _, s := range way.steps {
+				t.Run(s.name, func(t *testing.T) {
+					ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+					defer cancel()
+					if stderr, err := s.install(ctx, way.cluster); err != nil {
+						t.Fatalf("%v\n%s", err, stderr)
+					}
+					if err := env.WaitMCSCRDsEstablished(ctx, way.cluster); err != nil {
+						t.Fatal(err)
+					}
+					problems, err := env.MemberRightsProblems(ctx, way.cluster, s.services)
+					if err != nil {
+						t.Fatal(err)
+					}
+					for _, p := range problems {
+						t.Error(p)
+					}
+					checkToken(ctx, t, env, way.cluster, s.services)
+				})
+			}
+		})
+	}
+	t.Run("the chart refuses a value it does not have", func(t *testing.T) {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		_, stderr, err := env.Helm(ctx, 1, framework.UserAdmin, "template", "m", chart, "--set", "service.enabled=true")
+		if err == nil || !strings.Contains(stderr, "service") {
+			t.Errorf("a misspelt services.enabled was taken (%v): %s", err, stderr)
+		}
+	})
 }
 
-// checkToken uses a real token of the identity: the ServiceImports the CRD
-// serves are listed, Secrets are refused.
-func checkToken(ctx context.Context, t *testing.T, env *framework.Env, cluster int) {
+// checkToken uses a real token of the identity: ServiceImports are listed
+// with the services rights and refused without, Secrets always refused.
+func checkToken(ctx context.Context, t *testing.T, env *framework.Env, cluster int, services bool) {
 	t.Helper()
-	token, err := env.ServiceAccountToken(ctx, cluster, member.Namespace, member.ServiceAccount, time.Hour)
-	if err != nil {
-		t.Fatal(err)
-	}
-	kubeconfig, err := env.KubeconfigFor(cluster, member.ServiceAccount, token)
+	kubeconfig, err := env.MemberKubeconfig(ctx, cluster)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -146,11 +115,15 @@ func checkToken(ctx context.Context, t *testing.T, env *framework.Env, cluster i
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := dynamic.NewForConfigOrDie(cfg).Resource(serviceImportGVR).List(ctx, metav1.ListOptions{}); err != nil {
-		t.Errorf("listing ServiceImports with the identity's token: %v", err)
+	_, err = dynamic.NewForConfigOrDie(cfg).Resource(serviceImportGVR).List(ctx, metav1.ListOptions{})
+	if services && err != nil || !services && !apierrors.IsForbidden(err) {
+		t.Errorf("listing ServiceImports with the identity's token (services rights: %v): %v", services, err)
 	}
 	_, err = kubernetes.NewForConfigOrDie(cfg).CoreV1().Secrets(metav1.NamespaceSystem).List(ctx, metav1.ListOptions{})
 	if !apierrors.IsForbidden(err) {
 		t.Errorf("listing Secrets with the identity's token: %v, want Forbidden", err)
+	}
+	if _, err := kubernetes.NewForConfigOrDie(cfg).CoreV1().Namespaces().Get(ctx, member.IdentityNamespace, metav1.GetOptions{}); err != nil {
+		t.Errorf("reading namespace %s with the identity's token: %v", member.IdentityNamespace, err)
 	}
 }

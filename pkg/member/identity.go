@@ -1,20 +1,20 @@
 // Package member defines the least-privileged identity kilo-mesh-apiserver
-// uses on a member cluster: a namespace, a ServiceAccount, a ClusterRole and
-// its binding. This one definition is what `kubectl mesh join` applies and
-// what artifacts/member holds (written by `make generate`, checked by
-// `make verify`), so the shipped manifest and the plugin never drift apart.
+// uses on a member cluster: a namespace, a ServiceAccount, a ClusterRole of
+// BaseRights and its binding, and for meshes with multi-cluster services a
+// second ClusterRole of ServicesRights and its binding. This one definition
+// is what `kubectl mesh join` applies, what artifacts/member, the
+// member-services component and the member chart hold, and what the docs
+// list (all written by `make generate`, checked by `make verify`), so none
+// of them drifts from another.
 package member
 
 import (
+	"fmt"
+
 	corev1 "k8s.io/api/core/v1"
-	discoveryv1 "k8s.io/api/discovery/v1"
-	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apiserver/pkg/authentication/serviceaccount"
-	mcsv1beta1 "sigs.k8s.io/mcs-api/pkg/apis/v1beta1"
-
-	kilov1alpha1 "github.com/kilo-mesh/kilo-mesh-apiserver/pkg/apis/kilo/v1alpha1"
 )
 
 // Names of the identity's objects on every member cluster.
@@ -22,7 +22,11 @@ const (
 	Namespace          = "kilo-mesh-member"
 	ServiceAccount     = "kilo-mesh-member"
 	ClusterRole        = "kilo-mesh-member"
-	ClusterRoleBinding = "kilo-mesh-member"
+	ClusterRoleBinding = ClusterRole
+	// ServicesClusterRole and its binding add ServicesRules to the same
+	// ServiceAccount; a member of meshes without services has neither.
+	ServicesClusterRole        = "kilo-mesh-member:services"
+	ServicesClusterRoleBinding = ServicesClusterRole
 
 	// IdentityNamespace is the namespace whose UID identifies a member
 	// cluster: it exists on every cluster and is never recreated, so two
@@ -41,43 +45,17 @@ func Username() string {
 	return serviceaccount.MakeUsername(Namespace, ServiceAccount)
 }
 
-// Rules are everything the server does on a member cluster: read Nodes
-// (Kilo's annotations), manage Kilo Peers, read namespaces (the UID of
-// kube-system verifies which cluster a kubeconfig reaches; the others tell
-// where a multi-cluster service may be imported), and for those services
-// read ServiceExports and write their conditions, and manage ServiceImports,
-// derived Services and their EndpointSlices. Nothing else: no Secrets, no
-// Pods, no writes to Nodes or namespaces.
-func Rules() []rbacv1.PolicyRule {
-	read := []string{"get", "list", "watch"}
-	return append([]rbacv1.PolicyRule{
-		{APIGroups: []string{""}, Resources: []string{"nodes"}, Verbs: read},
-		{APIGroups: []string{""}, Resources: []string{"namespaces"}, Verbs: read},
-		{
-			APIGroups: []string{kilov1alpha1.GroupName},
-			Resources: []string{kilov1alpha1.PeerResource.Resource},
-			Verbs:     []string{"get", "list", "watch", "create", "update", "patch", "delete"},
-		},
-	}, ServicesRules()...)
-}
-
-// ServicesRules are the rules of Rules for multi-cluster services; the
-// server's own identity needs the same on the host cluster when a local
-// cluster takes part in services (HostServicesObjects).
-func ServicesRules() []rbacv1.PolicyRule {
-	read := []string{"get", "list", "watch"}
-	manage := []string{"get", "list", "watch", "create", "update", "delete"}
-	return []rbacv1.PolicyRule{
-		// Services and EndpointSlices cannot be limited to the mesh's own
-		// by RBAC; the server only writes and deletes those carrying its
-		// labels (docs/security.md).
-		{APIGroups: []string{""}, Resources: []string{"services"}, Verbs: manage},
-		{APIGroups: []string{discoveryv1.GroupName}, Resources: []string{"endpointslices"}, Verbs: manage},
-		{APIGroups: []string{mcsv1beta1.GroupName}, Resources: []string{mcsv1beta1.ServiceExportPluralName}, Verbs: read},
-		{APIGroups: []string{mcsv1beta1.GroupName}, Resources: []string{mcsv1beta1.ServiceExportPluralName + "/status"}, Verbs: []string{"update"}},
-		{APIGroups: []string{mcsv1beta1.GroupName}, Resources: []string{mcsv1beta1.ServiceImportPluralName}, Verbs: manage},
-		{APIGroups: []string{mcsv1beta1.GroupName}, Resources: []string{mcsv1beta1.ServiceImportPluralName + "/status"}, Verbs: []string{"update"}},
+// ServicesFix says how to grant the services rights on the cluster of
+// entry in mesh namespace/name, the ways they ship: the member identity's
+// on a member cluster, the server's own (HostServicesObjects) on the local
+// one.
+func ServicesFix(namespace, mesh, entry string, local bool) string {
+	if local {
+		return "grant the server's own identity its services rights on the cluster it runs in: install with hostServices.enabled=true, " +
+			"or add the kustomize component artifacts/components/host-services"
 	}
+	return fmt.Sprintf("grant the member identity its services rights: kubectl mesh join %s -n %s --name %s --member-kubeconfig FILE --services, "+
+		"or the member chart with services.enabled=true, or kubectl apply -k artifacts/overlays/member-services", mesh, namespace, entry)
 }
 
 func labels() map[string]string { return map[string]string{LabelPartOf: PartOfValue} }
@@ -85,7 +63,7 @@ func labels() map[string]string { return map[string]string{LabelPartOf: PartOfVa
 // Objects returns the identity's objects in the order they must be applied
 // (the namespace before what lives in it), with their TypeMeta set.
 func Objects() []runtime.Object {
-	return []runtime.Object{
+	return append([]runtime.Object{
 		&corev1.Namespace{
 			TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "Namespace"},
 			ObjectMeta: metav1.ObjectMeta{Name: Namespace, Labels: labels()},
@@ -94,18 +72,11 @@ func Objects() []runtime.Object {
 			TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "ServiceAccount"},
 			ObjectMeta: metav1.ObjectMeta{Name: ServiceAccount, Namespace: Namespace, Labels: labels()},
 		},
-		&rbacv1.ClusterRole{
-			TypeMeta:   metav1.TypeMeta{APIVersion: rbacv1.SchemeGroupVersion.String(), Kind: "ClusterRole"},
-			ObjectMeta: metav1.ObjectMeta{Name: ClusterRole, Labels: labels()},
-			Rules:      Rules(),
-		},
-		&rbacv1.ClusterRoleBinding{
-			TypeMeta:   metav1.TypeMeta{APIVersion: rbacv1.SchemeGroupVersion.String(), Kind: "ClusterRoleBinding"},
-			ObjectMeta: metav1.ObjectMeta{Name: ClusterRoleBinding, Labels: labels()},
-			RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: ClusterRole},
-			Subjects: []rbacv1.Subject{{
-				Kind: rbacv1.ServiceAccountKind, Name: ServiceAccount, Namespace: Namespace,
-			}},
-		},
-	}
+	}, roleAndBinding(ClusterRole, labels(), BaseRules(), Namespace, ServiceAccount)...)
+}
+
+// ServicesObjects returns the ClusterRole of ServicesRules and its binding
+// to the identity's ServiceAccount, which Objects must precede.
+func ServicesObjects() []runtime.Object {
+	return roleAndBinding(ServicesClusterRole, labels(), ServicesRules(), Namespace, ServiceAccount)
 }

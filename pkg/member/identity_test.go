@@ -3,6 +3,7 @@ package member
 import (
 	"os"
 	"path/filepath"
+	"reflect"
 	"slices"
 	"strings"
 	"testing"
@@ -11,51 +12,83 @@ import (
 )
 
 // The identity has exactly these rights: a member cluster's admin can read
-// this role and see that it writes nothing but Peers and what multi-cluster
-// services need, and reads no Secrets.
+// these roles and see that the base one writes nothing but Peers and reads
+// one namespace, that only the services one touches what multi-cluster
+// services need, and that neither reads Secrets. key is group/resource,
+// with ":names" when limited to those names.
 func TestRulesAreLeastPrivileged(t *testing.T) {
-	read := []string{"get", "list", "watch"}
 	manage := []string{"get", "list", "watch", "create", "update", "delete"}
-	want := map[string][]string{
-		"/nodes":                               read,
-		"/namespaces":                          read,
-		"kilo.squat.ai/peers":                  {"get", "list", "watch", "create", "update", "patch", "delete"},
-		"/services":                            manage,
-		"discovery.k8s.io/endpointslices":      manage,
-		"multicluster.x-k8s.io/serviceexports": read,
-		"multicluster.x-k8s.io/serviceexports/status": {"update"},
-		"multicluster.x-k8s.io/serviceimports":        manage,
-		"multicluster.x-k8s.io/serviceimports/status": {"update"},
-	}
-	got := map[string][]string{}
-	for _, r := range Rules() {
-		if slices.Contains(r.Verbs, rbacv1.VerbAll) || slices.Contains(r.Resources, rbacv1.ResourceAll) || slices.Contains(r.APIGroups, rbacv1.APIGroupAll) {
-			t.Errorf("wildcard in rule %+v", r)
-		}
-		if len(r.ResourceNames) > 0 || len(r.NonResourceURLs) > 0 {
-			t.Errorf("rule %+v: want whole resources, no names or URLs", r)
-		}
-		for _, g := range r.APIGroups {
-			for _, res := range r.Resources {
-				key := g + "/" + res
-				if _, dup := got[key]; dup {
-					t.Errorf("%s in two rules", key)
+	for _, tc := range []struct {
+		name  string
+		rules []rbacv1.PolicyRule
+		want  map[string][]string
+	}{
+		{"base", BaseRules(), map[string][]string{
+			"/nodes":                  {"get", "list", "watch"},
+			"/namespaces:kube-system": {"get"},
+			"kilo.squat.ai/peers":     {"get", "list", "watch", "create", "update", "patch", "delete"},
+		}},
+		{"services", ServicesRules(), map[string][]string{
+			"/namespaces":                                 {"list", "watch"},
+			"/services":                                   manage,
+			"discovery.k8s.io/endpointslices":             manage,
+			"multicluster.x-k8s.io/serviceexports":        {"list", "watch"},
+			"multicluster.x-k8s.io/serviceexports/status": {"update"},
+			"multicluster.x-k8s.io/serviceimports":        manage,
+			"multicluster.x-k8s.io/serviceimports/status": {"update"},
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got := map[string][]string{}
+			for _, r := range tc.rules {
+				if slices.Contains(r.Verbs, rbacv1.VerbAll) || slices.Contains(r.Resources, rbacv1.ResourceAll) || slices.Contains(r.APIGroups, rbacv1.APIGroupAll) {
+					t.Errorf("wildcard in rule %+v", r)
 				}
-				got[key] = r.Verbs
+				if len(r.NonResourceURLs) > 0 {
+					t.Errorf("rule %+v: want resources, no URLs", r)
+				}
+				for _, g := range r.APIGroups {
+					for _, res := range r.Resources {
+						key := g + "/" + res
+						if len(r.ResourceNames) > 0 {
+							key += ":" + strings.Join(r.ResourceNames, ",")
+						}
+						if _, dup := got[key]; dup {
+							t.Errorf("%s in two rules", key)
+						}
+						got[key] = r.Verbs
+					}
+				}
 			}
-		}
-	}
-	for key, verbs := range want {
-		t.Run(key, func(t *testing.T) {
-			if !slices.Equal(got[key], verbs) {
-				t.Errorf("verbs %v, want %v", got[key], verbs)
+			for key, verbs := range tc.want {
+				if !slices.Equal(got[key], verbs) {
+					t.Errorf("%s: verbs %v, want %v", key, got[key], verbs)
+				}
+			}
+			for key := range got {
+				if _, ok := tc.want[key]; !ok {
+					t.Errorf("unexpected resource %q in the %s role", key, tc.name)
+				}
 			}
 		})
 	}
-	for key := range got {
-		if _, ok := want[key]; !ok {
-			t.Errorf("unexpected resource %q in the member role", key)
-		}
+}
+
+// One ServiceAccount, two roles: the services binding names the same
+// subject as the base one, and neither role is named for the other.
+func TestServicesObjects(t *testing.T) {
+	base, services := Objects(), ServicesObjects()
+	baseBinding := base[3].(*rbacv1.ClusterRoleBinding)
+	role, ok := services[0].(*rbacv1.ClusterRole)
+	binding, ok2 := services[1].(*rbacv1.ClusterRoleBinding)
+	if !ok || !ok2 || len(services) != 2 {
+		t.Fatalf("services objects %T, want a ClusterRole and its binding", services)
+	}
+	if role.Name != ServicesClusterRole || binding.RoleRef.Name != ServicesClusterRole || binding.Name != ServicesClusterRoleBinding {
+		t.Errorf("services role %s bound by %s to %s", role.Name, binding.Name, binding.RoleRef.Name)
+	}
+	if !reflect.DeepEqual(binding.Subjects, baseBinding.Subjects) {
+		t.Errorf("services binding subjects %+v, want the identity's %+v", binding.Subjects, baseBinding.Subjects)
 	}
 }
 
@@ -65,18 +98,34 @@ func TestUsername(t *testing.T) {
 	}
 }
 
-// make verify checks this too; the test says so sooner.
-func TestManifestIsCurrent(t *testing.T) {
-	want, err := Manifest()
-	if err != nil {
-		t.Fatal(err)
-	}
-	got, err := os.ReadFile("../../artifacts/member/rbac.yaml")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if string(got) != string(want) {
-		t.Errorf("artifacts/member/rbac.yaml is not what pkg/member defines: run 'make generate'")
+// make verify checks these too; the test says so sooner.
+func TestManifestsAreCurrent(t *testing.T) {
+	for _, tc := range []struct {
+		path   string
+		render func() ([]byte, error)
+	}{
+		{"../../artifacts/member/rbac.yaml", Manifest},
+		{"../../artifacts/charts/kilo-mesh-member/templates/identity.yaml", Manifest},
+		{"../../artifacts/components/member-services/rbac.yaml", ServicesManifest},
+		{"../../artifacts/charts/kilo-mesh-member/templates/services.yaml", ChartServicesTemplate},
+		{"../../artifacts/components/host-services/rbac.yaml", HostServicesManifest},
+		{"../../artifacts/charts/kilo-mesh-apiserver/files/host-services-rules.yaml", HostServicesRulesYAML},
+		{"../../artifacts/components/coredns/rbac.yaml", CoreDNSManifest},
+		{"../../artifacts/charts/kilo-mesh-member/files/coredns-rules.yaml", CoreDNSRulesYAML},
+	} {
+		t.Run(tc.path, func(t *testing.T) {
+			want, err := tc.render()
+			if err != nil {
+				t.Fatal(err)
+			}
+			got, err := os.ReadFile(tc.path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if string(got) != string(want) {
+				t.Errorf("%s is not what pkg/member defines: run 'make generate'", tc.path)
+			}
+		})
 	}
 }
 

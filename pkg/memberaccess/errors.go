@@ -129,6 +129,11 @@ const (
 	// ErrMCSCRDMissing: the cluster does not serve the mcs-api CRDs
 	// (multicluster.x-k8s.io/v1beta1 serviceexports and serviceimports).
 	ErrMCSCRDMissing Reason = "MCSCRDMissing"
+	// ErrServicesForbidden: the credentials may list and watch Nodes and
+	// Peers but not what multi-cluster services read: the member identity
+	// lacks its services rights. The cluster's services are not used and
+	// nothing is written or deleted there.
+	ErrServicesForbidden Reason = "ServicesForbidden"
 	// ErrTooManyServiceExports: the cluster holds more ServiceExports than
 	// clusters.Config.MaxServiceExports; none of its services is used.
 	ErrTooManyServiceExports Reason = "TooManyServiceExports"

@@ -13,6 +13,7 @@ import (
 	"k8s.io/klog/v2"
 
 	meshv1alpha1 "github.com/kilo-mesh/kilo-mesh-apiserver/pkg/apis/mesh/v1alpha1"
+	"github.com/kilo-mesh/kilo-mesh-apiserver/pkg/member"
 	"github.com/kilo-mesh/kilo-mesh-apiserver/pkg/planner"
 	"github.com/kilo-mesh/kilo-mesh-apiserver/pkg/planner/services"
 )
@@ -96,6 +97,9 @@ func (c *Cache) servicesInput(mesh *meshv1alpha1.ClusterMesh) (*services.Input, 
 		if svc := st.Services; svc != nil {
 			cl.Reachable = st.Reachable && svc.Synced && st.Reason != memberaccess.ErrIsLocalCluster
 			cl.Reason, cl.Message = string(svc.Reason), svc.LastError
+			if svc.Reason == memberaccess.ErrServicesForbidden {
+				cl.Message += "; " + member.ServicesFix(mesh.Namespace, mesh.Name, entry.Name, entry.Local)
+			}
 			cl.Namespaces, cl.Exports, cl.Services, cl.EndpointSlices, cl.Imports =
 				svc.Namespaces, svc.Exports, svc.Services, svc.EndpointSlices, svc.Imports
 		}

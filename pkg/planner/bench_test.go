@@ -141,3 +141,16 @@ func TestBenchInputIsClean(t *testing.T) {
 		}
 	}
 }
+
+// BenchmarkPlanRelay plans 10 clusters of 1,000 nodes of which nine are
+// behind NAT: cluster-00 relays 36 pairs, and the Peer of its relaying
+// group on each spoke carries the other eight spokes' addresses.
+func BenchmarkPlanRelay(b *testing.B) {
+	for _, g := range []string{"location", "full"} {
+		in := benchInput(10, 1000, g)
+		for i := 1; i < len(in.Spec.Clusters); i++ {
+			in.Spec.Clusters[i].BehindNAT = true
+		}
+		b.Run(fmt.Sprintf("%s/10x1000", g), func(b *testing.B) { loop(b, in) })
+	}
+}

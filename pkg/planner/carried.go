@@ -4,6 +4,8 @@ import (
 	"cmp"
 	"slices"
 	"strings"
+
+	meshv1alpha1 "github.com/kilo-mesh/kilo-mesh-apiserver/pkg/apis/mesh/v1alpha1"
 )
 
 // Uncarried is one direction between two reachable member clusters along
@@ -21,7 +23,8 @@ type Uncarried struct {
 // name. A kept Peer withheld for a conflict carries nothing either, since
 // kg keys peers by public key. Directions into or out of local are left
 // out while host access withholds something: the Granted condition tells
-// about those.
+// about those; so are pairs with no path (NoPath). What a relay Peer
+// carries of a cluster behind NAT counts as carried.
 func (p *Plan) Uncarried(local string) []Uncarried {
 	hostWithheld := p.View.HostAccess != nil && !p.View.HostAccess.Granted && local != ""
 	var sources []string
@@ -32,6 +35,10 @@ func (p *Plan) Uncarried(local string) []Uncarried {
 	}
 	if len(sources) == 0 {
 		return nil
+	}
+	noPath := map[[2]string]bool{}
+	for _, u := range p.NoPath() {
+		noPath[pairKey(u.Source, u.Target)] = true
 	}
 	var out []Uncarried
 	for i := range p.View.Targets {
@@ -49,10 +56,15 @@ func (p *Plan) Uncarried(local string) []Uncarried {
 		for _, peer := range p.DesiredPeers[t.Cluster].All() {
 			if !blockedKept[peer.Name] {
 				carried[peer.Labels[LabelSourceCluster]] = true
+				if r := peer.Annotations[AnnotationRelays]; r != "" {
+					for _, s := range strings.Split(r, ",") {
+						carried[s] = true
+					}
+				}
 			}
 		}
 		for _, s := range sources {
-			if s == t.Cluster || carried[s] || hostWithheld && (s == local || t.Cluster == local) {
+			if s == t.Cluster || carried[s] || hostWithheld && (s == local || t.Cluster == local) || noPath[pairKey(s, t.Cluster)] {
 				continue
 			}
 			out = append(out, Uncarried{Source: s, Target: t.Cluster})
@@ -76,4 +88,23 @@ func hasCarriable(readyGroups int32, groups GroupList) bool {
 		}
 	}
 	return false
+}
+
+// NoPath lists the pairs of clusters behind NAT that no cluster relays
+// between, each once, Source before Target by name.
+func (p *Plan) NoPath() []Uncarried {
+	var out []Uncarried
+	for _, pp := range p.View.Paths {
+		if pp.Kind == meshv1alpha1.PathNone && len(pp.Clusters) == 2 {
+			out = append(out, Uncarried{Source: pp.Clusters[0], Target: pp.Clusters[1]})
+		}
+	}
+	return out
+}
+
+func pairKey(a, b string) [2]string {
+	if a > b {
+		a, b = b, a
+	}
+	return [2]string{a, b}
 }

@@ -11,6 +11,7 @@ func (pl *planner) clusterView(s *source) meshv1alpha1.ClusterPlan {
 	v := meshv1alpha1.ClusterPlan{
 		Name:              s.name,
 		Reachable:         true,
+		BehindNAT:         s.entry.BehindNAT,
 		Granularity:       s.gran.value,
 		GranularitySource: s.gran.source,
 	}

@@ -96,6 +96,9 @@
 //     (clusterview.go).
 //   - Targets (targets.go, diff.go): the Peers each target must hold,
 //     trimmed by what the target already holds, and the changes to it.
+//   - Relay (relay.go): two clusters behind NAT hold no Peer of each
+//     other; the relay cluster's group Peer carries on each the other's
+//     addresses, as much as both the relay and the spoke may hold.
 //
 // Start, Diff and Next (incremental.go, incremental_patch.go) plan a mesh
 // again after a few changes by patching its last plan, and plan whole

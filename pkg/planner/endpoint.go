@@ -191,3 +191,28 @@ func meshEndpoint(n *nodeInfo, port int32) (Endpoint, string, error) {
 	}
 	return Endpoint{}, "", nil
 }
+
+// DefaultNATKeepalive is the keepalive, in seconds, of the Peers that
+// represent a cluster behind NAT when neither its entry nor its leader
+// names one: WireGuard's own advice for NAT, and what makes kg take the
+// endpoint it learns from the handshakes.
+const DefaultNATKeepalive = 25
+
+// dialled is what other clusters dial for leader n of source s, where it
+// came from, and the keepalive of its group's Peer: the entry's, else the
+// leader's annotation. A cluster behind NAT cannot be dialled, whatever its
+// nodes say: its Peers are roaming, with a keepalive.
+func dialled(s *source, n *nodeInfo) (ep Endpoint, epSource string, keepalive int, err error) {
+	keepalive = int(s.entry.PersistentKeepalive)
+	if keepalive <= 0 {
+		keepalive = n.keepalive
+	}
+	if s.entry.BehindNAT {
+		if keepalive <= 0 {
+			keepalive = DefaultNATKeepalive
+		}
+		return Endpoint{}, "behindNAT", keepalive, nil
+	}
+	ep, epSource, err = meshEndpoint(n, s.entry.WireguardPort)
+	return ep, epSource, keepalive, err
+}

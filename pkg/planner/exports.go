@@ -100,15 +100,11 @@ func (pl *planner) prepareExport(s *source, gi int, pool []claim) []claim {
 			fmt.Sprintf("%s has %s, computed %s", leader.name, leader.wireguardIP.Addr(), g.wireguardIP))
 	}
 
-	ep, epSource, err := meshEndpoint(leader, s.entry.WireguardPort)
+	ep, epSource, keepalive, err := dialled(s, leader)
 	if err != nil {
 		e.fail(ReasonMalformedEndpoint, fmt.Sprintf("leader %s: %v", leader.name, err))
 	}
-	e.endpoint = ep
-	e.keepalive = int(s.entry.PersistentKeepalive)
-	if e.keepalive <= 0 {
-		e.keepalive = leader.keepalive
-	}
+	e.endpoint, e.keepalive = ep, keepalive
 	if err == nil && ep.IsZero() && e.keepalive == 0 {
 		e.fail(ReasonNoEndpointNoKeepalive, fmt.Sprintf("leader %s has no endpoint other clusters can dial and nothing asks them to accept a roaming one: set %s on the node, or persistentKeepalive for the cluster and %s on its nodes",
 			leader.name, kilov1alpha1.AnnotationClusterMeshEndpoint, kilov1alpha1.AnnotationPersistentKeepalive))

@@ -26,7 +26,8 @@ import (
 // appearing or going renumbers the WireGuard IPs of its cluster, addresses
 // are swept mesh-wide for collisions, keys are checked mesh-wide, and the
 // spec, grants, other meshes' claims and a cluster's reachability reach
-// every target.
+// every target. A mesh that relays plans whole: the relay group's Peer on
+// each cluster behind NAT carries the other clusters' addresses.
 // Correctness comes first: whenever a change cannot be shown to stay within
 // one group's Peer and its diff entries, Next plans whole.
 
@@ -72,6 +73,10 @@ type State struct {
 	notReady    [][]int
 	hasLocal    bool
 	hostLimited bool
+	// relayed is true when the mesh relays: a relay group's Peer on a
+	// cluster behind NAT carries other clusters' addresses, so one
+	// group's change reaches beyond its own Peer.
+	relayed bool
 }
 
 // Start plans a mesh whole and keeps what Next needs.
@@ -115,6 +120,7 @@ func Start(in Input) (*Plan, *State, error) {
 	st.expiry = plan.CheckInExpiry
 	ha := &in.HostAccess
 	st.hostLimited = st.hasLocal && ha.Mode == HostBounded && (ha.MaxPeers > 0 || ha.MaxPeerBytes > 0)
+	st.relayed = plan.View.Relay != nil
 	return plan, st, nil
 }
 
@@ -236,7 +242,7 @@ func diffPeers(cluster string, old, cur []*kilov1alpha1.Peer, ch *Changes) bool 
 // otherwise. It also returns whether it planned whole. st must not be used
 // afterwards, also on error: use the State returned.
 func (st *State) Next(in Input, ch Changes) (*Plan, *State, bool, error) {
-	if st == nil || ch.Whole || in.Now.Before(st.pl.in.Now) || !st.countedAt(in.Now) {
+	if st == nil || st.relayed || ch.Whole || in.Now.Before(st.pl.in.Now) || !st.countedAt(in.Now) {
 		return startWhole(in)
 	}
 	u := st.begin(in.Now)

@@ -24,19 +24,15 @@ func (u *patch) reexport(s *source, gi, from, changed int, was *nodeInfo) bool {
 	if !e.ready || st.hostLimited || (moved && !u.leaderMayMove(prev, n, &s.nodes[from])) {
 		return false
 	}
-	ep, epSource, err := meshEndpoint(n, s.entry.WireguardPort)
+	ep, epSource, keepalive, err := dialled(s, n)
 	if err != nil {
 		return false
-	}
-	keepalive := int(s.entry.PersistentKeepalive)
-	if keepalive <= 0 {
-		keepalive = n.keepalive
 	}
 	if ep.IsZero() && keepalive == 0 {
 		return false
 	}
 	// The warnings name the leader: equal, or none when it moved.
-	prevEP, prevSource, _ := meshEndpoint(prev, s.entry.WireguardPort)
+	prevEP, prevSource, _, _ := dialled(s, prev)
 	k0, p0 := endpointWarnings(s, prev, prevEP, prevSource)
 	k1, p1 := endpointWarnings(s, n, ep, epSource)
 	if k0 != k1 || p0 != p1 || (moved && k0+p0 != "") {

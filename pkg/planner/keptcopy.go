@@ -22,7 +22,7 @@ func keptCopy(p *kilov1alpha1.Peer) kilov1alpha1.Peer {
 
 var (
 	managedLabelKeys      = []string{LabelManagedBy, LabelMeshNamespace, LabelMeshName, LabelMeshUID, LabelSourceCluster, LabelInstallation}
-	managedAnnotationKeys = []string{AnnotationSourceGroup, AnnotationSourceLeader}
+	managedAnnotationKeys = []string{AnnotationSourceGroup, AnnotationSourceLeader, AnnotationRelays}
 )
 
 func pick(m map[string]string, keys []string) map[string]string {

@@ -34,6 +34,10 @@ const (
 const (
 	AnnotationSourceGroup  = "mesh.kilo.squat.ai/source-group"
 	AnnotationSourceLeader = "mesh.kilo.squat.ai/source-leader"
+	// AnnotationRelays lists, comma-separated, the clusters behind NAT
+	// whose networks a relay group's Peer also carries on a cluster behind
+	// NAT; only that Peer has it.
+	AnnotationRelays = "mesh.kilo.squat.ai/relays"
 )
 
 // peerNameHashLen is the number of base32 characters of the name hash:

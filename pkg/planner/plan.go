@@ -102,12 +102,17 @@ func compute(in Input, keepHeld bool) (*Plan, *planner, error) {
 	for _, c := range in.Spec.Clusters {
 		plan.Measured[c.Name] = in.Clusters[c.Name].Connection
 	}
+	drafts := make([]*draft, len(pl.sources))
 	for _, s := range pl.sources {
 		view := s.view
 		plan.Groups[s.name], view.Groups = groupListOf(view.Groups), nil
 		plan.Nodes[s.name], view.Nodes = NodeListOf(view.Nodes...), nil
 		plan.View.Clusters = append(plan.View.Clusters, view)
-		tp, peers := pl.planTarget(s)
+		drafts[s.idx] = pl.planTarget(s)
+	}
+	plan.View.Relay, plan.View.Paths = pl.relay(drafts)
+	for _, s := range pl.sources {
+		tp, peers := drafts[s.idx].finish(s)
 		plan.Unchanged[s.name], tp.Unchanged = listOf(tp.Unchanged, self), nil
 		plan.View.Targets = append(plan.View.Targets, tp)
 		plan.DesiredPeers[s.name] = listOf(peers, peerName)
@@ -191,7 +196,7 @@ func (pl *planner) loadSources() {
 			continue
 		}
 		s.keepReason = KeptSourceUnreachable
-		s.view = meshv1alpha1.ClusterPlan{Name: s.name, Error: s.err}
+		s.view = meshv1alpha1.ClusterPlan{Name: s.name, Error: s.err, BehindNAT: s.entry.BehindNAT}
 		pl.issues.warning(WarningClusterUnreachable, s.name, "",
 			"the cluster is unreachable: the Peers representing it elsewhere are kept as they are, and its own Peers are not compared", "")
 	}

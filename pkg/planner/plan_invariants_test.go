@@ -3,6 +3,7 @@ package planner
 import (
 	"net/netip"
 	"slices"
+	"strings"
 	"testing"
 
 	kilov1alpha1 "github.com/kilo-mesh/kilo-mesh-apiserver/pkg/apis/kilo/v1alpha1"
@@ -109,6 +110,9 @@ func checkPlanInvariants(t testing.TB, in Input, p *Plan) {
 			if peer.Name != PeerName(in.MeshNamespace, in.MeshName, src, peer.Annotations[AnnotationSourceGroup]) {
 				t.Errorf("%s: Peer %s is not named for its group", target, peer.Name)
 			}
+			if len(peer.Spec.AllowedIPs) != len(slices.Compact(slices.Sorted(slices.Values(peer.Spec.AllowedIPs)))) {
+				t.Errorf("%s: Peer %s lists an address twice: %v", target, peer.Name, peer.Spec.AllowedIPs)
+			}
 			for _, s := range peer.Spec.AllowedIPs {
 				q := canonical(netip.MustParsePrefix(s))
 				if q.String() != s {
@@ -119,7 +123,7 @@ func checkPlanInvariants(t testing.TB, in Input, p *Plan) {
 						t.Errorf("%s: Peer %s claims %s, which overlaps the target's %s", target, peer.Name, s, o)
 					}
 				}
-				if sn, ok := nets[src]; ok && !validation.Within(q, sn.all) {
+				if sn, ok := nets[src]; ok && !validation.Within(q, sn.all) && !relayedWithin(q, peer, nets) {
 					t.Errorf("%s: Peer %s claims %s, outside the networks of %s", target, peer.Name, s, src)
 				}
 				all = append(all, q)
@@ -141,4 +145,20 @@ func checkPlanInvariants(t testing.TB, in Input, p *Plan) {
 			}
 		}
 	}
+	checkRelayInvariants(t, in, p)
+}
+
+// relayedWithin reports whether q lies inside the networks of one of the
+// clusters a relay Peer carries.
+func relayedWithin(q netip.Prefix, peer *kilov1alpha1.Peer, nets map[string]networks) bool {
+	relays := peer.Annotations[AnnotationRelays]
+	if relays == "" {
+		return false
+	}
+	for _, c := range strings.Split(relays, ",") {
+		if n, ok := nets[c]; ok && validation.Within(q, n.all) {
+			return true
+		}
+	}
+	return false
 }

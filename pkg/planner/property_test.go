@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"math/rand"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -71,6 +72,17 @@ func randomMesh(r *rand.Rand) Input {
 		in.Clusters[name] = ClusterSnapshot{Reachable: true, Nodes: nodes}
 	}
 
+	// Reachability: some clusters behind NAT, sometimes a relay named
+	// (which may itself be behind NAT: the planner must refuse it).
+	if pick(0.5) {
+		for i := range in.Spec.Clusters {
+			in.Spec.Clusters[i].BehindNAT = pick(0.5)
+		}
+		if pick(0.3) {
+			in.Spec.RelayCluster = in.Spec.Clusters[r.Intn(nClusters)].Name
+		}
+	}
+
 	// Peers: an earlier plan, applied, plus Peers of others.
 	if pick(0.7) {
 		earlier := in
@@ -88,6 +100,12 @@ func randomMesh(r *rand.Rand) Input {
 		}
 		if p, err := Compute(earlier); err == nil {
 			in = withPeers(in, p)
+		}
+		if pick(0.2) {
+			// A cluster changed its reachability since that plan.
+			in.Spec.Clusters = slices.Clone(in.Spec.Clusters)
+			c := &in.Spec.Clusters[r.Intn(nClusters)]
+			c.BehindNAT = !c.BehindNAT
 		}
 	}
 	for name, snap := range in.Clusters {
@@ -254,15 +272,7 @@ func TestPropertyApplyingAPlanConverges(t *testing.T) {
 	for seed := int64(0); seed < propertySeeds; seed++ {
 		in := randomMesh(rand.New(rand.NewSource(seed)))
 		p1 := mustCompute(t, in)
-		next := in
-		next.Clusters = map[string]ClusterSnapshot{}
-		for name, snap := range in.Clusters {
-			if snap.Reachable {
-				snap.Peers = appliedPeers(&in, snap.Peers, p1.DesiredPeers[name].Slice())
-			}
-			next.Clusters[name] = snap
-		}
-		p2 := mustCompute(t, next)
+		p2 := mustCompute(t, appliedInput(in, p1))
 		for _, tp := range p2.View.Targets {
 			if tp.DiffState != meshv1alpha1.DiffStateComputed {
 				continue
@@ -275,6 +285,20 @@ func TestPropertyApplyingAPlanConverges(t *testing.T) {
 			t.Fatalf("seed %d: desired Peers changed after applying them", seed)
 		}
 	}
+}
+
+// appliedInput is in once the reconciler applied p to every reachable
+// cluster.
+func appliedInput(in Input, p *Plan) Input {
+	next := in
+	next.Clusters = map[string]ClusterSnapshot{}
+	for name, snap := range in.Clusters {
+		if snap.Reachable {
+			snap.Peers = appliedPeers(&in, snap.Peers, p.DesiredPeers[name].Slice())
+		}
+		next.Clusters[name] = snap
+	}
+	return next
 }
 
 // appliedPeers is what a target holds once the reconciler applied desired to
@@ -313,6 +337,14 @@ func TestPropertyGeneratorCoverage(t *testing.T) {
 				seen[d.Reason] = true
 			}
 		}
+		for _, path := range p.View.Paths {
+			seen["path:"+string(path.Kind)] = true
+		}
+		if p.View.Relay != nil {
+			for _, r := range p.View.Relay.Refused {
+				seen["refused:"+r.Reason] = true
+			}
+		}
 		for _, tp := range p.View.Targets {
 			for _, k := range tp.Kept {
 				seen["kept:"+k.Reason] = true
@@ -331,6 +363,7 @@ func TestPropertyGeneratorCoverage(t *testing.T) {
 		ReasonNoEndpointNoKeepalive, ReasonWireGuardCIDRExhausted, ReasonCIDRClaimedTwice,
 		ConflictNetworkOverlap, ConflictCIDRClaimedTwice, ConflictPublicKeyInUse, ConflictDuplicatePublicKey, ConflictNameTaken,
 		ConflictCIDRClaimedByForeign, WarningClusterUnreachable, "kept:" + KeptSourceUnreachable, "update", "delete",
+		ConflictNoRelay, "path:" + string(meshv1alpha1.PathRelayed), "refused:" + RelayRefusedBehindNAT, "refused:" + RelayRefusedCannotCarry,
 	} {
 		if !seen[r] {
 			missing = append(missing, r)

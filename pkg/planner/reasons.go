@@ -93,6 +93,8 @@ const (
 	ConflictEndpointNotAllowed = "EndpointNotAllowed"
 	// Two entries of the mesh reach one cluster (one verified identity).
 	ConflictSameCluster = "SameCluster"
+	// Two clusters are behind NAT and no cluster relays between them.
+	ConflictNoRelay = "NoRelay"
 )
 
 // IsNetworkConflict reports whether a conflict is about the mesh's
@@ -151,7 +153,21 @@ var conflictIsNetwork = map[string]bool{
 	ConflictEndpointNotAllowed: false,
 	// One cluster listed twice: the spec's entries, not their networks.
 	ConflictSameCluster: false,
+	// Reachability and the relay, not networks: the Ready condition names the pair.
+	ConflictNoRelay: false,
 }
+
+// Why a pair of clusters is relayed (a path's reason; a pair with no path
+// has ConflictNoRelay).
+const PathReasonBothBehindNAT = "BothBehindNAT"
+
+// Why a member cluster cannot relay (a relay refusal's reason).
+const (
+	RelayRefusedBehindNAT       = "BehindNAT"
+	RelayRefusedUnreachable     = "ClusterUnreachable"
+	RelayRefusedNoDialableGroup = "NoDialableGroup"
+	RelayRefusedCannotCarry     = "CannotCarry"
+)
 
 // Warning reasons: the plan stands, but traffic may not flow.
 const (

@@ -72,6 +72,7 @@ func TestIsNetworkConflict(t *testing.T) {
 		"ConflictOutsideHostAccess":      {ConflictOutsideHostAccess, false},
 		"ConflictTooManyHostPeers":       {ConflictTooManyHostPeers, false},
 		"ConflictEndpointNotAllowed":     {ConflictEndpointNotAllowed, false},
+		"ConflictNoRelay":                {ConflictNoRelay, false},
 	}
 	consts := conflictConstants(t)
 	for name, value := range consts {

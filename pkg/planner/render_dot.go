@@ -15,8 +15,10 @@ const maxDrawnTunnels = 400
 
 // RenderDOT renders the mesh as a Graphviz graph: every member cluster a
 // subgraph (dashed when unreachable), every group a node naming its leader
-// (grey and dotted when not exported), and an edge for every tunnel between
-// exported groups of different clusters.
+// (grey and dotted when not exported, bold when it relays), an edge for
+// every tunnel between exported groups of different clusters, and for two
+// clusters behind NAT one dashed edge naming the relay, or a red one when
+// they have no path.
 func RenderDOT(p *Plan) []byte {
 	var b bytes.Buffer
 	fmt.Fprintf(&b, "graph %s {\n", dotID("clustermesh "+p.View.Namespace+"/"+p.View.Name))
@@ -29,6 +31,9 @@ func RenderDOT(p *Plan) []byte {
 	for ci, c := range p.View.Clusters {
 		fmt.Fprintf(&b, "\tsubgraph %s {\n", dotID("cluster_"+c.Name))
 		label := c.Name
+		if c.BehindNAT {
+			label += ", behind NAT"
+		}
 		if c.Reachable {
 			label += fmt.Sprintf(" (%s, %d/%d nodes advertised)", strings.ToLower(string(c.Granularity)), c.Summary.AdvertisedNodes, c.Summary.Nodes)
 		} else {
@@ -51,6 +56,10 @@ func RenderDOT(p *Plan) []byte {
 				lines = append(lines, g.Endpoint)
 			}
 			attrs := ""
+			if r := p.View.Relay; r != nil && r.Cluster == c.Name && r.Group == g.Name {
+				lines = append(lines, "relays between the clusters behind NAT")
+				attrs = ", penwidth=2"
+			}
 			if !g.Ready {
 				lines = append(lines, "not exported: "+g.Reason)
 				attrs = `, color=grey, fontcolor=grey, style="rounded,dotted"`
@@ -69,9 +78,19 @@ func RenderDOT(p *Plan) []byte {
 		b.WriteString("\t}\n")
 	}
 
+	paths := map[[2]string]*meshv1alpha1.PathPlan{}
+	for i := range p.View.Paths {
+		if pp := &p.View.Paths[i]; len(pp.Clusters) == 2 {
+			paths[[2]string{pp.Clusters[0], pp.Clusters[1]}] = pp
+		}
+	}
 	for a := range p.View.Clusters {
 		for c := a + 1; c < len(p.View.Clusters); c++ {
 			ca, cc := &p.View.Clusters[a], &p.View.Clusters[c]
+			if pp := paths[[2]string{ca.Name, cc.Name}]; pp != nil {
+				writePathEdge(&b, ca, cc, anchors[a], anchors[c], pp)
+				continue
+			}
 			if !ca.Reachable || !cc.Reachable || len(ready[a])*len(ready[c]) > maxDrawnTunnels {
 				writeSummaryEdge(&b, ca, cc, anchors[a], anchors[c], len(ready[a]), len(ready[c]))
 				continue
@@ -94,6 +113,17 @@ func writeSummaryEdge(b *bytes.Buffer, a, c *meshv1alpha1.ClusterPlan, anchorA, 
 	}
 	fmt.Fprintf(b, "\t%s -- %s [ltail=%s, lhead=%s, label=%s, style=%s];\n",
 		anchorA, anchorC, dotID("cluster_"+a.Name), dotID("cluster_"+c.Name), dotID(label), style)
+}
+
+// writePathEdge draws how two clusters behind NAT reach each other: through
+// the relay, or not at all.
+func writePathEdge(b *bytes.Buffer, a, c *meshv1alpha1.ClusterPlan, anchorA, anchorC string, pp *meshv1alpha1.PathPlan) {
+	label, attrs := "relayed via "+pp.Via, `style=dashed, color="#a5744a"`
+	if pp.Kind != meshv1alpha1.PathRelayed {
+		label, attrs = "no path: both behind NAT, no relay", "style=dotted, color=red, fontcolor=red"
+	}
+	fmt.Fprintf(b, "\t%s -- %s [ltail=%s, lhead=%s, label=%s, %s];\n",
+		anchorA, anchorC, dotID("cluster_"+a.Name), dotID("cluster_"+c.Name), dotID(label), attrs)
 }
 
 func plural(n int, noun string) string {

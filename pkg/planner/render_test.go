@@ -9,12 +9,14 @@ import (
 	"os/exec"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 
 	"sigs.k8s.io/yaml"
 
 	kilov1alpha1 "github.com/kilo-mesh/kilo-mesh-apiserver/pkg/apis/kilo/v1alpha1"
+	meshv1alpha1 "github.com/kilo-mesh/kilo-mesh-apiserver/pkg/apis/mesh/v1alpha1"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden files under testdata/golden")
@@ -48,6 +50,20 @@ var goldenScenarios = map[string]func(t *testing.T) Input{
 		in := applied(t)
 		in.Clusters["us"] = ClusterSnapshot{Error: "Get \"https://us.example.com:6443/api/v1/nodes\": dial tcp: i/o timeout"}
 		annotate(node(t, in, "eu", "fra-1"), kilov1alpha1.AnnotationLastSeen, "1") // fra's leader changes meanwhile
+		return in
+	},
+	// us and home behind NAT, relayed through eu; us held a Peer of home.
+	"relayed-nat-pair": func(t *testing.T) Input {
+		in := applied(t)
+		entry(&in, "us").BehindNAT = true
+		entry(&in, "home").BehindNAT = true
+		return in
+	},
+	// Both behind NAT and nobody to relay: no path, named.
+	"nat-pair-without-relay": func(t *testing.T) Input {
+		in := natInput(t)
+		in.Spec.Clusters = slices.DeleteFunc(in.Spec.Clusters, func(c meshv1alpha1.ClusterEntry) bool { return c.Name == "eu" })
+		delete(in.Clusters, "eu")
 		return in
 	},
 }
@@ -248,5 +264,18 @@ func TestDOTSyntaxCheckRejectsBrokenGraphs(t *testing.T) {
 	}
 	if problems := dotProblems(t, []byte(`graph mesh { "a" -- "b"; }`)); problems != "" {
 		t.Errorf("dot rejects a valid graph: %s", problems)
+	}
+}
+
+func TestRenderRelay(t *testing.T) {
+	in := natInput(t)
+	p := mustCompute(t, in)
+	golden(t, "relay.dot", RenderDOT(p))
+	golden(t, "wireguard-us-relayed.conf", RenderWireGuard(p, "us"))
+	in.Spec.Clusters = slices.DeleteFunc(in.Spec.Clusters, func(c meshv1alpha1.ClusterEntry) bool { return c.Name == "eu" })
+	delete(in.Clusters, "eu")
+	none := mustCompute(t, in)
+	if dot := string(RenderDOT(none)); !strings.Contains(dot, "no path: both behind NAT") {
+		t.Errorf("the graph does not draw the missing path:\n%s", dot)
 	}
 }

@@ -33,6 +33,9 @@ func RenderWireGuard(p *Plan, cluster string) []byte {
 		if r, ok := kept[peer.Name]; ok {
 			fmt.Fprintf(&b, ", kept as it is: %s", r)
 		}
+		if r := peer.Annotations[AnnotationRelays]; r != "" {
+			fmt.Fprintf(&b, "\n# relay: also carries the networks of %s, forwarded by that leader", oneLine(strings.ReplaceAll(r, ",", ", ")))
+		}
 		b.WriteString("\n[Peer]\n")
 		fmt.Fprintf(&b, "PublicKey = %s\n", peer.Spec.PublicKey)
 		fmt.Fprintf(&b, "AllowedIPs = %s\n", strings.Join(peer.Spec.AllowedIPs, ", "))

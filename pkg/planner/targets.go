@@ -76,9 +76,8 @@ type frozenOwner struct {
 	name string
 }
 
-// planTarget computes the Peers one cluster must hold and, when it is
-// reachable, how they differ from the Peers it holds.
-func (pl *planner) planTarget(t *source) (meshv1alpha1.TargetPlan, []*kilov1alpha1.Peer) {
+// planTarget computes the Peers one cluster must hold, before relaying.
+func (pl *planner) planTarget(t *source) *draft {
 	tp := meshv1alpha1.TargetPlan{Cluster: t.name, DiffState: meshv1alpha1.DiffStateUnknown}
 	var x existingPeers
 	if t.reachable {
@@ -101,20 +100,16 @@ func (pl *planner) planTarget(t *source) (meshv1alpha1.TargetPlan, []*kilov1alph
 		}
 	}
 
-	var desired []*kilov1alpha1.Peer
-	keptNames := map[string]bool{}
-	if len(kept) == 0 && len(x.foreign) == 0 && !pl.keyClashes && !pl.overlapsOthers[t.idx] && !pl.hostRestricted && len(pl.in.OtherMeshClaims[t.name]) == 0 {
-		desired = pl.allBut(t)
+	d := &draft{kept: map[string]bool{}, managed: x.managed}
+	if len(kept) == 0 && len(x.foreign) == 0 && !pl.keyClashes && !pl.overlapsOthers[t.idx] && !pl.hostRestricted && len(pl.in.OtherMeshClaims[t.name]) == 0 && !pl.natPeers(t) {
+		d.desired = pl.allBut(t)
 	} else {
-		desired = pl.checked(t, &x, kept, &tp, keptNames)
+		pl.checked(t, &x, kept, &tp, d)
 	}
 	slices.SortFunc(tp.Kept, func(a, b meshv1alpha1.KeptPeer) int { return strings.Compare(a.Name, b.Name) })
-	desired = pl.limitHostPeers(t, desired, keptNames)
-	tp.DesiredPeers = int32(len(desired))
-	if t.reachable {
-		diff(&tp, desired, keptNames, x.managed)
-	}
-	return tp, desired
+	d.desired = pl.limitHostPeers(t, d.desired, d.kept)
+	d.tp = tp
+	return d
 }
 
 // allBut is every export's Peer except those of t: on a target with no
@@ -133,11 +128,15 @@ func (pl *planner) allBut(t *source) []*kilov1alpha1.Peer {
 	return append(desired, pl.templates[start:]...)
 }
 
-// checked plans target t export by export: withholding those whose name
-// or key collides, keeping or trimming the kept Peers, and filtering the
-// addresses that overlap the target's networks or a frozen address.
-func (pl *planner) checked(t *source, x *existingPeers, kept []keptPeer, tp *meshv1alpha1.TargetPlan, keptNames map[string]bool) []*kilov1alpha1.Peer {
+// checked plans target t export by export into d: withholding those whose
+// name or key collides, keeping or trimming the kept Peers, and filtering
+// the addresses that overlap the target's networks or a frozen address.
+// Between two clusters behind NAT nothing is planned: what would be is
+// only recorded as relayable.
+func (pl *planner) checked(t *source, x *existingPeers, kept []keptPeer, tp *meshv1alpha1.TargetPlan, d *draft) {
+	keptNames := d.kept
 	candidates := make([]int, 0, len(pl.order))
+	var relayed []int
 	for i, e := range pl.order {
 		if e.src == t.idx {
 			continue
@@ -146,6 +145,11 @@ func (pl *planner) checked(t *source, x *existingPeers, kept []keptPeer, tp *mes
 			// A policy decision: the Peer goes, also if it exists.
 			reason, lead := pl.hostConflict()
 			pl.issues.conflict(reason, pl.sources[e.src].name, t.name, lead, e.name)
+			continue
+		}
+		if pl.natPair(t, pl.sources[e.src]) {
+			// Its key, name and endpoint never reach t: a relay's Peer does.
+			relayed = append(relayed, i)
 			continue
 		}
 		if pl.refusedEndpoint(t, e) {
@@ -163,11 +167,31 @@ func (pl *planner) checked(t *source, x *existingPeers, kept []keptPeer, tp *mes
 
 	desired := make([]*kilov1alpha1.Peer, 0, len(candidates)+len(kept))
 	for _, k := range kept {
-		if p, ok := pl.keep(t, k, tp, keptNames); ok {
-			desired = append(desired, &p)
+		p, ok := pl.keep(t, k, tp, keptNames)
+		if !ok {
+			continue
 		}
+		if !keptNames[p.Name] {
+			if pl.natPair(t, pl.sources[pl.byName[k.source]]) {
+				continue // changed, so no longer kept: and between these two, no Peer
+			}
+			if d.trimmed == nil {
+				d.trimmed = map[string]bool{}
+			}
+			d.trimmed[p.Name] = true
+		}
+		desired = append(desired, &p)
 	}
 	frozen, owners := pl.frozen(desired, x.foreign)
+	for _, i := range relayed {
+		e := pl.order[i]
+		if p, ok := pl.forTarget(t, e, pl.templates[i], frozen, owners); ok {
+			if d.relayable == nil {
+				d.relayable = map[int][]*kilov1alpha1.Peer{}
+			}
+			d.relayable[e.src] = append(d.relayable[e.src], p)
+		}
+	}
 	for _, i := range candidates {
 		e := pl.order[i]
 		if _, bounded := pl.hostBound(pl.sources[e.src], t); !bounded && !pl.overlap[e.src][t.idx] && frozen == nil && pl.otherMeshIndex(t, pl.sources[e.src]) == nil {
@@ -184,7 +208,7 @@ func (pl *planner) checked(t *source, x *existingPeers, kept []keptPeer, tp *mes
 	if len(kept) > 0 {
 		slices.SortFunc(desired, func(a, b *kilov1alpha1.Peer) int { return strings.Compare(a.Name, b.Name) })
 	}
-	return desired
+	d.desired = desired
 }
 
 // containKept applies containment to a kept Peer: the addresses that lie
@@ -196,6 +220,7 @@ func (pl *planner) containKept(t *source, k keptPeer) (kilov1alpha1.Peer, bool) 
 	p := keptCopy(k.peer)
 	src := pl.sources[pl.byName[k.source]]
 	bound, bounded := pl.hostBound(src, t)
+	relayed := pl.keptRelayed(t, src, &p)
 	var keep []string
 	for _, s := range p.Spec.AllowedIPs {
 		q, err := netip.ParsePrefix(s)
@@ -208,7 +233,7 @@ func (pl *planner) containKept(t *source, k keptPeer) (kilov1alpha1.Peer, bool) 
 		reason, lead := ConflictOverlapsTargetNetwork, "addresses of kept Peers that the mesh's networks no longer allow; removed"
 		if o, ok := overlapsAny(q, t.nets.all); ok {
 			why = fmt.Sprintf("%s of kept Peer %s overlaps %s of the target", s, p.Name, o)
-		} else if !validation.Within(q, src.nets.all) {
+		} else if !validation.Within(q, src.nets.all) && !validation.Within(q, relayed) {
 			why = fmt.Sprintf("%s of kept Peer %s lies outside the networks declared for %s", s, p.Name, src.name)
 		} else if bounded && !validation.Within(q, bound) {
 			why = fmt.Sprintf("%s of kept Peer %s", s, p.Name)
@@ -227,6 +252,7 @@ func (pl *planner) containKept(t *source, k keptPeer) (kilov1alpha1.Peer, bool) 
 		return p, true
 	}
 	p.Spec.AllowedIPs = keep
+	pl.relistRelays(t, src, &p)
 	return p, false
 }
 

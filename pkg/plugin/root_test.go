@@ -54,7 +54,7 @@ func TestArgumentErrors(t *testing.T) {
 	}{
 		{[]string{"plan"}, "takes the name of a ClusterMesh"},
 		{[]string{"why", "demo"}, "takes a ClusterMesh and a node name"},
-		{[]string{"why", "demo", "pod", "p-1"}, "takes a ClusterMesh and a node name, or service and NAMESPACE/NAME"},
+		{[]string{"why", "demo", "pod", "p-1"}, "takes a ClusterMesh and a node name, service and NAMESPACE/NAME, or pair and two clusters"},
 		{[]string{"why", "demo", "service", "cart"}, "a service is named NAMESPACE/NAME"},
 		{[]string{"services"}, "takes the name of a ClusterMesh"},
 		{[]string{"join", "demo", "--member-kubeconfig", "x"}, `"name" not set`},

@@ -4,9 +4,14 @@ import (
 	"slices"
 	"sync"
 
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/util/workqueue"
 	"k8s.io/component-base/metrics"
 	"k8s.io/component-base/metrics/legacyregistry"
+	mcsv1beta1 "sigs.k8s.io/mcs-api/pkg/apis/v1beta1"
+
+	"github.com/kilo-mesh/kilo-mesh-apiserver/pkg/planner/services"
 )
 
 const metricsNamespace = "kilo_mesh"
@@ -92,12 +97,30 @@ var (
 		StabilityLevel: metrics.ALPHA,
 	}, []string{"mesh", "cluster"})
 
+	// meshCondition repeats a mesh's status conditions, one series per
+	// condition at its current status, so that alerts need not read the
+	// API: a mesh not Ready, or a departure stuck, for long.
+	meshCondition = metrics.NewGaugeVec(&metrics.GaugeOpts{
+		Namespace:      metricsNamespace,
+		Name:           "condition",
+		Help:           "1 for each status condition of a ClusterMesh at its current status (True, False, Unknown), as of the last reconcile pass.",
+		StabilityLevel: metrics.ALPHA,
+	}, []string{"mesh", "condition", "status"})
+
+	servicesNotReady = metrics.NewGaugeVec(&metrics.GaugeOpts{
+		Namespace:      metricsNamespace,
+		Name:           "services_not_ready",
+		Help:           "Multi-cluster services of a ClusterMesh that do not work on a member cluster: kind export, its ServiceExports whose Ready condition is not True; kind import, its imports blocked.",
+		StabilityLevel: metrics.ALPHA,
+	}, []string{"mesh", "cluster", "kind"})
+
 	registerOnce sync.Once
 )
 
 func registerMetrics() {
 	registerOnce.Do(func() {
-		legacyregistry.MustRegister(reconcileDuration, changeStageDuration, changeToWrite, queueDepth, peersManaged, peersDesired, applyErrors, clusterReachable, peerWrites, credentialExpiry)
+		legacyregistry.MustRegister(reconcileDuration, changeStageDuration, changeToWrite, queueDepth, peersManaged, peersDesired, applyErrors, clusterReachable, peerWrites, credentialExpiry,
+			meshCondition, servicesNotReady)
 	})
 }
 
@@ -109,6 +132,40 @@ func forgetMeshMetrics(mesh string) {
 	}
 	applyErrors.DeletePartialMatch(map[string]string{"mesh": mesh})
 	peerWrites.DeletePartialMatch(map[string]string{"mesh": mesh})
+	meshCondition.DeletePartialMatch(map[string]string{"mesh": mesh})
+	servicesNotReady.DeletePartialMatch(map[string]string{"mesh": mesh})
+}
+
+// reportConditions replaces a mesh's condition series by its conditions now.
+func reportConditions(mesh string, conds []metav1.Condition) {
+	meshCondition.DeletePartialMatch(map[string]string{"mesh": mesh})
+	for _, c := range conds {
+		meshCondition.WithLabelValues(mesh, c.Type, string(c.Status)).Set(1)
+	}
+}
+
+// reportServices counts, per member cluster, what of a mesh's services
+// does not work there; nil (services not served) drops the series.
+func reportServices(mesh string, out *services.Output) {
+	servicesNotReady.DeletePartialMatch(map[string]string{"mesh": mesh})
+	if out == nil {
+		return
+	}
+	for _, c := range out.Clusters {
+		blocked := 0
+		for _, imp := range c.Imports {
+			if imp.Blocked != "" {
+				blocked++
+			}
+		}
+		servicesNotReady.WithLabelValues(mesh, c.Name, "import").Set(float64(blocked))
+		servicesNotReady.WithLabelValues(mesh, c.Name, "export").Set(0)
+	}
+	for _, e := range out.Exports {
+		if !meta.IsStatusConditionTrue(e.Conditions, string(mcsv1beta1.ServiceExportConditionReady)) {
+			servicesNotReady.WithLabelValues(mesh, e.Cluster, "export").Add(1)
+		}
+	}
 }
 
 // forgetClusterMetrics drops the series of one cluster of a mesh.
@@ -119,6 +176,7 @@ func forgetClusterMetrics(mesh, cluster string) {
 	}
 	applyErrors.DeletePartialMatch(labels)
 	peerWrites.DeletePartialMatch(labels)
+	servicesNotReady.DeletePartialMatch(labels)
 }
 
 // clusterSeries remembers the clusters of each mesh at its last pass, so
@@ -166,6 +224,8 @@ func forgetGauges() {
 	for _, v := range meshGauges() {
 		v.Reset()
 	}
+	meshCondition.Reset()
+	servicesNotReady.Reset()
 }
 
 // queueMetrics feeds the work queue's depth into kilo_mesh_queue_depth and

@@ -6,7 +6,10 @@ import (
 	"testing"
 
 	"github.com/prometheus/common/expfmt"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/component-base/metrics/legacyregistry"
+
+	"github.com/kilo-mesh/kilo-mesh-apiserver/pkg/planner/services"
 )
 
 // TestForgetGauges: a replica that stops leading exposes none of the
@@ -108,4 +111,56 @@ func scrapeText(t *testing.T, names []string) string {
 		}
 	}
 	return b.String()
+}
+
+// TestReportConditionsAndServices: a mesh has one condition series per
+// condition, at its current status only; its services series count what
+// does not work per cluster and go when services are not served.
+func TestReportConditionsAndServices(t *testing.T) {
+	registerMetrics()
+	const mesh = "ns/report"
+	reportConditions(mesh, []metav1.Condition{{Type: "Ready", Status: metav1.ConditionFalse}, {Type: "DeparturesComplete", Status: metav1.ConditionTrue}})
+	reportConditions(mesh, []metav1.Condition{{Type: "Ready", Status: metav1.ConditionTrue}, {Type: "DeparturesComplete", Status: metav1.ConditionFalse}})
+	got := scrapeText(t, []string{"kilo_mesh_condition"})
+	for _, want := range []string{`kilo_mesh_condition{condition="Ready",mesh="ns/report",status="True"} 1`, `kilo_mesh_condition{condition="DeparturesComplete",mesh="ns/report",status="False"} 1`} {
+		if !strings.Contains(got, want) {
+			t.Errorf("no %s in:\n%s", want, got)
+		}
+	}
+	if strings.Contains(got, `condition="Ready",mesh="ns/report",status="False"`) {
+		t.Errorf("the former status is still exposed:\n%s", got)
+	}
+
+	ready := metav1.Condition{Type: "Ready", Status: metav1.ConditionTrue}
+	notReady := metav1.Condition{Type: "Ready", Status: metav1.ConditionFalse}
+	reportServices(mesh, &services.Output{
+		Clusters: []services.ClusterOutput{
+			{Name: "a", Imports: []services.Import{{Name: "x"}, {Name: "y", Blocked: services.BlockedHostNamespaceNotGranted}}},
+			{Name: "b"},
+		},
+		Exports: []services.ExportResult{
+			{Cluster: "a", Name: "x", Conditions: []metav1.Condition{ready}},
+			{Cluster: "b", Name: "y", Conditions: []metav1.Condition{notReady}},
+			{Cluster: "b", Name: "z"},
+		},
+	})
+	got = scrapeText(t, []string{"kilo_mesh_services_not_ready"})
+	for _, want := range []string{
+		`kilo_mesh_services_not_ready{cluster="a",kind="import",mesh="ns/report"} 1`,
+		`kilo_mesh_services_not_ready{cluster="a",kind="export",mesh="ns/report"} 0`,
+		`kilo_mesh_services_not_ready{cluster="b",kind="import",mesh="ns/report"} 0`,
+		`kilo_mesh_services_not_ready{cluster="b",kind="export",mesh="ns/report"} 2`,
+	} {
+		if !strings.Contains(got, want) {
+			t.Errorf("no %s in:\n%s", want, got)
+		}
+	}
+	reportServices(mesh, nil)
+	if got := scrapeText(t, []string{"kilo_mesh_services_not_ready"}); strings.Contains(got, "ns/report") {
+		t.Errorf("services not served, series left:\n%s", got)
+	}
+	forgetMeshMetrics(mesh)
+	if got := scrapeText(t, []string{"kilo_mesh_condition"}); strings.Contains(got, "ns/report") {
+		t.Errorf("a deleted mesh's conditions are still exposed:\n%s", got)
+	}
 }

@@ -17,6 +17,7 @@ import (
 
 	meshv1alpha1 "github.com/kilo-mesh/kilo-mesh-apiserver/pkg/apis/mesh/v1alpha1"
 	"github.com/kilo-mesh/kilo-mesh-apiserver/pkg/clusters"
+	"github.com/kilo-mesh/kilo-mesh-apiserver/pkg/member"
 	"github.com/kilo-mesh/kilo-mesh-apiserver/pkg/planner/services"
 )
 
@@ -68,10 +69,13 @@ func (r *Reconciler) syncServices(ctx context.Context, mesh *meshv1alpha1.Cluste
 	if r.services == nil {
 		return servicesResult{}
 	}
+	meshKey := mesh.Namespace + "/" + mesh.Name
 	if mesh.Spec.MultiClusterServices != meshv1alpha1.MultiClusterServicesEnabled {
+		reportServices(meshKey, nil)
 		return r.removeServices(ctx, mesh, states)
 	}
 	out, err := r.services.Services(mesh)
+	reportServices(meshKey, out)
 	if err != nil {
 		msg := fmt.Sprintf("computing the multi-cluster services: %v", err)
 		return servicesResult{errs: []string{msg}, facts: []meshEvent{{Type: corev1.EventTypeWarning, Reason: EventServicesNotComputed, Message: msg}}}
@@ -82,8 +86,12 @@ func (r *Reconciler) syncServices(ctx context.Context, mesh *meshv1alpha1.Cluste
 		svc := states[name].Services
 		if svc != nil && svc.Reason != "" && svc.Reason != memberaccess.ErrPending {
 			// A limit, missing CRDs, a refusal: said once, with the cluster's reason.
-			res.facts = append(res.facts, meshEvent{Type: corev1.EventTypeWarning, Reason: string(svc.Reason),
-				Message: fmt.Sprintf("cluster %s: its services are not used: %s", name, svc.LastError)})
+			msg := fmt.Sprintf("cluster %s: its services are not used: %s", name, svc.LastError)
+			if svc.Reason == memberaccess.ErrServicesForbidden {
+				local := slices.ContainsFunc(mesh.Spec.Clusters, func(e meshv1alpha1.ClusterEntry) bool { return e.Name == name && e.Local })
+				msg += "; " + member.ServicesFix(mesh.Namespace, mesh.Name, name, local)
+			}
+			res.facts = append(res.facts, meshEvent{Type: corev1.EventTypeWarning, Reason: string(svc.Reason), Message: msg})
 		}
 		if svc == nil || (svc.Since.IsZero() && svc.Reason != memberaccess.ErrMCSCRDMissing) {
 			deletions = false

@@ -232,8 +232,9 @@ func setConditions(st *meshv1alpha1.ClusterMeshStatus, in statusInput) {
 
 	setCarried(st, gen, now, in.plan)
 	uncarried := in.plan.Uncarried(localName(in.mesh))
+	noPath := in.plan.NoPath()
 	yielded := len(in.plan.ServicesYielded) > 0
-	if reachable && appliedOK && len(uncarried) == 0 && !yielded {
+	if reachable && appliedOK && len(uncarried) == 0 && !yielded && len(noPath) == 0 {
 		setCondition(st, gen, now, meshv1alpha1.ConditionReady, metav1.ConditionTrue, ReasonReady,
 			"every member cluster is reachable, holds the Peers the plan shows, and carries something of every other")
 		return
@@ -246,10 +247,15 @@ func setConditions(st *meshv1alpha1.ClusterMeshStatus, in statusInput) {
 	}
 	reason := ReasonNotReady
 	switch {
-	case len(why) == 0 && len(uncarried) > 0 && !yielded:
+	case len(why) == 0 && len(uncarried) > 0 && !yielded && len(noPath) == 0:
 		reason = ReasonNothingCarried
-	case len(why) == 0 && len(uncarried) == 0 && yielded:
+	case len(why) == 0 && len(uncarried) == 0 && yielded && len(noPath) == 0:
 		reason = planner.WarningServicesClusterShared
+	case len(why) == 0 && len(uncarried) == 0 && !yielded && len(noPath) > 0:
+		reason = planner.ConflictNoRelay
+	}
+	if len(noPath) > 0 {
+		why = append(why, noPathText(in.plan, noPath))
 	}
 	if len(uncarried) > 0 {
 		var dirs []string

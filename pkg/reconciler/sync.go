@@ -133,6 +133,7 @@ func (r *Reconciler) syncMesh(ctx context.Context, key types.NamespacedName, tra
 
 	status := buildStatus(statusInput{mesh: mesh, plan: plan, planErr: planErr, outcomes: outcomes, departed: departures.items,
 		servicesRemoving: svcRes.removing, now: metav1.NewTime(now)})
+	reportConditions(key.String(), status.Conditions)
 	if statusChanged(&mesh.Status, &status) {
 		if err := r.meshAPI.applyStatus(ctx, mesh, status); err != nil {
 			return syncResult{}, err
@@ -254,6 +255,8 @@ func (r *Reconciler) report(mesh *meshv1alpha1.ClusterMesh, plan *planner.Plan, 
 		}
 	}
 	for _, c := range plan.View.Clusters {
+		// From 0, so that the first failure is an increase.
+		applyErrors.WithLabelValues(name, c.Name).Add(0)
 		v := 0.0
 		if c.Reachable {
 			v = 1

@@ -70,7 +70,12 @@ func (b *Bed) addNode(ctx context.Context, n *Node) error {
 	var err error
 	underlayNet := netip.PrefixFrom(n.Underlay, 24)
 	internalNet := netip.PrefixFrom(n.Internal, 24)
-	if n.Namespace, err = b.underlay.AddHost(ctx, n.Name, underlayNet, internalNet); err != nil {
+	if b.behindNAT(n.Cluster) {
+		n.Namespace, err = b.natHost(ctx, n, underlayNet, internalNet)
+	} else {
+		n.Namespace, err = b.underlay.AddHost(ctx, n.Name, underlayNet, internalNet)
+	}
+	if err != nil {
 		return err
 	}
 	if err := b.underlay.AddAddressInterface(ctx, n.Namespace, "pods", n.Pod); err != nil {
@@ -98,6 +103,9 @@ func (b *Bed) addNode(ctx context.Context, n *Node) error {
 	}
 	if lead, ip := initialLeader(n); lead {
 		k.Leader, k.WireGuardIP = true, ip.String()
+	}
+	if b.behindNAT(n.Cluster) {
+		k.PersistentKeepalive = NATKeepalive
 	}
 	if _, err := b.Env.CreateKiloNode(ctx, n.Cluster, k); err != nil {
 		return err
@@ -147,16 +155,29 @@ type AgentStatus struct {
 	Generation int       `json:"generation"`
 	AppliedAt  time.Time `json:"appliedAt"`
 	Notes      []string  `json:"notes"`
+	// PeerKeys are the public keys of its WireGuard peers.
+	PeerKeys []string `json:"-"`
 }
 
 // AgentStatus reads the status file of n's agent.
 func (n *Node) AgentStatus() (AgentStatus, error) {
-	var s AgentStatus
+	var s struct {
+		AgentStatus
+		Peers []struct {
+			PublicKey string `json:"publicKey"`
+		} `json:"peers"`
+	}
 	data, err := os.ReadFile(n.statusFile)
 	if err != nil {
-		return s, err
+		return s.AgentStatus, err
 	}
-	return s, json.Unmarshal(data, &s)
+	if err := json.Unmarshal(data, &s); err != nil {
+		return s.AgentStatus, err
+	}
+	for _, p := range s.Peers {
+		s.PeerKeys = append(s.PeerKeys, p.PublicKey)
+	}
+	return s.AgentStatus, nil
 }
 
 // setPrivateKey gives n's agent a new private key (kg restarted with a new

@@ -157,6 +157,9 @@ func ClusterName(i int) string { return fmt.Sprintf("cluster-%d", i) }
 type Options struct {
 	// Logf receives progress messages (default: discarded).
 	Logf func(format string, args ...any)
+	// BehindNAT are the clusters whose nodes sit behind a NAT router of
+	// their own (nat.go).
+	BehindNAT []int
 }
 
 // Bed is a running test bed.
@@ -181,13 +184,19 @@ type Bed struct {
 	meshClusters []int
 	full         bool // full granularity, else location
 	mcs          bool // ApplyMesh enables multi-cluster services
+	// routers holds the router namespace of each cluster behind NAT.
+	routers map[int]string
+	// natSpec and relay are what ApplyMesh declares: behindNAT per
+	// cluster, spec.relayCluster (DeclareNAT, DeclareRelay).
+	natSpec map[int]bool
+	relay   string
 }
 
 // Start builds the bed: the control planes and the server, the underlay,
 // the nodes (Node objects and namespaces), the agents and the echo servers.
 // The mesh itself is made by ApplyMesh. On error everything is torn down.
 func Start(ctx context.Context, opts Options) (_ *Bed, err error) {
-	b := &Bed{logf: opts.Logf, services: map[int]*Node{}}
+	b := &Bed{logf: opts.Logf, services: map[int]*Node{}, routers: map[int]string{}, natSpec: map[int]bool{}}
 	if b.logf == nil {
 		b.logf = func(string, ...any) {}
 	}
@@ -228,6 +237,16 @@ func Start(ctx context.Context, opts Options) (_ *Bed, err error) {
 		return nil, err
 	}
 	b.Nodes = layout()
+	for _, i := range opts.BehindNAT {
+		if err := b.addRouter(ctx, i); err != nil {
+			return nil, err
+		}
+		for _, n := range b.Nodes {
+			if n.Cluster == i { // the same host number on the private network
+				n.Underlay = nthHost(natLAN(i), int(n.Underlay.As4()[3]))
+			}
+		}
+	}
 	b.echo = newEchoServers()
 	for _, n := range b.Nodes {
 		if err := b.addNode(ctx, n); err != nil {
@@ -242,11 +261,15 @@ func Start(ctx context.Context, opts Options) (_ *Bed, err error) {
 
 // StartT starts a bed for a test and stops it in t.Cleanup, with the agents'
 // and the server's log tails when the test failed.
-func StartT(t testing.TB) *Bed {
+func StartT(t testing.TB) *Bed { return StartWithT(t, Options{}) }
+
+// StartWithT is StartT with options; Logf is the test's.
+func StartWithT(t testing.TB, opts Options) *Bed {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()
-	b, err := Start(ctx, Options{Logf: t.Logf})
+	opts.Logf = t.Logf
+	b, err := Start(ctx, opts)
 	if err != nil {
 		t.Fatalf("building the data-plane bed: %v", err)
 	}

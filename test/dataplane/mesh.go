@@ -57,8 +57,10 @@ func (b *Bed) ApplyMesh(ctx context.Context, clusters ...int) error {
 		if !e.Local {
 			e.KubeconfigSecretRef = &meshv1alpha1.SecretKeyReference{Name: kubeconfigSecret(i)}
 		}
+		e.BehindNAT = b.declaredNAT(i)
 		mesh.Spec.Clusters = append(mesh.Spec.Clusters, e)
 	}
+	mesh.Spec.RelayCluster = b.relayCluster()
 	obj, err := runtime.DefaultUnstructuredConverter.ToUnstructured(mesh)
 	if err != nil {
 		return err

@@ -163,6 +163,18 @@ func TestExplain(t *testing.T) {
 			t.Errorf("explain of multiClusterServices lacks %q:\n%s", want, out)
 		}
 	}
+	for field, wants := range map[string][]string{
+		"clustermesh.spec.relayCluster":       {"behind NAT", "first cluster by name", "direct"},
+		"clustermesh.spec.clusters.behindNAT": {"no other cluster can dial", "keepalive", "relayCluster"},
+	} {
+		out = kubectl(t, admin, "explain", field)
+		flat := strings.Join(strings.Fields(out), " ") // kubectl wraps the description
+		for _, want := range wants {
+			if !strings.Contains(flat, want) {
+				t.Errorf("explain of %s lacks %q:\n%s", field, want, out)
+			}
+		}
+	}
 	out = kubectl(t, admin, "explain", "cmesh.status.clusters.skippedByReason")
 	if !strings.Contains(out, "reason") || !strings.Contains(out, "count") {
 		t.Errorf("explain of status lacks fields:\n%s", out)

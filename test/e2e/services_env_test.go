@@ -97,7 +97,7 @@ func startServicesEnv(t *testing.T) *svcEnv {
 	if _, err := env.CreateKubeconfigSecret(ctx, s.ns, "one-kubeconfig", 1, framework.UserAdmin); err != nil {
 		t.Fatal(err)
 	}
-	if err := env.CreateMemberSecret(ctx, 2, s.ns, "two-kubeconfig"); err != nil {
+	if err := env.CreateMemberSecret(ctx, 2, s.ns, "two-kubeconfig", framework.MemberServices); err != nil {
 		t.Fatal(err)
 	}
 	env.KubectlInT(t, framework.HostCluster, framework.UserAdmin, svcMesh, "-n", s.ns, "create", "-f", "-")

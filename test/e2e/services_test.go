@@ -35,6 +35,7 @@ func TestServices(t *testing.T) {
 	t.Run("a user's ServiceImport is left alone", s.testUserImport)
 	t.Run("a user's Service at the derived name is left alone", s.testDerivedNameTaken)
 	t.Run("a cluster shared with another tenant's services mesh is reported and clears", s.testSharedCluster)
+	t.Run("a member without its services rights is left alone", s.testBaseOnlyMember)
 	t.Run("services Disabled removes the mesh's imports from every member", s.testDisabledRemoves)
 	t.Run("a cluster that leaves the mesh loses its imports, the others keep theirs", s.testLeftRemoves)
 	t.Run("a deleted mesh's imports leave every member before it is gone", s.testDeletedRemoves)

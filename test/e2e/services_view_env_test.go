@@ -99,7 +99,7 @@ func startServicesViewEnv(t *testing.T) *servicesViewEnv {
 		// Else kube-controller-manager marks the Node Unknown after its
 		// grace period and cart's Pods not ready, which changes the view.
 		go env.KeepNodesReady(t.Context(), 10*time.Second, m.cluster, m.node.Name)
-		if err := env.CreateMemberSecret(ctx, m.cluster, v.ns, m.name+"-kubeconfig"); err != nil {
+		if err := env.CreateMemberSecret(ctx, m.cluster, v.ns, m.name+"-kubeconfig", framework.MemberServices); err != nil {
 			t.Fatal(err)
 		}
 		if _, err := env.Client(m.cluster, framework.UserAdmin).CoreV1().Namespaces().Create(ctx,

@@ -14,7 +14,6 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 	"sigs.k8s.io/yaml"
@@ -102,6 +101,9 @@ func testTables(t *testing.T, v *viewsEnv) {
 				if planDiff(before, name) != diff || planDiff(after, name) != diff {
 					return fmt.Errorf("%s: create/update/delete %s, the typed plan says %s then %s", name, diff, planDiff(before, name), planDiff(after, name))
 				}
+				if r := cell(t, cols, row, "REACHED"); r != "Direct" {
+					return fmt.Errorf("%s: reached %s, want Direct", name, r)
+				}
 				if c := cell(t, cols, row, "CONFLICTS"); c != "0" {
 					return fmt.Errorf("%s: %s conflicts", name, c)
 				}
@@ -115,7 +117,7 @@ func testTables(t *testing.T, v *viewsEnv) {
 		plain := get("--subresource=plan")
 		t.Logf("kubectl get clustermesh views --subresource=plan:\n%s", plain)
 		cols, rows := kubectlTable(t, plain)
-		if len(rows) != 3 || len(cols) != 8 {
+		if len(rows) != 3 || len(cols) != 9 {
 			t.Errorf("plain plan table: columns %v, %d rows", cols, len(rows))
 		}
 		if _, ok := cols["LEADERS"]; ok {
@@ -287,17 +289,7 @@ func testCredentialExpiry(t *testing.T, v *viewsEnv) {
 		}
 		return nil
 	}
-	credentialsCondition := func() *metav1.Condition {
-		out, err := v.kubectl(t, framework.UserViewerA, "-n", v.ns, "get", "clustermesh", "views", "-o", "json")
-		if err != nil {
-			t.Fatal(err)
-		}
-		var m meshv1alpha1.ClusterMesh
-		if err := json.Unmarshal([]byte(out), &m); err != nil {
-			t.Fatal(err)
-		}
-		return meta.FindStatusCondition(m.Status.Conditions, meshv1alpha1.ConditionCredentialsValid)
-	}
+	credentialsCondition := func() *metav1.Condition { return meshCondition(t, v, meshv1alpha1.ConditionCredentialsValid) }
 	expiryMetric := func() (time.Time, error) {
 		raw, err := framework.Scrape(ctx, v.server.DirectRESTConfig(framework.UserAdmin))
 		if err != nil {

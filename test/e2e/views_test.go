@@ -290,6 +290,7 @@ func TestViews(t *testing.T) {
 	t.Run("admission", func(t *testing.T) {
 		testAdmission(t, v)
 	})
+	t.Run("relay through the host", func(t *testing.T) { testRelay(t, v) })
 }
 
 // rewriteKubeconfig breaks one rule of a valid kubeconfig.

@@ -206,7 +206,7 @@ func TestEnvironment(t *testing.T) {
 		}
 		// Creating the namespace for real lets the dry run check the
 		// namespaced objects too.
-		if _, _, err := env.Kubectl(ctx, 1, framework.UserAdmin, "apply", "-f", filepath.Join(dir, "namespace.yaml")); err != nil {
+		if _, _, err := env.Kubectl(ctx, 1, framework.UserAdmin, "apply", "-k", filepath.Join(root, "artifacts", "namespace")); err != nil {
 			t.Fatal(err)
 		}
 		out, _, err := env.Kubectl(ctx, 1, framework.UserAdmin, "apply", "--dry-run=server", "-k", dir)

@@ -12,27 +12,60 @@ import (
 	"github.com/kilo-mesh/kilo-mesh-apiserver/pkg/member"
 )
 
-// CreateMemberSecret makes cluster i a member as an administrator would by
-// hand: it applies artifacts/member there (the least-privileged identity and
-// the mcs-api CRDs), waits for the CRDs, and writes a kubeconfig of that
-// identity, with a token valid for an hour, into Secret ns/name of the host
-// cluster under the key kubeconfig.
-func (e *Env) CreateMemberSecret(ctx context.Context, cluster int, ns, name string) error {
+// MemberInstall is a way a user installs the member identity on a member
+// cluster: its base rights, or those and its services rights.
+type MemberInstall int
+
+const (
+	// MemberBase is kubectl apply -k artifacts/member: the base rights and
+	// the mcs-api CRDs.
+	MemberBase MemberInstall = iota
+	// MemberServices is kubectl apply -k artifacts/overlays/member-services:
+	// MemberBase and the services rights.
+	MemberServices
+	// MemberChartServices is the member chart with services.enabled=true
+	// (release kilo-mesh-member in namespace default).
+	MemberChartServices
+)
+
+// InstallMember installs the member identity on cluster the way how says,
+// as a cluster's administrator would, and waits for the mcs-api CRDs.
+func (e *Env) InstallMember(ctx context.Context, cluster int, how MemberInstall) error {
 	root, err := RepoRoot()
 	if err != nil {
 		return err
 	}
-	if _, stderr, err := e.Kubectl(ctx, cluster, UserAdmin, "apply", "-k", filepath.Join(root, "artifacts", "member")); err != nil {
-		return fmt.Errorf("applying artifacts/member on cluster %d: %w: %s", cluster, err, stderr)
+	var args []string
+	switch how {
+	case MemberBase:
+		args = []string{"apply", "-k", filepath.Join(root, "artifacts", "member")}
+	case MemberServices:
+		args = []string{"apply", "-k", filepath.Join(root, "artifacts", "overlays", "member-services")}
+	case MemberChartServices:
+		args = []string{"upgrade", "--install", "kilo-mesh-member", filepath.Join(root, "artifacts", "charts", "kilo-mesh-member"),
+			"--namespace", "default", "--set", "services.enabled=true"}
+	default:
+		return fmt.Errorf("unknown member install %d", how)
 	}
-	if err := e.WaitMCSCRDsEstablished(ctx, cluster); err != nil {
+	run := e.Kubectl
+	if how == MemberChartServices {
+		run = e.Helm
+	}
+	if _, stderr, err := run(ctx, cluster, UserAdmin, args...); err != nil {
+		return fmt.Errorf("installing the member identity on cluster %d (%v): %w: %s", cluster, args, err, stderr)
+	}
+	return e.WaitMCSCRDsEstablished(ctx, cluster)
+}
+
+// CreateMemberSecret makes cluster i a member as an administrator would by
+// hand: it installs the member identity there the way how says, and writes
+// a kubeconfig of that identity, with a token valid for an hour, into
+// Secret ns/name of the host cluster under the key kubeconfig.
+func (e *Env) CreateMemberSecret(ctx context.Context, cluster int, ns, name string, how MemberInstall) error {
+	if err := e.InstallMember(ctx, cluster, how); err != nil {
 		return err
 	}
-	token, err := e.ServiceAccountToken(ctx, cluster, member.Namespace, member.ServiceAccount, time.Hour)
-	if err != nil {
-		return err
-	}
-	kubeconfig, err := e.KubeconfigFor(cluster, member.ServiceAccount, token)
+	kubeconfig, err := e.MemberKubeconfig(ctx, cluster)
 	if err != nil {
 		return err
 	}
@@ -41,4 +74,14 @@ func (e *Env) CreateMemberSecret(ctx context.Context, cluster int, ns, name stri
 		return fmt.Errorf("creating Secret %s/%s: %w", ns, name, err)
 	}
 	return nil
+}
+
+// MemberKubeconfig is a kubeconfig of the member identity on cluster, with
+// a token valid for an hour.
+func (e *Env) MemberKubeconfig(ctx context.Context, cluster int) ([]byte, error) {
+	token, err := e.ServiceAccountToken(ctx, cluster, member.Namespace, member.ServiceAccount, time.Hour)
+	if err != nil {
+		return nil, err
+	}
+	return e.KubeconfigFor(cluster, member.ServiceAccount, token)
 }

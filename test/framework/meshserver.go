@@ -123,16 +123,25 @@ func DeployManifest(name string) (string, error) {
 	return filepath.Join(root, "artifacts", "deploy", name), nil
 }
 
-// InstallServerRBAC applies the namespace, the server's RBAC, the
-// aggregated user roles, the grant reader role and the (empty) Secret of
-// the self-managed serving certificate from artifacts/deploy to the host
-// cluster, then waits for the ClusterRoles to aggregate. Idempotent; StartMeshServer calls it.
+// InstallServerRBAC applies the namespace (artifacts/namespace), the
+// server's RBAC, the aggregated user roles, the grant reader role and the
+// (empty) Secret of the self-managed serving certificate from
+// artifacts/deploy to the host cluster, then waits for the ClusterRoles to
+// aggregate. Idempotent; StartMeshServer calls it.
 func (e *Env) InstallServerRBAC(ctx context.Context) error {
-	for _, name := range []string{"namespace.yaml", "rbac.yaml", "user-roles.yaml", "grant-roles.yaml", "serving-cert.yaml"} {
+	root, err := RepoRoot()
+	if err != nil {
+		return err
+	}
+	paths := []string{filepath.Join(root, "artifacts", "namespace", "namespace.yaml")}
+	for _, name := range []string{"rbac.yaml", "user-roles.yaml", "grant-roles.yaml", "serving-cert.yaml"} {
 		path, err := DeployManifest(name)
 		if err != nil {
 			return err
 		}
+		paths = append(paths, path)
+	}
+	for _, path := range paths {
 		if _, _, err := e.Kubectl(ctx, HostCluster, UserAdmin, "apply", "-f", path); err != nil {
 			return err
 		}

@@ -154,3 +154,28 @@ func MetricSeries(scrape []byte, name string) ([]map[string]string, error) {
 	}
 	return out, nil
 }
+
+// MetricSumWhere sums the samples of a metric whose labels include match;
+// like MetricSum, it fails with ErrNoSamples when no sample matches.
+func MetricSumWhere(scrape []byte, name string, match map[string]string) (float64, error) {
+	all, err := samples(scrape, name)
+	if err != nil {
+		return 0, err
+	}
+	var sum float64
+	found := false
+	for _, s := range all {
+		ok := true
+		for k, v := range match {
+			ok = ok && s.labels[k] == v
+		}
+		if ok {
+			sum += s.value
+			found = true
+		}
+	}
+	if !found {
+		return 0, fmt.Errorf("%s%v: %w", name, match, ErrNoSamples)
+	}
+	return sum, nil
+}

@@ -119,30 +119,7 @@ func HostNetnsPath() string { return fmt.Sprintf("/proc/%d/ns/net", os.Getpid())
 // with the given addresses, and brings eth0 and lo up. It returns the
 // namespace's full name.
 func (u *Underlay) AddHost(ctx context.Context, name string, addrs ...netip.Prefix) (string, error) {
-	ns := u.Namespace(name)
-	if err := u.addNamespace(ctx, ns); err != nil {
-		return "", err
-	}
-	u.mu.Lock()
-	port := fmt.Sprintf("p%d", u.ports)
-	u.ports++
-	u.mu.Unlock()
-	// Created inside the bridge namespace, its peer end placed straight into
-	// the host's: no interface ever appears in the root namespace.
-	if err := u.IP(ctx, u.bridge,
-		fmt.Sprintf("link add %s type veth peer name eth0 netns %s", port, ns),
-		fmt.Sprintf("link set %s master %s up", port, underlayBridge),
-	); err != nil {
-		return "", err
-	}
-	cmds := []string{"link set lo up", "link set eth0 up"}
-	for _, a := range addrs {
-		cmds = append(cmds, addrCommand(a, "eth0"))
-	}
-	if err := u.IP(ctx, ns, cmds...); err != nil {
-		return "", err
-	}
-	return ns, nil
+	return u.AddHostOn(ctx, underlayBridge, name, addrs...)
 }
 
 // AddAddressInterface adds interface dev to namespace ns holding addrs (as

@@ -20,6 +20,7 @@ import (
 	"time"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
 	"sigs.k8s.io/yaml"
 
 	"github.com/kilo-mesh/kilo-mesh-apiserver/pkg/member"
@@ -301,22 +302,35 @@ func ipStrings(ips []net.IP) []string {
 }
 
 // TestMemberChart: the member chart renders exactly the identity of
-// pkg/member, which artifacts/member and `kubectl mesh join` apply.
+// pkg/member, which artifacts/member and `kubectl mesh join` apply, and with
+// services.enabled its services rights too, as the member-services
+// component holds them.
 func TestMemberChart(t *testing.T) {
 	ctx := testContext(t, time.Minute)
-	got := map[string]string{}
-	for _, u := range decode(t, render(t, ctx, rendering{name: "helm member", chart: "kilo-mesh-member"})) {
-		got[key(u.GetKind(), u.GetNamespace(), u.GetName())] = toYAML(u)
-	}
-	want := map[string]string{}
-	for _, obj := range member.Objects() {
-		u, err := member.Unstructured(obj)
-		if err != nil {
-			t.Fatal(err)
-		}
-		want[key(u.GetKind(), u.GetNamespace(), u.GetName())] = toYAML(u)
-	}
-	if !maps.Equal(got, want) {
-		t.Errorf("the member chart renders\n%v\npkg/member defines\n%v", fmt.Sprint(got), fmt.Sprint(want))
+	for _, tc := range []struct {
+		set  []string
+		want []runtime.Object
+	}{
+		{want: member.Objects()},
+		{set: []string{"services.enabled=false"}, want: member.Objects()},
+		{set: []string{"services.enabled=true"}, want: append(member.Objects(), member.ServicesObjects()...)},
+	} {
+		t.Run(fmt.Sprint(tc.set), func(t *testing.T) {
+			got := map[string]string{}
+			for _, u := range decode(t, render(t, ctx, rendering{name: "helm member", chart: "kilo-mesh-member", set: tc.set})) {
+				got[key(u.GetKind(), u.GetNamespace(), u.GetName())] = toYAML(u)
+			}
+			want := map[string]string{}
+			for _, obj := range tc.want {
+				u, err := member.Unstructured(obj)
+				if err != nil {
+					t.Fatal(err)
+				}
+				want[key(u.GetKind(), u.GetNamespace(), u.GetName())] = toYAML(u)
+			}
+			if !maps.Equal(got, want) {
+				t.Errorf("the member chart renders\n%v\npkg/member defines\n%v", fmt.Sprint(got), fmt.Sprint(want))
+			}
+		})
 	}
 }

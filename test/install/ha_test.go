@@ -32,9 +32,9 @@ type haBed struct {
 // haServerFlags are the only flags the HA Deployment gives the server; the
 // framework sets each of them for its own processes and files, but
 // --memory-limit, which the replicas get from the Deployment's limit (the
-// kubelet expands $(MEMORY_LIMIT) alike). A flag added to the manifest
+// kubelet expands $(MEMORY_LIMIT) alike), and the quota, passed as it is. A flag added to the manifest
 // fails the test until it is run here too.
-var haServerFlags = []string{"--secure-port", "--etcd-servers", "--etcd-cafile", "--etcd-certfile", "--etcd-keyfile", "--memory-limit"}
+var haServerFlags = []string{"--secure-port", "--etcd-servers", "--etcd-cafile", "--etcd-certfile", "--etcd-keyfile", "--memory-limit", "--etcd-quota-backend-bytes"}
 
 func startHABed(t *testing.T, ctx context.Context) *haBed {
 	t.Helper()
@@ -51,9 +51,14 @@ func startHABed(t *testing.T, ctx context.Context) *haBed {
 			extra = append(extra, a)
 		}
 	}
+	var quota string
 	for _, a := range containerArgs(t, server) {
-		if flag, _, _ := strings.Cut(a, "="); !slices.Contains(haServerFlags, flag) {
+		flag, _, _ := strings.Cut(a, "=")
+		if !slices.Contains(haServerFlags, flag) {
 			t.Fatalf("the HA Deployment passes %s, which this test does not", a)
+		}
+		if flag == "--etcd-quota-backend-bytes" {
+			quota = a
 		}
 	}
 	memoryLimit := containerMemoryLimit(t, server)
@@ -95,7 +100,7 @@ func startHABed(t *testing.T, ctx context.Context) *haBed {
 			SelfManagedCert:  true,
 			Etcd:             b.etcd,
 			EtcdPrefix:       prefix,
-			ExtraArgs:        []string{"--leader-elect-resource-name=" + b.lease, "-v=2", "--memory-limit=" + memoryLimit},
+			ExtraArgs:        []string{"--leader-elect-resource-name=" + b.lease, "-v=2", "--memory-limit=" + memoryLimit, quota},
 		})
 		if m != nil {
 			t.Cleanup(func() {

@@ -24,7 +24,7 @@ import (
 var hostServicesRights = map[string][]string{
 	"/services":                                   {"get", "list", "watch", "create", "update", "delete"},
 	"discovery.k8s.io/endpointslices":             {"get", "list", "watch", "create", "update", "delete"},
-	"multicluster.x-k8s.io/serviceexports":        {"get", "list", "watch"},
+	"multicluster.x-k8s.io/serviceexports":        {"list", "watch"},
 	"multicluster.x-k8s.io/serviceexports/status": {"update"},
 	"multicluster.x-k8s.io/serviceimports":        {"get", "list", "watch", "create", "update", "delete"},
 	"multicluster.x-k8s.io/serviceimports/status": {"update"},

@@ -77,9 +77,12 @@ func startServer(t *testing.T, opts framework.MeshServerOptions) *framework.Mesh
 }
 
 // tryStartServer is startServer returning the error, for use from other
-// goroutines than the test's.
+// goroutines than the test's. The binary is the image's unless opts names
+// another (an earlier release's).
 func tryStartServer(t *testing.T, opts framework.MeshServerOptions) (*framework.MeshServer, error) {
-	opts.Binary = imageBinary
+	if opts.Binary == "" {
+		opts.Binary = imageBinary
+	}
 	opts.ExtraArgs = append([]string{"--leader-elect-resource-name=" + framework.UniqueName("lease")}, opts.ExtraArgs...)
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()

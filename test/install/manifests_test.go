@@ -82,6 +82,8 @@ func renderings(t *testing.T) []rendering {
 			images: []string{"registry.example/mesh/server:v9.9.9", k[etcdImageName]},
 		},
 		{name: "helm member", chart: "kilo-mesh-member"},
+		{name: "helm member services", chart: "kilo-mesh-member", set: []string{"services.enabled=true"}, same: "kustomize member-services"},
+		{name: "kustomize member-services", kustomize: "overlays/member-services"},
 		{name: "kustomize member coredns", kustomize: "../test/install/testdata/member-coredns"},
 		{name: "helm member coredns", chart: "kilo-mesh-member", set: []string{"coredns.rbac.enabled=true"}, same: "kustomize member coredns"},
 		{name: "kustomize network-policy", kustomize: "../test/install/testdata/network-policy", images: server},
@@ -358,18 +360,30 @@ func TestReleaseManifests(t *testing.T) {
 		t.Fatalf("hack/release-manifests.sh: %v\n%s", err, b)
 	}
 	shipped := kustomizeImages(t)[serverImageName]
-	for mode, dir := range map[string]string{"default": "deploy", "ha": "overlays/ha", "cert-manager": "overlays/cert-manager", "ha-cert-manager": "overlays/ha-cert-manager"} {
+	for mode, dir := range map[string]string{"default": "deploy", "ha": "overlays/ha", "cert-manager": "overlays/cert-manager", "ha-cert-manager": "overlays/ha-cert-manager",
+		"restore-default": "restore/default", "restore-ha": "restore/ha"} {
 		data, err := os.ReadFile(filepath.Join(out, "kilo-mesh-apiserver-"+mode+".yaml"))
 		if err != nil {
 			t.Fatal(err)
 		}
 		got := decode(t, string(data))
+		// A restore pod uses what its install holds.
 		for _, err := range checkReferences(got) {
-			t.Errorf("%s: %v", mode, err)
+			if !strings.HasPrefix(mode, "restore-") {
+				t.Errorf("%s: %v", mode, err)
+			}
 		}
 		want := strings.ReplaceAll(render(t, ctx, rendering{name: mode, kustomize: dir}), shipped, image)
 		if string(data) != want {
 			t.Errorf("kilo-mesh-apiserver-%s.yaml is not the shipped rendering with image %s", mode, image)
 		}
+	}
+	// The namespace is an asset of its own, which no mode's file holds.
+	data, err := os.ReadFile(filepath.Join(out, "kilo-mesh-apiserver-namespace.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if objs := decode(t, string(data)); len(objs) != 1 || objs[0].GetKind() != "Namespace" || objs[0].GetName() != framework.MeshNamespace {
+		t.Errorf("kilo-mesh-apiserver-namespace.yaml holds %d objects, want the Namespace %s alone", len(objs), framework.MeshNamespace)
 	}
 }

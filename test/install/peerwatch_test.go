@@ -4,6 +4,8 @@ package install
 
 import (
 	"context"
+	"maps"
+	"sync"
 	"sync/atomic"
 	"testing"
 
@@ -42,6 +44,7 @@ type peerWatch struct {
 	// stopping is set before the watch is stopped, which ends it with an
 	// error event.
 	stopping atomic.Bool
+	mu       sync.Mutex
 	counts   map[string]int
 }
 
@@ -75,11 +78,20 @@ func watchPeers(t *testing.T, ctx context.Context, i int, uid string) *peerWatch
 				continue
 			}
 			if o, ok := ev.Object.(*unstructured.Unstructured); ok && ev.Type != watch.Bookmark {
+				pw.mu.Lock()
 				pw.counts[o.GetName()]++
+				pw.mu.Unlock()
 			}
 		}
 	}()
 	return pw
+}
+
+// seen returns the writes the watch has seen so far, by Peer name.
+func (pw *peerWatch) seen() map[string]int {
+	pw.mu.Lock()
+	defer pw.mu.Unlock()
+	return maps.Clone(pw.counts)
 }
 
 // stop ends the watch and returns the writes it saw, by Peer name.

@@ -41,6 +41,20 @@ spec:
     wireguardCIDR: 10.41.0.0/16
 `
 
+// smokeMesh is meshManifest named name, reaching cluster 1 with the
+// kubeconfig of Secret secret.
+func smokeMesh(t *testing.T, name, secret string) *unstructured.Unstructured {
+	t.Helper()
+	obj := &unstructured.Unstructured{}
+	if err := yaml.Unmarshal([]byte(meshManifest), &obj.Object); err != nil {
+		t.Fatal(err)
+	}
+	obj.SetName(name)
+	clusters := obj.Object["spec"].(map[string]any)["clusters"].([]any)
+	clusters[1].(map[string]any)["kubeconfigSecretRef"] = map[string]any{"name": secret}
+	return obj
+}
+
 // smokeNode is a location leader of cluster i as kg leaves it.
 func smokeNode(i int) framework.KiloNode {
 	return framework.KiloNode{
@@ -65,10 +79,7 @@ func createMesh(t *testing.T, ctx context.Context, create func(*unstructured.Uns
 	if _, err := env.CreateKubeconfigSecret(ctx, ns, "cluster-1-kubeconfig", 1, admin); err != nil {
 		t.Fatal(err)
 	}
-	obj := &unstructured.Unstructured{}
-	if err := yaml.Unmarshal([]byte(meshManifest), &obj.Object); err != nil {
-		t.Fatal(err)
-	}
+	obj := smokeMesh(t, "smoke", "cluster-1-kubeconfig")
 	obj.SetNamespace(ns)
 	mesh, err := create(obj)
 	if err != nil {
@@ -84,11 +95,7 @@ func createMesh(t *testing.T, ctx context.Context, create func(*unstructured.Uns
 // clusters.
 func TestImageBinaryServesAMesh(t *testing.T) {
 	ctx := testContext(t, 3*time.Minute)
-	for i := range 2 {
-		if _, err := env.CreateKiloNode(ctx, i, smokeNode(i)); err != nil {
-			t.Fatal(err)
-		}
-	}
+	ensureSmokeNodes(t, ctx)
 	fresh, stopFresh := context.WithCancel(ctx)
 	defer stopFresh()
 	go env.KeepKiloNodesFresh(fresh, 15*time.Second)
@@ -128,4 +135,6 @@ func TestImageBinaryServesAMesh(t *testing.T) {
 			t.Fatalf("cluster %d: %v", i, err)
 		}
 	}
+	// Its Peers would conflict with the later tests' meshes on the same clusters.
+	deleteMesh(t, ctx, mesh.GetNamespace(), mesh.GetName())
 }

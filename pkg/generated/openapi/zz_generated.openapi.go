@@ -65,10 +65,13 @@ func GetOpenAPIDefinitions(ref common.ReferenceCallback) map[string]common.OpenA
 		meshv1alpha1.ImportState{}.OpenAPIModelName():                schema_pkg_apis_mesh_v1alpha1_ImportState(ref),
 		meshv1alpha1.KeptPeer{}.OpenAPIModelName():                   schema_pkg_apis_mesh_v1alpha1_KeptPeer(ref),
 		meshv1alpha1.NodeDecision{}.OpenAPIModelName():               schema_pkg_apis_mesh_v1alpha1_NodeDecision(ref),
+		meshv1alpha1.PathPlan{}.OpenAPIModelName():                   schema_pkg_apis_mesh_v1alpha1_PathPlan(ref),
 		meshv1alpha1.PeerUpdate{}.OpenAPIModelName():                 schema_pkg_apis_mesh_v1alpha1_PeerUpdate(ref),
 		meshv1alpha1.PlanIssue{}.OpenAPIModelName():                  schema_pkg_apis_mesh_v1alpha1_PlanIssue(ref),
 		meshv1alpha1.PlanNote{}.OpenAPIModelName():                   schema_pkg_apis_mesh_v1alpha1_PlanNote(ref),
 		meshv1alpha1.ReasonCount{}.OpenAPIModelName():                schema_pkg_apis_mesh_v1alpha1_ReasonCount(ref),
+		meshv1alpha1.RelayPlan{}.OpenAPIModelName():                  schema_pkg_apis_mesh_v1alpha1_RelayPlan(ref),
+		meshv1alpha1.RelayRefusal{}.OpenAPIModelName():               schema_pkg_apis_mesh_v1alpha1_RelayRefusal(ref),
 		meshv1alpha1.SecretKeyReference{}.OpenAPIModelName():         schema_pkg_apis_mesh_v1alpha1_SecretKeyReference(ref),
 		meshv1alpha1.TargetPeers{}.OpenAPIModelName():                schema_pkg_apis_mesh_v1alpha1_TargetPeers(ref),
 		meshv1alpha1.TargetPlan{}.OpenAPIModelName():                 schema_pkg_apis_mesh_v1alpha1_TargetPlan(ref),
@@ -462,6 +465,13 @@ func schema_pkg_apis_mesh_v1alpha1_ClusterEntry(ref common.ReferenceCallback) co
 							Description: "persistentKeepalive, in seconds, is set on the Peers that represent this cluster elsewhere; use it when the cluster is behind NAT. 0 takes the leader's kilo.squat.ai/persistent-keepalive annotation instead.",
 							Type:        []string{"integer"},
 							Format:      "int32",
+						},
+					},
+					"behindNAT": {
+						SchemaProps: spec.SchemaProps{
+							Description: "behindNAT says that no other cluster can dial this cluster's nodes (NAT, a private network, outbound connections only). The Peers representing it elsewhere carry no endpoint and a keepalive (persistentKeepalive, else its leaders' annotation, else 25 s), its nodes need kilo.squat.ai/persistent-keepalive to open the tunnels, and it reaches another cluster behind NAT only through the mesh's relay cluster (relayCluster).",
+							Type:        []string{"boolean"},
+							Format:      "",
 						},
 					},
 					"granularity": {
@@ -1108,6 +1118,31 @@ func schema_pkg_apis_mesh_v1alpha1_ClusterMeshPlan(ref common.ReferenceCallback)
 							},
 						},
 					},
+					"relay": {
+						SchemaProps: spec.SchemaProps{
+							Description: "relay says which cluster relays between the clusters behind NAT, on what basis and why the others cannot; absent when fewer than two clusters are behind NAT and the spec names no relayCluster.",
+							Ref:         ref(meshv1alpha1.RelayPlan{}.OpenAPIModelName()),
+						},
+					},
+					"paths": {
+						VendorExtensible: spec.VendorExtensible{
+							Extensions: spec.Extensions{
+								"x-kubernetes-list-type": "atomic",
+							},
+						},
+						SchemaProps: spec.SchemaProps{
+							Description: "paths are the pairs of member clusters that do not reach each other directly, sorted: relayed pairs and pairs with no path. Every pair not listed goes direct, since one of its two clusters can be dialled.",
+							Type:        []string{"array"},
+							Items: &spec.SchemaOrArray{
+								Schema: &spec.Schema{
+									SchemaProps: spec.SchemaProps{
+										Default: map[string]interface{}{},
+										Ref:     ref(meshv1alpha1.PathPlan{}.OpenAPIModelName()),
+									},
+								},
+							},
+						},
+					},
 					"conflicts": {
 						VendorExtensible: spec.VendorExtensible{
 							Extensions: spec.Extensions{
@@ -1151,7 +1186,7 @@ func schema_pkg_apis_mesh_v1alpha1_ClusterMeshPlan(ref common.ReferenceCallback)
 			},
 		},
 		Dependencies: []string{
-			meshv1alpha1.ClusterPlan{}.OpenAPIModelName(), meshv1alpha1.HostAccessPlan{}.OpenAPIModelName(), meshv1alpha1.PlanIssue{}.OpenAPIModelName(), meshv1alpha1.TargetPlan{}.OpenAPIModelName(), v1.ObjectMeta{}.OpenAPIModelName(), v1.Time{}.OpenAPIModelName()},
+			meshv1alpha1.ClusterPlan{}.OpenAPIModelName(), meshv1alpha1.HostAccessPlan{}.OpenAPIModelName(), meshv1alpha1.PathPlan{}.OpenAPIModelName(), meshv1alpha1.PlanIssue{}.OpenAPIModelName(), meshv1alpha1.RelayPlan{}.OpenAPIModelName(), meshv1alpha1.TargetPlan{}.OpenAPIModelName(), v1.ObjectMeta{}.OpenAPIModelName(), v1.Time{}.OpenAPIModelName()},
 	}
 }
 
@@ -1311,6 +1346,13 @@ func schema_pkg_apis_mesh_v1alpha1_ClusterMeshSpec(ref common.ReferenceCallback)
 							Enum:        []interface{}{"Disabled", "Enabled"},
 						},
 					},
+					"relayCluster": {
+						SchemaProps: spec.SchemaProps{
+							Description: "relayCluster names the member cluster through which two clusters behind NAT (behindNAT) reach each other: their packets are decrypted and encrypted again on its WireGuard leader, one hop, and it must not be behind NAT itself. Empty: when two clusters behind NAT need one, the first cluster by name that can relay every such pair is chosen, and the plan says which and why. Pairs where one side can be dialled always go direct.",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
 				},
 				Required: []string{"clusters"},
 			},
@@ -1427,6 +1469,13 @@ func schema_pkg_apis_mesh_v1alpha1_ClusterPlan(ref common.ReferenceCallback) com
 						SchemaProps: spec.SchemaProps{
 							Description: "reachable is whether a snapshot of the cluster's nodes was available.",
 							Default:     false,
+							Type:        []string{"boolean"},
+							Format:      "",
+						},
+					},
+					"behindNAT": {
+						SchemaProps: spec.SchemaProps{
+							Description: "behindNAT repeats spec.clusters[].behindNAT: no other cluster can dial it, so its Peers elsewhere are roaming and it reaches another cluster behind NAT only through the relay (see paths).",
 							Type:        []string{"boolean"},
 							Format:      "",
 						},
@@ -2385,6 +2434,72 @@ func schema_pkg_apis_mesh_v1alpha1_NodeDecision(ref common.ReferenceCallback) co
 	}
 }
 
+func schema_pkg_apis_mesh_v1alpha1_PathPlan(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "PathPlan is how one pair of member clusters reaches each other.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"clusters": {
+						VendorExtensible: spec.VendorExtensible{
+							Extensions: spec.Extensions{
+								"x-kubernetes-list-type": "atomic",
+							},
+						},
+						SchemaProps: spec.SchemaProps{
+							Description: "clusters are the two clusters, sorted by name.",
+							Type:        []string{"array"},
+							Items: &spec.SchemaOrArray{
+								Schema: &spec.Schema{
+									SchemaProps: spec.SchemaProps{
+										Default: "",
+										Type:    []string{"string"},
+										Format:  "",
+									},
+								},
+							},
+						},
+					},
+					"kind": {
+						SchemaProps: spec.SchemaProps{
+							Description: "kind is Direct, Relayed or None.\n\nPossible enum values:\n - `\"Direct\"` : each holds Peers of the other; at least one can be dialled.\n - `\"None\"` : both are behind NAT and no cluster can relay between them.\n - `\"Relayed\"` : both are behind NAT and reach each other through the relay cluster.",
+							Default:     "",
+							Type:        []string{"string"},
+							Format:      "",
+							Enum:        []interface{}{"Direct", "None", "Relayed"},
+						},
+					},
+					"via": {
+						SchemaProps: spec.SchemaProps{
+							Description: "via is the relay cluster of a Relayed pair.",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"reason": {
+						SchemaProps: spec.SchemaProps{
+							Description: "reason is a stable CamelCase identifier: BothBehindNAT for a relayed pair, NoRelay for a pair with no path.",
+							Default:     "",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"message": {
+						SchemaProps: spec.SchemaProps{
+							Description: "message explains reason to a human.",
+							Default:     "",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+				},
+				Required: []string{"clusters", "kind", "reason", "message"},
+			},
+		},
+	}
+}
+
 func schema_pkg_apis_mesh_v1alpha1_PeerUpdate(ref common.ReferenceCallback) common.OpenAPIDefinition {
 	return common.OpenAPIDefinition{
 		Schema: spec.Schema{
@@ -2526,6 +2641,120 @@ func schema_pkg_apis_mesh_v1alpha1_ReasonCount(ref common.ReferenceCallback) com
 					},
 				},
 				Required: []string{"reason", "count"},
+			},
+		},
+	}
+}
+
+func schema_pkg_apis_mesh_v1alpha1_RelayPlan(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "RelayPlan is the cluster through which the clusters behind NAT reach each other: the spoke clusters' Peer for one of its groups also carries the other spokes' networks, and its leader forwards between them.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"cluster": {
+						SchemaProps: spec.SchemaProps{
+							Description: "cluster is the relay cluster; empty when basis is None.",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"basis": {
+						SchemaProps: spec.SchemaProps{
+							Description: "basis is Spec, Chosen or None.\n\nPossible enum values:\n - `\"Chosen\"` : the planner chose it, the first cluster by name that can relay every pair of clusters behind NAT.\n - `\"None\"` : no cluster can relay; the pairs behind NAT have no path.\n - `\"Spec\"` : spec.relayCluster names it.",
+							Default:     "",
+							Type:        []string{"string"},
+							Format:      "",
+							Enum:        []interface{}{"Chosen", "None", "Spec"},
+						},
+					},
+					"group": {
+						SchemaProps: spec.SchemaProps{
+							Description: "group is the relay cluster's group whose leader forwards: the ready group with an endpoint that ranks first for the cluster, so that it moves only when that group stops being ready.",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"peerName": {
+						SchemaProps: spec.SchemaProps{
+							Description: "peerName is the Peer of that group, which carries the relayed networks on the spokes.",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"message": {
+						SchemaProps: spec.SchemaProps{
+							Description: "message says why this cluster relays, or why none can.",
+							Default:     "",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"refused": {
+						VendorExtensible: spec.VendorExtensible{
+							Extensions: spec.Extensions{
+								"x-kubernetes-list-map-keys": []interface{}{
+									"cluster",
+								},
+								"x-kubernetes-list-type": "map",
+							},
+						},
+						SchemaProps: spec.SchemaProps{
+							Description: "refused are the member clusters that cannot relay, and why.",
+							Type:        []string{"array"},
+							Items: &spec.SchemaOrArray{
+								Schema: &spec.Schema{
+									SchemaProps: spec.SchemaProps{
+										Default: map[string]interface{}{},
+										Ref:     ref(meshv1alpha1.RelayRefusal{}.OpenAPIModelName()),
+									},
+								},
+							},
+						},
+					},
+				},
+				Required: []string{"basis", "message"},
+			},
+		},
+		Dependencies: []string{
+			meshv1alpha1.RelayRefusal{}.OpenAPIModelName()},
+	}
+}
+
+func schema_pkg_apis_mesh_v1alpha1_RelayRefusal(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "RelayRefusal is why one member cluster cannot relay.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"cluster": {
+						SchemaProps: spec.SchemaProps{
+							Description: "cluster is a spec.clusters[].name.",
+							Default:     "",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"reason": {
+						SchemaProps: spec.SchemaProps{
+							Description: "reason is a stable CamelCase identifier: BehindNAT, ClusterUnreachable, NoDialableGroup or CannotCarry.",
+							Default:     "",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"message": {
+						SchemaProps: spec.SchemaProps{
+							Description: "message explains reason to a human.",
+							Default:     "",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+				},
+				Required: []string{"cluster", "reason", "message"},
 			},
 		},
 	}

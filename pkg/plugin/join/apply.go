@@ -40,10 +40,15 @@ var identityResources = map[string]schema.GroupVersionResource{
 	"ClusterRoleBinding": {Group: "rbac.authorization.k8s.io", Version: "v1", Resource: "clusterrolebindings"},
 }
 
-// identityObjects are pkg/member's objects, as applied.
-func identityObjects() ([]*unstructured.Unstructured, error) {
+// identityObjects are pkg/member's objects, as applied: the identity, and
+// with services its services rights.
+func identityObjects(services bool) ([]*unstructured.Unstructured, error) {
+	objs := member.Objects()
+	if services {
+		objs = append(objs, member.ServicesObjects()...)
+	}
 	var out []*unstructured.Unstructured
-	for _, obj := range member.Objects() {
+	for _, obj := range objs {
 		u, err := member.Unstructured(obj)
 		if err != nil {
 			return nil, err
@@ -207,6 +212,10 @@ func (o *Options) entry(have *meshv1alpha1.ClusterEntry, secretName, key string,
 		e["granularity"] = *o.Granularity
 	case have.Granularity != "" && have.Granularity != meshv1alpha1.GranularityAuto:
 		e["granularity"] = have.Granularity
+	}
+	// false is the default: left out, the apply removes what it set before.
+	if (o.BehindNAT != nil && *o.BehindNAT) || (o.BehindNAT == nil && have.BehindNAT) {
+		e["behindNAT"] = true
 	}
 	return e
 }

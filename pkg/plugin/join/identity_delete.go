@@ -22,8 +22,8 @@ const memberName = member.Namespace
 
 // identityDeleteCommand is how a user removes the member identity by hand.
 func identityDeleteCommand() string {
-	return fmt.Sprintf("kubectl delete clusterrolebinding/%s clusterrole/%s namespace/%s (with your credentials on that cluster)",
-		member.ClusterRoleBinding, member.ClusterRole, member.Namespace)
+	return fmt.Sprintf("kubectl delete clusterrolebinding/%s clusterrolebinding/%s clusterrole/%s clusterrole/%s namespace/%s --ignore-not-found (with your credentials on that cluster)",
+		member.ServicesClusterRoleBinding, member.ClusterRoleBinding, member.ServicesClusterRole, member.ClusterRole, member.Namespace)
 }
 
 // deleteIdentity deletes the member identity join applied on the cluster
@@ -53,7 +53,8 @@ func deleteIdentity(ctx context.Context, cfg *rest.Config, ns, mesh string) (lin
 		sort.Strings(meshes)
 		return nil, fmt.Sprintf("the cluster holds Peers of %d other mesh(es), %s, whose server may use it", len(meshes), strings.Join(meshes, ", ")), nil
 	}
-	objs, err := identityObjects()
+	// Its services rights too, whether or not join granted them.
+	objs, err := identityObjects(true)
 	if err != nil {
 		return nil, "", err
 	}

@@ -18,6 +18,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/client-go/tools/clientcmd"
 
+	"github.com/kilo-mesh/kilo-mesh-apiserver/pkg/member"
 	"github.com/kilo-mesh/kilo-mesh-apiserver/pkg/plugin/cli"
 )
 
@@ -39,6 +40,9 @@ type Options struct {
 	// Replace lets join move an entry to another cluster: a leave, then
 	// the join.
 	Replace bool
+	// Services grants (true) or withholds (false) the member identity's
+	// services rights; nil: as the mesh's spec.multiClusterServices says.
+	Services *bool
 
 	// Overrides of the proposed networks; nil when not given.
 	PodCIDRs        []string
@@ -50,6 +54,7 @@ type Options struct {
 	WireguardPort       *int32
 	PersistentKeepalive *int32
 	Granularity         *string
+	BehindNAT           *bool
 
 	now func() time.Time
 }
@@ -60,14 +65,17 @@ func NewCommand(o *cli.Options) *cobra.Command {
 	var podCIDRs, additional, nodeCIDRs []string
 	var serviceCIDR, wireguardCIDR, granularity string
 	var port, keepalive int32
+	var behindNAT, services bool
 	cmd := &cobra.Command{
 		Use:   "join MESH --name NAME --member-kubeconfig FILE [--member-context CTX]",
 		Short: "Make a cluster a member of a mesh, in one command",
-		Long: `Join a cluster into a ClusterMesh of the host cluster:
+		Long: fmt.Sprintf(`Join a cluster into a ClusterMesh of the host cluster:
 
   1. on the member (with your credentials there): server-side apply the
      least-privileged member identity (namespace, ServiceAccount, ClusterRole
-     and binding of artifacts/member) and mint a token for it (TokenRequest);
+     and binding of artifacts/member) and, for multi-cluster services, its
+     services rights (a second ClusterRole and binding,
+     artifacts/components/member-services); mint a token for it (TokenRequest);
   2. on the host: write a self-contained kubeconfig (https server, CA data,
      that token) into a Secret in the mesh's namespace;
   3. propose the member's networks (pod CIDRs from its Nodes, the service CIDR
@@ -85,6 +93,20 @@ networks in the entry), which the server takes as the old cluster's departure,
 and waits until the old cluster holds none of the mesh's Peers (exit 2 when
 the server has not finished within 5m or gave up).
 
+The base rights are always applied:
+  %s.
+The services rights, cluster-wide:
+  %s,
+are granted when the mesh has spec.multiClusterServices Enabled, else not: the
+default is the least the mesh needs. --services grants them anyway (say, before
+enabling services), --services=false never. They are never taken away, as
+another mesh may use them on the cluster: an existing services role is applied
+again (or left alone under --services=false), and services rights that an
+earlier version's single role held are carried over into it unless
+--services=false. A mesh with services whose member lacks them reports the
+cluster's services as ServicesForbidden, writes and deletes nothing there,
+and names this command with --services to fix it.
+
 It does not install the Multi-Cluster Services CRDs (ServiceExport,
 ServiceImport: cluster-wide, possibly shared with another implementation); a
 mesh with spec.multiClusterServices Enabled needs them on every member:
@@ -93,10 +115,11 @@ kubectl apply -k artifacts/member, or the kilo-mesh-member chart.
 Your own credentials are never copied anywhere. Rerunning it changes nothing
 while the token is valid for more than 30 days; --refresh renews it.
 --dry-run prints every object it would write (tokens redacted) and writes
-nothing (the server checks each write with a dry run).`,
+nothing (the server checks each write with a dry run).`, member.InWords(member.BaseRights()), member.InWords(member.ServicesRights())),
 		Example: `  kubectl mesh join demo --name north --member-kubeconfig north.yaml
   kubectl mesh join demo --name north --member-kubeconfig ~/.kube/config --member-context north-admin --dry-run
-  kubectl mesh join demo --name north --member-kubeconfig north.yaml --refresh`,
+  kubectl mesh join demo --name north --member-kubeconfig north.yaml --refresh
+  kubectl mesh join demo --name north --member-kubeconfig north.yaml --services`,
 		Args:              cli.MeshArgs,
 		ValidArgsFunction: o.CompleteMeshes,
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -126,6 +149,12 @@ nothing (the server checks each write with a dry run).`,
 			if f.Changed("granularity") {
 				opts.Granularity = &granularity
 			}
+			if f.Changed("behind-nat") {
+				opts.BehindNAT = &behindNAT
+			}
+			if f.Changed("services") {
+				opts.Services = &services
+			}
 			if err := opts.validate(); err != nil {
 				return err
 			}
@@ -142,6 +171,7 @@ nothing (the server checks each write with a dry run).`,
 	f.BoolVar(&opts.Refresh, "refresh", false, "mint a new token even if the current one is valid for more than 30 days")
 	f.BoolVar(&opts.DryRun, "dry-run", false, "print every object that would be written, write nothing")
 	f.BoolVar(&opts.Replace, "replace", false, "when the entry reaches another cluster: leave it first (kubectl mesh leave), then join; in a mesh of two, repoint it in place")
+	f.BoolVar(&services, "services", false, "grant the member identity its services rights (default: when the mesh has multi-cluster services Enabled); =false never")
 	f.StringSliceVar(&podCIDRs, "pod-cidrs", nil, "pod networks of the member (default: proposed from its Nodes)")
 	f.StringVar(&serviceCIDR, "service-cidr", "", `service network of the member (default: from its ServiceCIDR objects; "" for none)`)
 	f.StringSliceVar(&additional, "additional-cidrs", nil, "further networks of the member (default: further ServiceCIDRs)")
@@ -150,6 +180,7 @@ nothing (the server checks each write with a dry run).`,
 	f.Int32Var(&port, "wireguard-port", 0, "WireGuard port of Kilo on the member's nodes (server default 51820)")
 	f.Int32Var(&keepalive, "persistent-keepalive", 0, "keepalive in seconds for the member's Peers elsewhere (for a member behind NAT)")
 	f.StringVar(&granularity, "granularity", "", "Kilo granularity of the member: Auto, Location, Full or Cross (server default Auto)")
+	f.BoolVar(&behindNAT, "behind-nat", false, "no other cluster can dial the member's nodes (NAT, outbound only): its Peers elsewhere wait for its keepalives, and another cluster behind NAT reaches it through the mesh's relay")
 	_ = cmd.MarkFlagRequired("name")
 	_ = cmd.MarkFlagRequired("member-kubeconfig")
 	_ = cmd.MarkFlagFilename("member-kubeconfig")

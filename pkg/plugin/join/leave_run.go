@@ -15,6 +15,7 @@ import (
 	"k8s.io/client-go/rest"
 
 	meshv1alpha1 "github.com/kilo-mesh/kilo-mesh-apiserver/pkg/apis/mesh/v1alpha1"
+	"github.com/kilo-mesh/kilo-mesh-apiserver/pkg/member"
 	"github.com/kilo-mesh/kilo-mesh-apiserver/pkg/memberaccess"
 	"github.com/kilo-mesh/kilo-mesh-apiserver/pkg/plugin/cli"
 )
@@ -308,7 +309,8 @@ func (o *LeaveOptions) reportCleanup(w io.Writer, d *departure) {
 		o.reportIdentityKept(w, d)
 		return
 	}
-	fmt.Fprintf(w, "Would delete the member identity on %s (namespace, ServiceAccount, ClusterRole and ClusterRoleBinding %s), unless Peers of other meshes there still need it.\n", d.server, memberName)
+	fmt.Fprintf(w, "Would delete the member identity on %s (namespace, ServiceAccount, ClusterRole and ClusterRoleBinding %s, and %s if there), unless Peers of other meshes there still need it.\n",
+		d.server, memberName, member.ServicesClusterRole)
 }
 
 // reportIdentityKept says that the member identity stays, why, and how to

@@ -134,6 +134,17 @@ func TestEntryKeepsFieldsNotGiven(t *testing.T) {
 	if e := o.entry(have, "north-kubeconfig", "kubeconfig", nets); e["persistentKeepalive"] != int32(0) {
 		t.Errorf("a flag given does not win: %v", e)
 	}
+	// behindNAT: kept when not given, set or left out (the default) when given.
+	have.BehindNAT = true
+	if e := o.entry(have, "north-kubeconfig", "kubeconfig", nets); e["behindNAT"] != true {
+		t.Errorf("entry %v dropped behindNAT", e)
+	}
+	no := false
+	o.BehindNAT = &no
+	if e := o.entry(have, "north-kubeconfig", "kubeconfig", nets); e["behindNAT"] != nil {
+		t.Errorf("--behind-nat=false kept behindNAT: %v", e)
+	}
+	o.BehindNAT = nil
 	if up, err := entryUpToDate(have, o.entry(nil, "north-kubeconfig", "kubeconfig", nets)); err != nil || up {
 		t.Errorf("an entry without its Secret reference is up to date: %v %v", up, err)
 	}

@@ -112,7 +112,11 @@ func (o *Options) Run(ctx context.Context) error {
 		return err
 	}
 
-	objs, err := identityObjects()
+	services, err := o.chooseServices(ctx, memberClients.Dynamic, mesh)
+	if err != nil {
+		return err
+	}
+	objs, err := identityObjects(services.grant)
 	if err != nil {
 		return err
 	}
@@ -124,6 +128,7 @@ func (o *Options) Run(ctx context.Context) error {
 	for _, line := range identity {
 		fmt.Fprintf(w, "  %s\n", line)
 	}
+	services.report(w, o.ErrOut)
 
 	token, credMsg, err := o.credential(ctx, credSecret, key, memberCfg, memberClients.Kube, target)
 	if err != nil {

@@ -217,13 +217,14 @@ graph is drawn from: the mesh's Peers view, as peers -o json|yaml does.`,
 	return cmd
 }
 
-// NewWhyCommand is `kubectl mesh why MESH [node] NODE [--cluster C]` and
-// `kubectl mesh why MESH service NAMESPACE/NAME [--cluster C]`.
+// NewWhyCommand is `kubectl mesh why MESH [node] NODE [--cluster C]`,
+// `kubectl mesh why MESH service NAMESPACE/NAME [--cluster C]` and
+// `kubectl mesh why MESH pair CLUSTER CLUSTER`.
 func NewWhyCommand(o *cli.Options) *cobra.Command {
 	var cluster, output string
 	cmd := &cobra.Command{
-		Use:   "why MESH [node] NODE | why MESH service NAMESPACE/NAME [--cluster NAME]",
-		Short: "Explain the decision about one node or one service, and why",
+		Use:   "why MESH [node] NODE | why MESH service NAMESPACE/NAME [--cluster NAME] | why MESH pair CLUSTER CLUSTER",
+		Short: "Explain the decision about one node, one service or one pair of clusters, and why",
 		Long: `Explain what the plan decided about one node: whether its pod CIDRs are
 advertised to the other clusters and why, its Kilo group and leader, and what
 becomes of the group's Peer on every other member cluster. Node names are
@@ -233,14 +234,19 @@ with --cluster.
 With service NAMESPACE/NAME (a mesh with spec.multiClusterServices Enabled):
 every ServiceExport of the service, whether it is exported, its conflicts and
 each reason endpoints were left out, then its import in every cluster, or why
-it is blocked there. --cluster limits it to that cluster's export and import.`,
+it is blocked there. --cluster limits it to that cluster's export and import.
+
+With pair A B: whether the two clusters reach each other directly or through
+the relay cluster (both behind NAT), through which, and why; or why they
+have no path.`,
 		Example: `  kubectl mesh why demo node-1 --cluster west
-  kubectl mesh why demo service shop/cart`,
+  kubectl mesh why demo service shop/cart
+  kubectl mesh why demo pair edge-a edge-b`,
 		Args: func(cmd *cobra.Command, args []string) error {
-			if len(args) == 2 || (len(args) == 3 && (args[1] == whyNode || args[1] == whyService)) {
+			if len(args) == 2 || (len(args) == 3 && (args[1] == whyNode || args[1] == whyService)) || (len(args) == 4 && args[1] == whyPair) {
 				return nil
 			}
-			return fmt.Errorf("why takes a ClusterMesh and a node name, or %s and NAMESPACE/NAME, e.g. kubectl mesh why demo node-1, kubectl mesh why demo service shop/cart", whyService)
+			return fmt.Errorf("why takes a ClusterMesh and a node name, %s and NAMESPACE/NAME, or %s and two clusters, e.g. kubectl mesh why demo node-1, kubectl mesh why demo service shop/cart, kubectl mesh why demo pair edge-a edge-b", whyService, whyPair)
 		},
 		ValidArgsFunction: func(cmd *cobra.Command, args []string, prefix string) ([]string, cobra.ShellCompDirective) {
 			switch {
@@ -248,6 +254,8 @@ it is blocked there. --cluster limits it to that cluster's export and import.`,
 				return o.CompleteMeshes(cmd, args, prefix)
 			case len(args) == 2 && args[1] == whyService:
 				return completeWhyService(o, args[0], cluster, prefix)
+			case (len(args) == 2 || len(args) == 3) && args[1] == whyPair:
+				return o.CompleteClusters(cmd, args[:1], prefix)
 			case len(args) > 2 || (len(args) == 2 && args[1] != whyNode):
 				return nil, cobra.ShellCompDirectiveNoFileComp
 			}
@@ -258,12 +266,17 @@ it is blocked there. --cluster limits it to that cluster's export and import.`,
 				return nil, cobra.ShellCompDirectiveError
 			}
 			names := nodeNames(plan, cluster, prefix)
-			if len(args) == 1 && strings.HasPrefix(whyService, prefix) {
-				names = append(names, whyService)
+			for _, word := range []string{whyService, whyPair} {
+				if len(args) == 1 && strings.HasPrefix(word, prefix) {
+					names = append(names, word)
+				}
 			}
 			return names, cobra.ShellCompDirectiveNoFileComp
 		},
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if len(args) == 4 {
+				return runWhyPair(cmd.Context(), o, args[0], args[2], args[3], output)
+			}
 			node := args[1]
 			if len(args) == 3 {
 				if args[1] == whyService {

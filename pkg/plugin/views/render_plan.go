@@ -61,6 +61,7 @@ func RenderPlan(w io.Writer, p *meshv1alpha1.ClusterMeshPlan) {
 		deletes += len(t.Delete)
 		renderTarget(w, t, sources)
 	}
+	renderRelay(w, p)
 	renderIssues(w, "Conflicts (kept out of the mesh)", p.Conflicts)
 	renderIssues(w, "Warnings", p.Warnings)
 	fmt.Fprintln(w)

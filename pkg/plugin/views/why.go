@@ -190,6 +190,12 @@ func peerFate(p *meshv1alpha1.ClusterMeshPlan, t *meshv1alpha1.TargetPlan, sourc
 			return "kept as it is: " + k.Reason
 		}
 	}
+	if pp := pathOf(p, source, t.Cluster); pp != nil {
+		if pp.Kind == meshv1alpha1.PathRelayed {
+			return fmt.Sprintf("not held: both clusters are behind NAT; relayed via %s, whose Peer there carries the networks of %s", pp.Via, source)
+		}
+		return "not held: no path: " + pp.Message
+	}
 	// Not planned there: the conflicts about this source and target say why.
 	var why []string
 	for _, i := range p.Conflicts {

@@ -23,6 +23,7 @@ var peersColumns = []metav1.TableColumnDefinition{
 	{Name: "Group", Type: "string", Description: "Kilo group of the source cluster the Peer represents (location:NAME or node:NAME)."},
 	{Name: "Endpoint", Type: "string", Description: "Where the target's leaders dial the group (host:port); <none> for a roaming group."},
 	{Name: "Allowed IPs", Type: "string", Description: "Networks routed to the group; the first few, -o yaml lists all."},
+	{Name: "Relays", Type: "string", Description: "Clusters behind NAT whose networks the Peer also carries: its group's leader forwards to them; <none> for a Peer of its own cluster's networks only."},
 	{Name: "Keepalive", Type: "integer", Priority: 1, Description: "Persistent keepalive in seconds; 0 sends none."},
 	{Name: "Public Key", Type: "string", Priority: 1, Description: "WireGuard public key of the group's leader."},
 }
@@ -71,6 +72,10 @@ func peerRow(mesh *metav1.ObjectMeta, shared runtime.Object, target string, p *k
 	if group == "" {
 		group = cellUnknown
 	}
+	relays := p.Annotations[planner.AnnotationRelays]
+	if relays == "" {
+		relays = cellNone
+	}
 	row := shared
 	if objects {
 		row = &meshv1alpha1.ClusterMeshPeers{
@@ -81,7 +86,7 @@ func peerRow(mesh *metav1.ObjectMeta, shared runtime.Object, target string, p *k
 	}
 	return metav1.TableRow{
 		Cells: []interface{}{
-			target, p.Name, source, group, endpoint, fewItems(p.Spec.AllowedIPs),
+			target, p.Name, source, group, endpoint, fewItems(p.Spec.AllowedIPs), relays,
 			int64(p.Spec.PersistentKeepalive), p.Spec.PublicKey,
 		},
 		Object: runtime.RawExtension{Object: row},

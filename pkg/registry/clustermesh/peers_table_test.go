@@ -29,6 +29,7 @@ func testPeersPlan() *planner.Plan {
 	eu := testPeer("m-eu-a", "eu", "location:a", ip, "10.1.0.0/24", "10.1.1.0/24", "10.1.2.0/24", "10.1.3.0/24", "10.1.4.0/24", "10.4.0.1/32")
 	us := testPeer("m-us-n1", "us", "node:n1", dns, "10.2.0.0/24")
 	roaming := testPeer("m-us-n2", "us", "node:n2", nil, "10.2.1.0/24")
+	eu.Annotations[planner.AnnotationRelays] = "ap,home" // us is behind NAT, and so are they
 	return &planner.Plan{DesiredPeers: map[string]planner.PeerList{"eu": planner.PeerListOf(us, roaming), "us": planner.PeerListOf(eu)}}
 }
 
@@ -37,11 +38,11 @@ func TestPeersTable(t *testing.T) {
 	mesh := &meshv1alpha1.ClusterMesh{Spec: meshv1alpha1.ClusterMeshSpec{Clusters: []meshv1alpha1.ClusterEntry{{Name: "us"}, {Name: "eu"}}}}
 	mesh.Name, mesh.Namespace = "m", "tenant"
 	onUS := [][]interface{}{
-		{"us", "m-eu-a", "eu", "location:a", "[2001:db8::1]:51820", "10.1.0.0/24,10.1.1.0/24,10.1.2.0/24,10.1.3.0/24 +2 more", int64(25), "key-m-eu-a"},
+		{"us", "m-eu-a", "eu", "location:a", "[2001:db8::1]:51820", "10.1.0.0/24,10.1.1.0/24,10.1.2.0/24,10.1.3.0/24 +2 more", "ap,home", int64(25), "key-m-eu-a"},
 	}
 	onEU := [][]interface{}{
-		{"eu", "m-us-n1", "us", "node:n1", "gw.example.com:51821", "10.2.0.0/24", int64(25), "key-m-us-n1"},
-		{"eu", "m-us-n2", "us", "node:n2", "<none>", "10.2.1.0/24", int64(25), "key-m-us-n2"},
+		{"eu", "m-us-n1", "us", "node:n1", "gw.example.com:51821", "10.2.0.0/24", "<none>", int64(25), "key-m-us-n1"},
+		{"eu", "m-us-n2", "us", "node:n2", "<none>", "10.2.1.0/24", "<none>", int64(25), "key-m-us-n2"},
 	}
 	for _, tc := range []struct {
 		name string

@@ -3,6 +3,8 @@ package clustermesh
 import (
 	"context"
 	"fmt"
+	"slices"
+	"strings"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -25,6 +27,7 @@ var planColumns = []metav1.TableColumnDefinition{
 	{Name: "Create", Type: "integer", Description: "Peers to create on the cluster."},
 	{Name: "Update", Type: "integer", Description: "Peers on the cluster whose managed fields differ from the plan."},
 	{Name: "Delete", Type: "integer", Description: "Peers the mesh manages on the cluster that the plan no longer holds."},
+	{Name: "Reached", Type: "string", Description: "Direct when other clusters dial the cluster; BehindNAT when they wait for its tunnels, with the relay to the other clusters behind NAT, or the ones it has no path to."},
 	{Name: "Leaders", Type: "string", Priority: 1, Description: "Leaders of the cluster's Kilo groups, the nodes other clusters' Peers point at."},
 	{Name: "Conflicts", Type: "integer", Priority: 1, Description: "Conflicts of the plan about the cluster or its Peers."},
 	{Name: "Warnings", Type: "integer", Priority: 1, Description: "Warnings of the plan about the cluster or its Peers."},
@@ -43,6 +46,7 @@ func (r *PlanREST) ConvertToTable(_ context.Context, obj runtime.Object, opts ru
 
 func planTable(plan *meshv1alpha1.ClusterMeshPlan, objects bool) *metav1.Table {
 	conflicts, warnings := issuesByCluster(plan.Conflicts), issuesByCluster(plan.Warnings)
+	reached := reachedByCluster(plan)
 	targets := make(map[string]*meshv1alpha1.TargetPlan, len(plan.Targets))
 	for i := range plan.Targets {
 		targets[plan.Targets[i].Cluster] = &plan.Targets[i]
@@ -56,14 +60,14 @@ func planTable(plan *meshv1alpha1.ClusterMeshPlan, objects bool) *metav1.Table {
 			row = planOfCluster(plan, c, tp)
 		}
 		table.Rows = append(table.Rows, metav1.TableRow{
-			Cells:  planCells(c, tp, conflicts[c.Name], warnings[c.Name]),
+			Cells:  planCells(c, tp, conflicts[c.Name], warnings[c.Name], reached[c.Name]),
 			Object: runtime.RawExtension{Object: row},
 		})
 	}
 	return table
 }
 
-func planCells(c *meshv1alpha1.ClusterPlan, tp *meshv1alpha1.TargetPlan, conflicts, warnings int) []interface{} {
+func planCells(c *meshv1alpha1.ClusterPlan, tp *meshv1alpha1.TargetPlan, conflicts, warnings int, reached string) []interface{} {
 	var granularity, advertised, skipped interface{} = cellUnknown, cellUnknown, cellUnknown
 	if c.Reachable {
 		granularity = string(c.Granularity)
@@ -87,7 +91,7 @@ func planCells(c *meshv1alpha1.ClusterPlan, tp *meshv1alpha1.TargetPlan, conflic
 		errText = cellNone
 	}
 	return []interface{}{
-		c.Name, c.Reachable, granularity, advertised, skipped, create, update, del,
+		c.Name, c.Reachable, granularity, advertised, skipped, create, update, del, reached,
 		fewItems(leaders), int64(conflicts), int64(warnings), topSkipReason(c.Summary.SkippedByReason), errText,
 	}
 }
@@ -144,6 +148,41 @@ func planOfCluster(plan *meshv1alpha1.ClusterMeshPlan, c *meshv1alpha1.ClusterPl
 		if about(i) {
 			out.Warnings = append(out.Warnings, i)
 		}
+	}
+	return out
+}
+
+// reachedByCluster says, per cluster, how the others reach it: Direct,
+// or BehindNAT with the relay its pairs behind NAT go through and the
+// clusters it has no path to.
+func reachedByCluster(plan *meshv1alpha1.ClusterMeshPlan) map[string]string {
+	via, none := map[string][]string{}, map[string][]string{}
+	for _, p := range plan.Paths {
+		if len(p.Clusters) != 2 {
+			continue
+		}
+		for i, c := range p.Clusters {
+			if p.Kind == meshv1alpha1.PathRelayed {
+				via[c] = append(via[c], p.Via)
+			} else {
+				none[c] = append(none[c], p.Clusters[1-i])
+			}
+		}
+	}
+	out := make(map[string]string, len(plan.Clusters))
+	for _, c := range plan.Clusters {
+		if !c.BehindNAT {
+			out[c.Name] = "Direct"
+			continue
+		}
+		s := "BehindNAT"
+		if v := slices.Compact(slices.Sorted(slices.Values(via[c.Name]))); len(v) > 0 {
+			s += ", relayed via " + strings.Join(v, ",")
+		}
+		if n := none[c.Name]; len(n) > 0 {
+			s += ", no path to " + fewItems(n)
+		}
+		out[c.Name] = s
 	}
 	return out
 }

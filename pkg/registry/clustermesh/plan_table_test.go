@@ -23,10 +23,10 @@ func testPlanView() *meshv1alpha1.ClusterMeshPlan {
 					{Reason: "NoPublicKey", Count: 1}, {Reason: "NotReady", Count: 2}}},
 				Groups: []meshv1alpha1.GroupPlan{{Name: "location:a", Leader: "a1"}, {Name: "location:b", Leader: "b1"}},
 			},
-			{Name: "home", Reachable: true, Granularity: meshv1alpha1.GranularityFull,
+			{Name: "home", Reachable: true, BehindNAT: true, Granularity: meshv1alpha1.GranularityFull,
 				Summary: meshv1alpha1.ClusterPlanSummary{Nodes: 6, AdvertisedNodes: 6},
 				Groups:  []meshv1alpha1.GroupPlan{{Leader: "n1"}, {Leader: "n2"}, {Leader: "n3"}, {Leader: "n4"}, {Leader: "n5"}, {Leader: "n6"}}},
-			{Name: "us", Error: "Secret tenant/us not found (SecretNotFound)"},
+			{Name: "us", BehindNAT: true, Error: "Secret tenant/us not found (SecretNotFound)"},
 		},
 		Targets: []meshv1alpha1.TargetPlan{
 			{Cluster: "eu", DiffState: meshv1alpha1.DiffStateComputed, DesiredPeers: 8, Create: []string{"p1", "p2"},
@@ -39,6 +39,7 @@ func testPlanView() *meshv1alpha1.ClusterMeshPlan {
 			{Reason: "NetworkOverlap", Cluster: "eu", Target: "eu"},
 		},
 		Warnings: []meshv1alpha1.PlanIssue{{Reason: "ClusterUnreachable", Cluster: "us"}, {Reason: "CredentialExpiring", Cluster: "eu"}},
+		Paths:    []meshv1alpha1.PathPlan{{Clusters: []string{"home", "us"}, Kind: meshv1alpha1.PathNone}},
 	}
 }
 
@@ -49,11 +50,11 @@ func TestPlanTable(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := map[string][]interface{}{
-		"eu": {"eu", true, "Location", int64(6), int64(3), int64(2), int64(1), int64(1),
+		"eu": {"eu", true, "Location", int64(6), int64(3), int64(2), int64(1), int64(1), "Direct",
 			"a1,b1", int64(2), int64(1), "NotReady (2)", "<none>"},
-		"home": {"home", true, "Full", int64(6), int64(0), int64(0), int64(0), int64(0),
+		"home": {"home", true, "Full", int64(6), int64(0), int64(0), int64(0), int64(0), "BehindNAT, no path to us",
 			"n1,n2,n3,n4 +2 more", int64(1), int64(0), "<none>", "<none>"},
-		"us": {"us", false, "<unknown>", "<unknown>", "<unknown>", "<unknown>", "<unknown>", "<unknown>",
+		"us": {"us", false, "<unknown>", "<unknown>", "<unknown>", "<unknown>", "<unknown>", "<unknown>", "BehindNAT, no path to home",
 			"<none>", int64(0), int64(1), "<none>", "Secret tenant/us not found (SecretNotFound)"},
 	}
 	if len(table.Rows) != len(want) {

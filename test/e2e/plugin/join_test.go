@@ -142,11 +142,17 @@ func TestJoin(t *testing.T) {
 		r := mustMesh(t, env, framework.UserAdmin, append(joinArgs, "--pod-cidrs", "10.62.0.0/16")...)
 		// nodeCIDRs covers the Nodes' InternalIPs, as podCIDRs their pod CIDRs.
 		for _, want := range []string{"podCIDRs       10.62.0.0/16", "serviceCIDR    10.63.0.0/16", "nodeCIDRs      192.168.2.0/29  --node-cidrs      covering prefix of the InternalIPs of 4 node(s)",
-			"ClusterRole/kilo-mesh-member: created", "entry north added"} {
+			"ClusterRole/kilo-mesh-member: created", "entry north added",
+			"Services rights: not granted (clustermesh " + ns + "/demo has no multi-cluster services; --services grants them)"} {
 			if !strings.Contains(r.stdout, want) {
 				t.Errorf("join output lacks %q:\n%s", want, r)
 			}
 		}
+		// A mesh without services: the base rights, exactly.
+		if _, err := north.RbacV1().ClusterRoles().Get(ctx, member.ServicesClusterRole, metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+			t.Errorf("join of a mesh without services created ClusterRole %s (get: %v)", member.ServicesClusterRole, err)
+		}
+		checkMemberRights(t, env, 2, false)
 		secret, err := hostKube.CoreV1().Secrets(ns).Get(ctx, "north-kubeconfig", metav1.GetOptions{})
 		if err != nil {
 			t.Fatal(err)
@@ -229,6 +235,8 @@ func TestJoin(t *testing.T) {
 			t.Errorf("rerun did not keep the credential:\n%s", r)
 		}
 	})
+
+	t.Run("--services grants the services rights, which stay", func(t *testing.T) { testJoinServices(t, env, joinArgs) })
 
 	t.Run("--refresh renews the token", func(t *testing.T) {
 		old, err := hostKube.CoreV1().Secrets(ns).Get(ctx, "north-kubeconfig", metav1.GetOptions{})
@@ -372,4 +380,92 @@ func TestJoin(t *testing.T) {
 			t.Errorf("status of a mesh that is not Ready:\n%s", r)
 		}
 	})
+}
+
+// testJoinServices: an earlier version's single role has its services rights
+// carried over (testJoinCarriesOver); --services adds the services role to
+// the identity of a joined cluster (exactly its rights, by SubjectAccessReviews); a rerun
+// without the flag applies it again rather than taking it away, and
+// --services=false leaves it as it is.
+func testJoinServices(t *testing.T, env *framework.Env, joinArgs []string) {
+	ctx := context.Background()
+	testJoinCarriesOver(t, env, joinArgs)
+	roles := env.Client(2, framework.UserAdmin).RbacV1()
+	if err := roles.ClusterRoleBindings().Delete(ctx, member.ServicesClusterRoleBinding, metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if err := roles.ClusterRoles().Delete(ctx, member.ServicesClusterRole, metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	r := mustMesh(t, env, framework.UserAdmin, append(joinArgs, "--services")...)
+	for _, want := range []string{"ClusterRole/kilo-mesh-member:services: created", "ClusterRoleBinding/kilo-mesh-member:services: created",
+		"ClusterRole/kilo-mesh-member: unchanged", "Services rights: granted (--services)"} {
+		if !strings.Contains(r.stdout, want) {
+			t.Errorf("join --services output lacks %q:\n%s", want, r)
+		}
+	}
+	checkMemberRights(t, env, 2, true)
+	r = mustMesh(t, env, framework.UserAdmin, joinArgs...)
+	for _, want := range []string{"ClusterRole/kilo-mesh-member:services: unchanged", "Services rights: granted (kept: ClusterRole kilo-mesh-member:services exists"} {
+		if !strings.Contains(r.stdout, want) {
+			t.Errorf("rerun output lacks %q:\n%s", want, r)
+		}
+	}
+	r = mustMesh(t, env, framework.UserAdmin, append(joinArgs, "--services=false")...)
+	if !strings.Contains(r.stdout, "Services rights: not granted (--services=false; ClusterRole kilo-mesh-member:services exists and is left as it is") ||
+		strings.Contains(r.stdout, "kilo-mesh-member:services:") {
+		t.Errorf("join --services=false touched the services role or did not say so:\n%s", r)
+	}
+	if _, err := env.Client(2, framework.UserAdmin).RbacV1().ClusterRoles().Get(ctx, member.ServicesClusterRole, metav1.GetOptions{}); err != nil {
+		t.Errorf("ClusterRole %s after --services=false: %v", member.ServicesClusterRole, err)
+	}
+	checkMemberRights(t, env, 2, true)
+}
+
+// checkMemberRights: the member identity on cluster may do exactly its
+// rights (with services, its services rights too), as its RBAC answers.
+func checkMemberRights(t *testing.T, env *framework.Env, cluster int, services bool) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	problems, err := env.MemberRightsProblems(ctx, cluster, services)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range problems {
+		t.Error(p)
+	}
+}
+
+// testJoinCarriesOver: a member whose ClusterRole kilo-mesh-member holds the
+// services rules too, as an earlier version's single role did, keeps them
+// when join runs again for a mesh without services: the base role becomes
+// the base rights alone and the services role holds the rest, so a mesh with
+// services sharing the cluster loses nothing.
+func testJoinCarriesOver(t *testing.T, env *framework.Env, joinArgs []string) {
+	ctx := context.Background()
+	roles := env.Client(2, framework.UserAdmin).RbacV1().ClusterRoles()
+	old, err := roles.Get(ctx, member.ClusterRole, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	old.Rules = append(old.Rules, member.ServicesRules()...)
+	if _, err := roles.Update(ctx, old, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	r := mustMesh(t, env, framework.UserAdmin, joinArgs...)
+	for _, want := range []string{"ClusterRole/kilo-mesh-member: configured", "ClusterRole/kilo-mesh-member:services: created",
+		"Services rights: granted (carried over: ClusterRole kilo-mesh-member held them"} {
+		if !strings.Contains(r.stdout, want) {
+			t.Errorf("join over an earlier version's role: output lacks %q:\n%s", want, r)
+		}
+	}
+	checkMemberRights(t, env, 2, true)
+	base, err := roles.Get(ctx, member.ClusterRole, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(base.Rules) != len(member.BaseRules()) {
+		t.Errorf("ClusterRole %s keeps %d rules, want the %d base ones", member.ClusterRole, len(base.Rules), len(member.BaseRules()))
+	}
 }

@@ -64,7 +64,7 @@ func servicesMembers(t *testing.T, env *framework.Env, ns string) {
 		// Else kube-controller-manager marks the Node Unknown after its
 		// grace period and the Pods on it not ready.
 		go env.KeepNodesReady(t.Context(), 10*time.Second, cluster, node.Name)
-		if err := env.CreateMemberSecret(ctx, cluster, ns, name+"-kubeconfig"); err != nil {
+		if err := env.CreateMemberSecret(ctx, cluster, ns, name+"-kubeconfig", framework.MemberChartServices); err != nil {
 			t.Fatal(err)
 		}
 		if _, err := env.Client(cluster, framework.UserAdmin).CoreV1().Namespaces().Create(ctx,

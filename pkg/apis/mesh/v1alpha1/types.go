@@ -78,6 +78,15 @@ type ClusterMeshSpec struct {
 	// +optional
 	// +default="Disabled"
 	MultiClusterServices MultiClusterServices `json:"multiClusterServices,omitempty"`
+	// relayCluster names the member cluster through which two clusters
+	// behind NAT (behindNAT) reach each other: their packets are decrypted
+	// and encrypted again on its WireGuard leader, one hop, and it must not
+	// be behind NAT itself. Empty: when two clusters behind NAT need one,
+	// the first cluster by name that can relay every such pair is chosen,
+	// and the plan says which and why. Pairs where one side can be dialled
+	// always go direct.
+	// +optional
+	RelayCluster string `json:"relayCluster,omitempty"`
 }
 
 // ClusterEntry describes one member cluster and the networks it owns. Only
@@ -120,6 +129,15 @@ type ClusterEntry struct {
 	// leader's kilo.squat.ai/persistent-keepalive annotation instead.
 	// +optional
 	PersistentKeepalive int32 `json:"persistentKeepalive,omitempty"`
+	// behindNAT says that no other cluster can dial this cluster's nodes
+	// (NAT, a private network, outbound connections only). The Peers
+	// representing it elsewhere carry no endpoint and a keepalive
+	// (persistentKeepalive, else its leaders' annotation, else 25 s), its
+	// nodes need kilo.squat.ai/persistent-keepalive to open the tunnels, and
+	// it reaches another cluster behind NAT only through the mesh's relay
+	// cluster (relayCluster).
+	// +optional
+	BehindNAT bool `json:"behindNAT,omitempty"`
 	// granularity is the cluster's Kilo mesh granularity; Auto detects it from the nodes.
 	// +optional
 	// +default="Auto"

@@ -147,6 +147,11 @@ func (in NodeDecision) OpenAPIModelName() string {
 }
 
 // OpenAPIModelName returns the OpenAPI model name for this type.
+func (in PathPlan) OpenAPIModelName() string {
+	return "ai.squat.kilo.mesh.v1alpha1.PathPlan"
+}
+
+// OpenAPIModelName returns the OpenAPI model name for this type.
 func (in PeerUpdate) OpenAPIModelName() string {
 	return "ai.squat.kilo.mesh.v1alpha1.PeerUpdate"
 }
@@ -164,6 +169,16 @@ func (in PlanNote) OpenAPIModelName() string {
 // OpenAPIModelName returns the OpenAPI model name for this type.
 func (in ReasonCount) OpenAPIModelName() string {
 	return "ai.squat.kilo.mesh.v1alpha1.ReasonCount"
+}
+
+// OpenAPIModelName returns the OpenAPI model name for this type.
+func (in RelayPlan) OpenAPIModelName() string {
+	return "ai.squat.kilo.mesh.v1alpha1.RelayPlan"
+}
+
+// OpenAPIModelName returns the OpenAPI model name for this type.
+func (in RelayRefusal) OpenAPIModelName() string {
+	return "ai.squat.kilo.mesh.v1alpha1.RelayRefusal"
 }
 
 // OpenAPIModelName returns the OpenAPI model name for this type.

@@ -97,10 +97,29 @@ func ValidateClusterMeshSpec(spec *meshv1alpha1.ClusterMeshSpec, path *field.Pat
 		networks = append(networks, nets...)
 		errs = append(errs, netErrs...)
 	}
+	errs = append(errs, validateRelayCluster(spec, path.Child("relayCluster"))...)
 	if !validMultiClusterServices.Has(spec.MultiClusterServices) {
 		errs = append(errs, field.NotSupported(path.Child("multiClusterServices"), spec.MultiClusterServices, sets.List(validMultiClusterServices)))
 	}
 	return append(errs, validateNoOverlap(networks)...)
+}
+
+// validateRelayCluster checks that the relay is a member that others can
+// dial: a relay behind NAT could not be reached by the spokes either.
+func validateRelayCluster(spec *meshv1alpha1.ClusterMeshSpec, p *field.Path) field.ErrorList {
+	if spec.RelayCluster == "" {
+		return nil
+	}
+	for i := range spec.Clusters {
+		if c := &spec.Clusters[i]; c.Name == spec.RelayCluster {
+			if c.BehindNAT {
+				return field.ErrorList{field.Invalid(p, spec.RelayCluster,
+					fmt.Sprintf("the relay cluster must be one the others can dial, but spec.clusters[%d].behindNAT is true", i))}
+			}
+			return nil
+		}
+	}
+	return field.ErrorList{field.Invalid(p, spec.RelayCluster, "must be the name of one of spec.clusters")}
 }
 
 func validateClusterEntry(c *meshv1alpha1.ClusterEntry, p *field.Path) field.ErrorList {

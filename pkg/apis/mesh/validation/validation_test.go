@@ -55,6 +55,13 @@ func TestValidateClusterMesh(t *testing.T) {
 		{name: "services enabled", mutate: func(m *meshv1alpha1.ClusterMesh) {
 			m.Spec.MultiClusterServices = meshv1alpha1.MultiClusterServicesEnabled
 		}},
+		{name: "relay named, spoke behind NAT", mutate: func(m *meshv1alpha1.ClusterMesh) {
+			m.Spec.RelayCluster, m.Spec.Clusters[1].BehindNAT = "eu", true
+		}},
+		{name: "relay not a member", mutate: func(m *meshv1alpha1.ClusterMesh) { m.Spec.RelayCluster = "hub" }, want: []string{"spec.relayCluster"}},
+		{name: "relay behind NAT", mutate: func(m *meshv1alpha1.ClusterMesh) {
+			m.Spec.RelayCluster, m.Spec.Clusters[1].BehindNAT = "us", true
+		}, want: []string{"spec.relayCluster"}},
 		{name: "services neither Enabled nor Disabled", mutate: func(m *meshv1alpha1.ClusterMesh) { m.Spec.MultiClusterServices = "enabled" },
 			want: []string{"spec.multiClusterServices"}},
 		{name: "mesh name not a DNS label", mutate: func(m *meshv1alpha1.ClusterMesh) { m.Name = "prod.mesh" }, want: []string{"metadata.name"}},
