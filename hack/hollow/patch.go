@@ -17,7 +17,6 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/strategicpatch"
 	"k8s.io/apimachinery/pkg/util/validation/field"
-	"sigs.k8s.io/yaml"
 )
 
 // patch applies a JSON merge, JSON or strategic merge patch (the last for
@@ -25,14 +24,14 @@ import (
 // apply.
 func (m *Member) patch(w http.ResponseWriter, r *http.Request, req *request) error {
 	pt, _, _ := mime.ParseMediaType(r.Header.Get("Content-Type"))
-	body, err := readBody(r)
-	if err != nil {
-		return err
-	}
 	if types.PatchType(pt) == types.ApplyYAMLPatchType {
-		return m.apply(w, r, req, body)
+		return m.apply(w, r, req)
 	}
 	if err := patchable(req.res, types.PatchType(pt)); err != nil {
+		return err
+	}
+	body, err := readBody(r)
+	if err != nil {
 		return err
 	}
 	s := m.store
@@ -99,24 +98,14 @@ func (m *Member) patchLocked(req *request, pt types.PatchType, body []byte, mana
 // another manager wrote whose applied values differ is a conflict, as
 // field ownership would make it; metadata.uid, when given, must be the
 // object's. A missing object is created.
-func (m *Member) apply(w http.ResponseWriter, r *http.Request, req *request, body []byte) error {
+func (m *Member) apply(w http.ResponseWriter, r *http.Request, req *request) error {
 	manager := r.URL.Query().Get("fieldManager")
 	if manager == "" {
 		return apierrors.NewBadRequest("PATCH requests with apply patch type require fieldManager")
 	}
 	force := r.URL.Query().Get("force") == "true"
-	js, err := yaml.YAMLToJSON(body)
+	obj, md, err := m.readObject(r, req)
 	if err != nil {
-		return apierrors.NewBadRequest(err.Error())
-	}
-	obj, md, err := decode(req.res, js)
-	if err != nil {
-		return err
-	}
-	if md.GetName() != req.name {
-		return apierrors.NewBadRequest(fmt.Sprintf("the name of the object (%s) does not match the name on the URL (%s)", md.GetName(), req.name))
-	}
-	if err := m.checkNamespace(req, md); err != nil {
 		return err
 	}
 	s := m.store

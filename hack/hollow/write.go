@@ -106,16 +106,30 @@ func (m *Member) Mutate(res *resource, namespace, name string, f func(runtime.Ob
 	return true
 }
 
-func (m *Member) create(w http.ResponseWriter, r *http.Request, req *request) error {
+// readObject reads the object a request's body carries (JSON, YAML or
+// protobuf) for req: in the request's namespace, and with the URL's name
+// when the URL names one.
+func (m *Member) readObject(r *http.Request, req *request) (runtime.Object, metav1.Object, error) {
 	body, err := readBody(r)
 	if err != nil {
-		return err
+		return nil, nil, err
 	}
 	obj, md, err := decode(req.res, body)
 	if err != nil {
-		return err
+		return nil, nil, err
+	}
+	if req.name != "" && md.GetName() != req.name {
+		return nil, nil, apierrors.NewBadRequest(fmt.Sprintf("the name of the object (%s) does not match the name on the URL (%s)", md.GetName(), req.name))
 	}
 	if err := m.checkNamespace(req, md); err != nil {
+		return nil, nil, err
+	}
+	return obj, md, nil
+}
+
+func (m *Member) create(w http.ResponseWriter, r *http.Request, req *request) error {
+	obj, md, err := m.readObject(r, req)
+	if err != nil {
 		return err
 	}
 	if md.GetName() == "" && md.GetGenerateName() != "" {
@@ -181,18 +195,8 @@ func (m *Member) createLocked(req *request, obj runtime.Object, md metav1.Object
 }
 
 func (m *Member) update(w http.ResponseWriter, r *http.Request, req *request) error {
-	body, err := readBody(r)
+	obj, md, err := m.readObject(r, req)
 	if err != nil {
-		return err
-	}
-	obj, md, err := decode(req.res, body)
-	if err != nil {
-		return err
-	}
-	if md.GetName() != req.name {
-		return apierrors.NewBadRequest(fmt.Sprintf("the name of the object (%s) does not match the name on the URL (%s)", md.GetName(), req.name))
-	}
-	if err := m.checkNamespace(req, md); err != nil {
 		return err
 	}
 	s := m.store
