@@ -33,23 +33,25 @@ func newInterner(c clock.PassiveClock) *interner {
 	return &interner{clock: c, cur: map[string]any{}, rotated: c.Now()}
 }
 
-// list returns a list equal to l that other objects may share.
-func (in *interner) list(l []string) []string {
+// list returns a list equal to l that other objects may share, and
+// whether another already holds it.
+func (in *interner) list(l []string) ([]string, bool) {
 	if in == nil || len(l) == 0 {
-		return l
+		return l, false
 	}
 	key := "l\x00" + strings.Join(l, "\x00")
 	if v, ok := in.get(key).([]string); ok {
-		return v
+		return v, true
 	}
 	in.put(key, l)
-	return l
+	return l, false
 }
 
-// labels returns a map equal to m that other objects may share.
-func (in *interner) labels(m map[string]string) map[string]string {
+// labels returns a map equal to m that other objects may share, and
+// whether another already holds it.
+func (in *interner) labels(m map[string]string) (map[string]string, bool) {
 	if in == nil || len(m) == 0 {
-		return m
+		return m, false
 	}
 	var b strings.Builder
 	b.WriteString("m\x00")
@@ -61,10 +63,20 @@ func (in *interner) labels(m map[string]string) map[string]string {
 	}
 	key := b.String()
 	if v, ok := in.get(key).(map[string]string); ok {
-		return v
+		return v, true
 	}
 	in.put(key, m)
-	return m
+	return m, false
+}
+
+// weighed is the weight of a list or map the cache holds: a reference
+// only when another cached object holds it already, as its memory is
+// there once.
+func weighed(shared bool, w int64) int64 {
+	if shared {
+		return entryOverhead
+	}
+	return w
 }
 
 func (in *interner) get(key string) any {

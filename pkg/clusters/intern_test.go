@@ -38,9 +38,14 @@ func groupPeer(group int) *kilov1alpha1.Peer {
 func TestInternedPeers(t *testing.T) {
 	clk := clocktesting.NewFakePassiveClock(time.Unix(1000, 0))
 	in := newInterner(clk)
-	a, _ := in.slimPeer(groupPeer(7))
-	b, _ := in.slimPeer(groupPeer(7))
+	a, wa := in.slimPeer(groupPeer(7))
+	b, wb := in.slimPeer(groupPeer(7))
 	other, _ := in.slimPeer(groupPeer(8))
+	// What is held once weighs once: the second copy is charged its own
+	// fields and references.
+	if wb*4 > wa {
+		t.Errorf("the second copy weighs %d, the first %d", wb, wa)
+	}
 	if &a.Spec.AllowedIPs[0] != &b.Spec.AllowedIPs[0] {
 		t.Error("two members' copies of a group's Peer hold two lists of allowed IPs")
 	}
