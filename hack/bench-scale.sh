@@ -17,7 +17,16 @@ bash hack/build-tools.sh etcd kube-apiserver kube-controller-manager kubectl >/d
 BIN=$(mktemp -d)
 trap 'rm -rf "$BIN"' EXIT
 go build -o "$BIN/hollowmembers" ./hack/hollowmembers
+go build -o "$BIN/benchscale" ./hack/benchscale
 echo "# $(go version), $(nproc) CPUs ($(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //')), $(uptime)"
 echo "# go run ./hack/benchscale $*"
-go run ./hack/benchscale -hollowmembers "$BIN/hollowmembers" "$@"
+# An interrupt or a timeout reaches the benchmark, which stops what it
+# started before it ends.
+"$BIN/benchscale" -hollowmembers "$BIN/hollowmembers" "$@" &
+pid=$!
+trap 'kill -TERM "$pid" 2>/dev/null' INT TERM
+status=0
+wait "$pid" || status=$?
+if kill -0 "$pid" 2>/dev/null; then wait "$pid" || status=$?; fi
 echo "# $(uptime)"
+exit "$status"
