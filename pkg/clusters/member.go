@@ -166,7 +166,7 @@ func (mb Member) Services() (*ServicesClient, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &ServicesClient{Connection: c.name(), Kube: c.svcClients.kubeWrite, MCS: c.svcClients.mcsWrite}, nil
+	return c.servicesClient()
 }
 
 // Kind is a kind of object written on members, as their live lists name it.

@@ -236,3 +236,18 @@ type ServicesClient struct {
 	Kube       kubernetes.Interface
 	MCS        mcsclient.Interface
 }
+
+// services returns the cluster's services clients, built on first use.
+func (c *cluster) services() (*servicesClients, error) {
+	c.svcOnce.Do(func() { c.svcClients, c.svcErr = c.newSvcClients() })
+	return c.svcClients, c.svcErr
+}
+
+// servicesClient is the cluster's services writer.
+func (c *cluster) servicesClient() (*ServicesClient, error) {
+	cl, err := c.services()
+	if err != nil {
+		return nil, err
+	}
+	return &ServicesClient{Connection: c.name(), Kube: cl.kubeWrite, MCS: cl.mcsWrite}, nil
+}

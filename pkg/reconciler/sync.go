@@ -135,7 +135,7 @@ func (r *Reconciler) pass(ctx context.Context, mesh *meshv1alpha1.ClusterMesh, t
 	case svcRes.err(key) != nil:
 		return syncResult{}, svcRes.err(key)
 	}
-	next := sooner(sooner(nextExpiry(m.states, now), untilGraceEnds(plan, now)), departures.next)
+	next := sooner(sooner(untilCheckInExpiry(plan, now), untilGraceEnds(plan, now)), departures.next)
 	if peers.unseen || svcRes.unseen {
 		// Writes of an earlier pass the member caches have not shown yet:
 		// their events requeue the mesh, this is the safety net.
@@ -183,8 +183,7 @@ func summarizeWrites(key types.NamespacedName, results map[string]targetResult, 
 func (r *Reconciler) applyPlan(ctx context.Context, mesh *meshv1alpha1.ClusterMesh, plan *planner.Plan,
 	members map[string]clusters.Member) map[string]targetResult {
 	results := make(map[string]targetResult, len(plan.View.Targets))
-	var mu sync.Mutex
-	var wg sync.WaitGroup
+	var works []targetWork
 	for i := range plan.View.Targets {
 		tp := &plan.View.Targets[i]
 		if tp.DiffState != meshv1alpha1.DiffStateComputed {
@@ -204,7 +203,7 @@ func (r *Reconciler) applyPlan(ctx context.Context, mesh *meshv1alpha1.ClusterMe
 			results[tp.Cluster] = targetResult{targetOutcome: targetOutcome{reconciled: true, errors: []string{err.Error()}}}
 			continue
 		}
-		work := targetWork{
+		works = append(works, targetWork{
 			mesh:    mesh,
 			cluster: tp.Cluster,
 			target:  tp,
@@ -213,7 +212,18 @@ func (r *Reconciler) applyPlan(ctx context.Context, mesh *meshv1alpha1.ClusterMe
 			client:  client,
 			written: r.written,
 			writer:  r.writer,
-		}
+		})
+	}
+	applyTargets(ctx, works, results)
+	return results
+}
+
+// applyTargets writes every target of works at the same time and adds
+// their results to results, which only its goroutines touch meanwhile.
+func applyTargets(ctx context.Context, works []targetWork, results map[string]targetResult) {
+	var mu sync.Mutex
+	var wg sync.WaitGroup
+	for _, work := range works {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
@@ -224,7 +234,6 @@ func (r *Reconciler) applyPlan(ctx context.Context, mesh *meshv1alpha1.ClusterMe
 		}()
 	}
 	wg.Wait()
-	return results
 }
 
 // cachedOf is what a pass on target reads of its cached Peers (a

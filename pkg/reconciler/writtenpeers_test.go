@@ -2,6 +2,7 @@ package reconciler
 
 import (
 	"context"
+	"fmt"
 	"strconv"
 	"sync/atomic"
 	"testing"
@@ -67,11 +68,11 @@ func TestSecondPassFromAStaleCache(t *testing.T) {
 	stale := map[string]*kilov1alpha1.Peer{"updated": peer("updated", "old", "1"), "dropped": dropped}
 	target := &meshv1alpha1.TargetPlan{Create: []string{"created"}, Update: []meshv1alpha1.PeerUpdate{{Name: "updated"}}, Delete: []string{"dropped"}}
 	desired := []*kilov1alpha1.Peer{updated, created}
-	recent := newWrittenPeers()
+	written := newWrittenPeers()
 	pass := func(cached map[string]*kilov1alpha1.Peer, desired []*kilov1alpha1.Peer) (*writes, targetResult) {
 		client := &writes{}
 		res := applyTarget(context.Background(), targetWork{mesh: mesh, cluster: "eu", target: target, desired: planner.PeerListOf(desired...),
-			cached: cached, client: client, written: recent, writer: newFairWriter()})
+			cached: cached, client: client, written: written, writer: newFairWriter()})
 		return client, res
 	}
 
@@ -87,8 +88,8 @@ func TestSecondPassFromAStaleCache(t *testing.T) {
 	// The cache has seen the writes (their resourceVersions), the plan is
 	// still the old one.
 	seen := map[string]*kilov1alpha1.Peer{}
-	for k := range recent.m {
-		if w := recent.m[k]; w.want != nil {
+	for k := range written.m {
+		if w := written.m[k]; w.want != nil {
 			seen[k.peer] = peer(k.peer, "new", w.after)
 		}
 	}
@@ -107,14 +108,14 @@ func TestSecondPassFromAStaleCache(t *testing.T) {
 	}
 
 	// Past writeMemory, a cache that never caught up is written again.
-	recent.now = func() time.Time { return time.Now().Add(2 * writeMemory) }
+	written.now = func() time.Time { return time.Now().Add(2 * writeMemory) }
 	fifth, _ := pass(stale, desired)
 	if fifth.applies.Load() != 2 || fifth.deletes.Load() != 1 {
 		t.Errorf("after writeMemory: %d applies, %d deletes", fifth.applies.Load(), fifth.deletes.Load())
 	}
-	recent.forget(types.NamespacedName{Namespace: "ns", Name: "m"})
-	if len(recent.m) != 0 {
-		t.Errorf("forget left %d writes", len(recent.m))
+	written.forget(types.NamespacedName{Namespace: "ns", Name: "m"})
+	if len(written.m) != 0 {
+		t.Errorf("forget left %d writes", len(written.m))
 	}
 }
 
@@ -126,13 +127,13 @@ func TestWritesOfAnotherConnection(t *testing.T) {
 	mesh := &meshv1alpha1.ClusterMesh{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "m", UID: "uid-1"}}
 	desired := []*kilov1alpha1.Peer{{ObjectMeta: metav1.ObjectMeta{Name: "east", Labels: planner.ManagedLabels("ns", "m", "uid-1", "east")}}}
 	target := &meshv1alpha1.TargetPlan{Create: []string{"east"}}
-	recent := newWrittenPeers()
+	written := newWrittenPeers()
 	at := time.Now()
-	recent.now = func() time.Time { return at } // well within writeMemory
+	written.now = func() time.Time { return at } // well within writeMemory
 	pass := func(conn string) (*writes, targetResult) {
 		client := &writes{conn: conn}
 		res := applyTarget(context.Background(), targetWork{mesh: mesh, cluster: "west", target: target, desired: planner.PeerListOf(desired...),
-			cached: map[string]*kilov1alpha1.Peer{}, client: client, written: recent, writer: newFairWriter()})
+			cached: map[string]*kilov1alpha1.Peer{}, client: client, written: written, writer: newFairWriter()})
 		return client, res
 	}
 	for _, c := range []struct {
@@ -160,11 +161,11 @@ func TestWritesOfAnotherConnection(t *testing.T) {
 func TestWriteEchoes(t *testing.T) {
 	mesh := types.NamespacedName{Namespace: "ns", Name: "m"}
 	at := time.Unix(5000, 0)
-	recent := newWrittenPeers()
-	recent.now = func() time.Time { return at }
+	written := newWrittenPeers()
+	written.now = func() time.Time { return at }
 	applied := &kilov1alpha1.Peer{ObjectMeta: metav1.ObjectMeta{Name: "applied"}}
-	recent.remember(writtenPeerKey{mesh: mesh, cluster: "eu", peer: "applied"}, "conn-eu", applied, "1", "2")
-	recent.remember(writtenPeerKey{mesh: mesh, cluster: "eu", peer: "deleted"}, "conn-eu", nil, "3", "")
+	written.remember(writtenPeerKey{mesh: mesh, cluster: "eu", peer: "applied"}, "conn-eu", applied, "1", "2")
+	written.remember(writtenPeerKey{mesh: mesh, cluster: "eu", peer: "deleted"}, "conn-eu", nil, "3", "")
 	seen := func(name, rv string) *kilov1alpha1.Peer {
 		return &kilov1alpha1.Peer{ObjectMeta: metav1.ObjectMeta{Name: name, ResourceVersion: rv}}
 	}
@@ -184,8 +185,8 @@ func TestWriteEchoes(t *testing.T) {
 		{"the apply's answer after writeMemory", "conn-eu", seen("applied", "2"), 2 * writeMemory, false},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			recent.now = func() time.Time { return at.Add(c.later) }
-			k, answered, echo := recent.shows(c.conn, c.peer)
+			written.now = func() time.Time { return at.Add(c.later) }
+			k, answered, echo := written.shows(c.conn, c.peer)
 			if echo != c.echo {
 				t.Fatalf("echo = %v, want %v", echo, c.echo)
 			}
@@ -195,40 +196,40 @@ func TestWriteEchoes(t *testing.T) {
 		})
 	}
 	t.Run("shown before the answer", func(t *testing.T) {
-		recent.now = func() time.Time { return at }
+		written.now = func() time.Time { return at }
 		k := writtenPeerKey{mesh: mesh, cluster: "eu", peer: "racing"}
 		want := &kilov1alpha1.Peer{ObjectMeta: metav1.ObjectMeta{Name: "racing"}, Spec: kilov1alpha1.PeerSpec{PublicKey: "ours"}}
 		other := want.DeepCopy()
 		other.Spec.PublicKey = "someone else's"
-		recent.begin(k, "conn-eu", want)
-		if _, _, echo := recent.shows("conn-eu", other); echo {
+		written.begin(k, "conn-eu", want)
+		if _, _, echo := written.shows("conn-eu", other); echo {
 			t.Error("another Peer of the name, while the apply is in flight, was taken for its echo")
 		}
 		shown := want.DeepCopy()
 		shown.ResourceVersion = "7"
-		got, answered, echo := recent.shows("conn-eu", shown)
+		got, answered, echo := written.shows("conn-eu", shown)
 		if !echo || got != k || !answered.IsZero() {
 			t.Errorf("the applied Peer before the answer: echo %v of %+v answered %s, want an echo of %+v not answered yet", echo, got, answered, k)
 		}
-		if !recent.remember(k, "conn-eu", want, "", "7") {
+		if !written.remember(k, "conn-eu", want, "", "7") {
 			t.Error("the answer did not report the echo seen before it")
 		}
-		if _, _, echo := recent.shows("conn-eu", other); echo {
+		if _, _, echo := written.shows("conn-eu", other); echo {
 			t.Error("another Peer of the name, after the answer, was taken for its echo")
 		}
 	})
 	t.Run("a failed apply", func(t *testing.T) {
 		k := writtenPeerKey{mesh: mesh, cluster: "eu", peer: "failing"}
 		want := &kilov1alpha1.Peer{ObjectMeta: metav1.ObjectMeta{Name: "failing"}}
-		recent.begin(k, "conn-eu", want)
-		recent.abandon(k, "conn-eu")
-		if _, _, echo := recent.shows("conn-eu", want); echo {
+		written.begin(k, "conn-eu", want)
+		written.abandon(k, "conn-eu")
+		if _, _, echo := written.shows("conn-eu", want); echo {
 			t.Error("a Peer like the one a failed apply sent was taken for its echo")
 		}
 	})
-	recent.forget(mesh)
-	if len(recent.m) != 0 || len(recent.byConn) != 0 || len(recent.inflight) != 0 {
-		t.Errorf("forget left %d writes, %d by connection, %d in flight", len(recent.m), len(recent.byConn), len(recent.inflight))
+	written.forget(mesh)
+	if len(written.m) != 0 || len(written.byConn) != 0 || len(written.inflight) != 0 {
+		t.Errorf("forget left %d writes, %d by connection, %d in flight", len(written.m), len(written.byConn), len(written.inflight))
 	}
 }
 
@@ -270,5 +271,23 @@ func TestWriteDeletedSince(t *testing.T) {
 				t.Errorf("done = %v with the Peer gone from the cache, want %v", done, c.wantDone)
 			}
 		})
+	}
+}
+
+// TestOldWritesForgotten: writes older than writeMemory are forgotten by
+// the next write or pass, whether or not their Peers are looked at again.
+func TestOldWritesForgotten(t *testing.T) {
+	mesh := types.NamespacedName{Namespace: "ns", Name: "m"}
+	at := time.Unix(5000, 0)
+	written := newWrittenPeers()
+	written.now = func() time.Time { return at }
+	for i := range 1000 {
+		name := fmt.Sprintf("p%d", i)
+		written.remember(writtenPeerKey{mesh: mesh, cluster: "eu", peer: name}, "conn-eu", &kilov1alpha1.Peer{ObjectMeta: metav1.ObjectMeta{Name: name}}, "", "2")
+	}
+	written.now = func() time.Time { return at.Add(2 * writeMemory) }
+	written.remember(writtenPeerKey{mesh: mesh, cluster: "eu", peer: "later"}, "conn-eu", &kilov1alpha1.Peer{ObjectMeta: metav1.ObjectMeta{Name: "later"}}, "", "3")
+	if len(written.m) != 1 || len(written.byConn) != 1 {
+		t.Errorf("%d writes and %d by connection remembered, want only the later one", len(written.m), len(written.byConn))
 	}
 }
