@@ -192,9 +192,9 @@ func (m *Manager) acquireClusterLocked(mesh types.NamespacedName, id clusterID, 
 			shared:         m.shared,
 			interned:       m.interned,
 			onChange:       m.clusterChanged,
-			isEcho:         m.isEcho,
+			isOwnPeerWrite: m.isOwnPeerWrite,
 			localUID:       m.localSystemUID,
-			servicesWanted: m.servicesWanted, isServicesEcho: m.isServicesEcho, maxServiceExports: m.cfg.MaxServiceExports, maxEndpointsPerService: m.cfg.MaxEndpointsPerService,
+			servicesWanted: m.servicesWanted, isOwnServicesWrite: m.isOwnServicesWrite, maxServiceExports: m.cfg.MaxServiceExports, maxEndpointsPerService: m.cfg.MaxEndpointsPerService,
 		}, id != localID, allowed)
 		if err != nil {
 			return nil, newError(memberaccess.ErrKubeconfigInvalid, "", fmt.Sprintf("cannot build a client: %v", err))

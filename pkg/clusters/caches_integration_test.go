@@ -23,7 +23,7 @@ func (h *harness) testNodesPeersAndChanges(t *testing.T) {
 	m, changes := h.startManager(t)
 	m.Follow(mesh)
 	took := framework.EventuallyT(t, 30*time.Second, "all clusters usable", allUsable(m, mesh))
-	t.Logf("three clusters synced %s after Ensure", took.Round(time.Millisecond))
+	t.Logf("three clusters synced %s after Follow", took.Round(time.Millisecond))
 	framework.EventuallyT(t, 5*time.Second, "change reported after sync", changes.seen(meshKey(mesh)))
 	if !m.Settled(mesh) {
 		t.Error("Settled is false with every cluster synced")

@@ -54,16 +54,16 @@ type clusterOptions struct {
 	// onChange is told of every change the meshes using the cluster may
 	// care about; it must not block.
 	onChange func(*cluster)
-	// isEcho tells an added or updated Peer that only shows a write of the
+	// isOwnPeerWrite tells an added or updated Peer that only shows a write of the
 	// Manager's user's own; such an event is not a change.
-	isEcho func(*cluster, *kilov1alpha1.Peer) bool
+	isOwnPeerWrite func(*cluster, *kilov1alpha1.Peer) bool
 	// localUID is the UID of the local cluster's kube-system namespace: a
 	// remote cluster answering with it is refused (ErrIsLocalCluster).
 	localUID func(context.Context) (string, error)
 	// servicesWanted reports whether a mesh using the cluster has services
 	// enabled; maxServiceExports and maxEndpointsPerService are Config's.
 	servicesWanted                            func(*cluster) bool
-	isServicesEcho                            func(c *cluster, kind string, obj metav1.Object) bool
+	isOwnServicesWrite                        func(c *cluster, kind string, obj metav1.Object) bool
 	maxServiceExports, maxEndpointsPerService int
 }
 

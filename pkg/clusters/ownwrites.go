@@ -29,13 +29,13 @@ func (m *Manager) IgnoreOwnWrites(f OwnWrites) {
 	m.own.Store(&f)
 }
 
-// isEcho asks about a Peer in c's cache.
-func (m *Manager) isEcho(c *cluster, p *kilov1alpha1.Peer) bool {
+// isOwnPeerWrite asks about a Peer in c's cache.
+func (m *Manager) isOwnPeerWrite(c *cluster, p *kilov1alpha1.Peer) bool {
 	f := m.own.Load()
 	return f != nil && (*f).Peer(c.name(), p)
 }
 
-func (m *Manager) isServicesEcho(c *cluster, kind string, obj metav1.Object) bool {
+func (m *Manager) isOwnServicesWrite(c *cluster, kind string, obj metav1.Object) bool {
 	f := m.own.Load()
 	return f != nil && (*f).Services(c.name(), kind, obj)
 }
@@ -49,12 +49,12 @@ var kindOf = map[string]string{
 	resourceWrittenEndpointSlices: "EndpointSlice",
 }
 
-// servicesEcho asks about an object of a services cache.
-func (c *cluster) servicesEcho(resource, event string, obj any) bool {
+// ownServicesWrite asks about an object of a services cache.
+func (c *cluster) ownServicesWrite(resource, event string, obj any) bool {
 	kind, ok := kindOf[resource]
 	o, isObject := obj.(metav1.Object)
-	if !ok || !isObject || event == "delete" || c.opts.isServicesEcho == nil {
+	if !ok || !isObject || event == "delete" || c.opts.isOwnServicesWrite == nil {
 		return false
 	}
-	return c.opts.isServicesEcho(c, kind, o)
+	return c.opts.isOwnServicesWrite(c, kind, o)
 }

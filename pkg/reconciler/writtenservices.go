@@ -45,7 +45,7 @@ func (w *writtenServices) remember(conn, kind string, mesh types.NamespacedName,
 	w.m[writtenServiceKey{conn, kind, answer.GetNamespace(), answer.GetName()}] = writtenService{mesh: mesh, resourceVersion: answer.GetResourceVersion(), at: now}
 }
 
-// echo reports whether obj in conn's cache is the answer of a remembered
+// shows reports whether obj in conn's cache is the answer of a remembered
 // write, and of which mesh; it forgets the write.
 func (w *writtenServices) shows(conn, kind string, obj metav1.Object) (types.NamespacedName, bool) {
 	k := writtenServiceKey{conn, kind, obj.GetNamespace(), obj.GetName()}
