@@ -239,7 +239,7 @@ func applyTargets(ctx context.Context, works []targetWork, results map[string]ta
 // cachedOf is what a pass on target reads of its cached Peers (a
 // ClusterState's, sorted by name): those it creates, updates or deletes.
 // A map of every cached Peer, thousands on a large mesh, cost more than a
-// single change's writes (issue 21).
+// single change's writes.
 func cachedOf(peers []*kilov1alpha1.Peer, target *meshv1alpha1.TargetPlan) map[string]*kilov1alpha1.Peer {
 	m := make(map[string]*kilov1alpha1.Peer, len(target.Create)+len(target.Update)+len(target.Delete))
 	find := func(name string) {
