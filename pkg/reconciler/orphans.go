@@ -19,7 +19,7 @@ import (
 // a vanished mesh (vanished.go) cover the meshes this process saw go; a
 // mesh may also be deleted while no replica runs, and a member cluster may
 // be unreachable for longer than they wait. When a term starts and every
-// orphanSweepPeriod, every connection the member caches hold is looked at:
+// OrphanSweepPeriod, every connection the member caches hold is looked at:
 // the meshes this installation wrote for (planner.LabelInstallation) that
 // storage does not hold have what they wrote there removed (cleanup). The
 // owners are read from the Peer caches each time, and from a live list of
@@ -34,9 +34,9 @@ import (
 // in this one's storage: its objects are never looked at. An object written
 // before it carried the installation gets it at its mesh's next pass.
 
-// orphanSweepPeriod is how often the connections are checked for what
+// OrphanSweepPeriod is how often the connections are checked for what
 // meshes that no longer exist wrote.
-const orphanSweepPeriod = time.Minute
+const OrphanSweepPeriod = time.Minute
 
 // sweep remembers, for the current term, the connections whose services
 // objects were listed.
@@ -45,7 +45,7 @@ type sweep struct {
 	listed map[string]bool
 }
 
-// sweepLoop sweeps when a term starts and every orphanSweepPeriod; in the
+// sweepLoop sweeps when a term starts and every OrphanSweepPeriod; in the
 // term's first period, every settleRecheck until every connection's caches
 // could be looked at (after a start they are still filling).
 func (r *Reconciler) sweepLoop(ctx context.Context) {
@@ -54,8 +54,8 @@ func (r *Reconciler) sweepLoop(ctx context.Context) {
 	r.swept.mu.Unlock()
 	start := time.Now()
 	for {
-		wait := orphanSweepPeriod
-		if complete := r.sweepOrphans(ctx); !complete && time.Since(start) < orphanSweepPeriod {
+		wait := OrphanSweepPeriod
+		if complete := r.sweepOrphans(ctx); !complete && time.Since(start) < OrphanSweepPeriod {
 			wait = settleRecheck
 		}
 		t := time.NewTimer(wait)

@@ -16,6 +16,7 @@ import (
 
 	kilov1alpha1 "github.com/kilo-mesh/kilo-mesh-apiserver/pkg/apis/kilo/v1alpha1"
 	"github.com/kilo-mesh/kilo-mesh-apiserver/pkg/planner"
+	"github.com/kilo-mesh/kilo-mesh-apiserver/pkg/reconciler"
 	"github.com/kilo-mesh/kilo-mesh-apiserver/test/framework"
 )
 
@@ -77,6 +78,61 @@ func (s *svcEnv) testGoneWhileStopped(t *testing.T) {
 		})
 		t.Logf("cluster %d: nothing of the mesh %s after the restart", c, took.Round(time.Millisecond))
 	}
+}
+
+// testGoneWhileMemberDown: svc is deleted while no replica runs and while
+// cluster 2 is down, which comes back only after the server's first sweep
+// period: cluster 1 is cleaned by the sweep at the start, cluster 2 by a
+// later period's sweep, services objects and Peers alike.
+func (s *svcEnv) testGoneWhileMemberDown(t *testing.T) {
+	ctx := context.Background()
+	ns := s.namespace(t, 1, 2)
+	s.exportedToBoth(t, ns, "fossil", "10.11.1.96")
+	m, err := s.mesh()
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.keeperMesh(t)
+	s.recreateAfter(t, ns, "fossil")
+
+	if err := s.env.StopCluster(2); err != nil {
+		t.Fatal(err)
+	}
+	down := true
+	t.Cleanup(func() {
+		if down {
+			if err := s.env.StartCluster(ctx, 2); err != nil {
+				t.Error(err)
+			}
+		}
+	})
+	if err := s.server.Stop(); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.env.EtcdDelete(ctx, s.meshKey()); err != nil {
+		t.Fatal(err)
+	}
+	restart, cancel := context.WithTimeout(ctx, time.Minute)
+	defer cancel()
+	if err := s.server.Start(restart); err != nil {
+		t.Fatalf("restart: %v\n%s", err, s.server.LogTail(40))
+	}
+	started := time.Now()
+	s.awaitMeshGone(t)
+	framework.EventuallyT(t, 2*time.Minute, "nothing of the mesh on cluster 1, swept at the start", func() error {
+		return s.leftNothing(1, m.UID, true)
+	})
+
+	time.Sleep(time.Until(started.Add(reconciler.OrphanSweepPeriod + 5*time.Second)))
+	if err := s.env.StartCluster(ctx, 2); err != nil {
+		t.Fatal(err)
+	}
+	down = false
+	back := time.Now()
+	framework.EventuallyT(t, 2*reconciler.OrphanSweepPeriod+svcConverge, "nothing of the mesh on cluster 2, swept at a later period", func() error {
+		return s.leftNothing(2, m.UID, true)
+	})
+	t.Logf("cluster 2: nothing of the mesh %s after it came back", time.Since(back).Round(time.Millisecond))
 }
 
 // keeperMesh creates, in a namespace of its own, mesh keeper joining
