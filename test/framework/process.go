@@ -133,6 +133,42 @@ func (p *process) stop(grace time.Duration) error {
 	}
 }
 
+// stopWithin stops a server that must exit by itself on SIGTERM: if it has
+// not exited within bound, it gets SIGQUIT (a Go program then writes every
+// goroutine to its log and exits), then SIGKILL, and the stop fails with what
+// held it, so that no hang passes as a slow stop.
+func (p *process) stopWithin(bound time.Duration) error {
+	p.mu.Lock()
+	cmd, done := p.cmd, p.done
+	p.mu.Unlock()
+	if cmd == nil || isClosed(done) {
+		return nil
+	}
+	pgid := cmd.Process.Pid
+	start := time.Now()
+	_ = syscall.Kill(-pgid, syscall.SIGTERM)
+	select {
+	case <-done:
+		return nil
+	case <-time.After(bound):
+	}
+	logSize := fileSize(p.logPath)
+	_ = syscall.Kill(-pgid, syscall.SIGQUIT)
+	select {
+	case <-done:
+	case <-time.After(goroutineDumpWait):
+	}
+	if err := p.stop(0); err != nil {
+		return err
+	}
+	return fmt.Errorf("%s (pid %d) did not exit within %s of SIGTERM (killed after %s); what held it, from its goroutine dump in %s:\n%s",
+		p.name, pgid, bound, time.Since(start).Round(time.Second), p.logPath, heldBy(p.logPath, logSize))
+}
+
+// goroutineDumpWait bounds the wait for a process to write its goroutines
+// after SIGQUIT.
+const goroutineDumpWait = 10 * time.Second
+
 // pid returns the pid of the current run, or 0.
 func (p *process) pid() int {
 	p.mu.Lock()
