@@ -388,6 +388,10 @@ func (m *MeshServer) Start(ctx context.Context) error {
 // Running reports whether the server process is running.
 func (m *MeshServer) Running() bool { return m.proc.running() }
 
+// ExitErr is how the last run of the server ended once it has exited: nil
+// for exit status 0.
+func (m *MeshServer) ExitErr() error { return m.proc.exitErr() }
+
 // Exited returns a channel closed when the current run of the server exits.
 func (m *MeshServer) Exited() <-chan struct{} { return m.proc.exited() }
 
