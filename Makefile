@@ -49,6 +49,21 @@ ENV_TOOLS   := etcd kube-apiserver kube-controller-manager kubectl
 tools:
 	$(BUILD_TOOLS)
 
+# Each test target builds the tools its own tests use and hands them a
+# directory holding links to those alone (KILO_MESH_TOOLS_BIN), so that a
+# test using a tool its target does not build fails everywhere, not only on
+# a machine that never built it. Helm: pkg/member's and test/install's
+# chart tests; CoreDNS: kubectl mesh dns (test/e2e/plugin) and names across
+# the data plane. Before that, hack/host-deps.sh checks the machine's packages
+# (and root) and names whatever is missing in one message.
+INTEGRATION_TOOLS := $(ENV_TOOLS) helm
+E2E_TOOLS         := $(ENV_TOOLS) helm coredns
+DATAPLANE_TOOLS   := $(ENV_TOOLS) coredns
+TEST_TOOLS_DIR    := $(CURDIR)/$(OUTPUT)/test-tools
+HOST_DEPS         := bash hack/host-deps.sh
+# Extra flags for go test, e.g. make test-e2e GOTEST_FLAGS='-run TestTenantSafety'.
+GOTEST_FLAGS ?=
+
 # Built, then run, so that Ctrl-C reaches the demo itself and it exits cleanly.
 # RUN_FLAGS go to the demo, e.g. make run RUN_FLAGS=--clusters=3.
 run:
@@ -58,35 +73,45 @@ run:
 	$(GO) build -o $(BIN_DIR)/localenv ./hack/localenv
 	exec $(BIN_DIR)/localenv $(RUN_FLAGS)
 
-test: verify test-unit test-integration test-e2e test-dataplane
+# The machine is checked for every part first, so that a missing package
+# fails the run at once rather than after the parts before it.
+test: host-test verify test-unit test-integration test-e2e test-dataplane
+
+# host-TARGET checks the machine for TARGET's tests.
+host-%:
+	@$(HOST_DEPS) $*
 
 # Pure logic, plus the storage on an embedded etcd in the test process.
-test-unit:
-	$(GO) test -count=1 ./...
+test-unit: host-unit
+	@rm -rf $(TEST_TOOLS_DIR)/unit
+	KILO_MESH_TOOLS_BIN=$(TEST_TOOLS_DIR)/unit $(GO) test -count=1 $(GOTEST_FLAGS) ./...
 
 # Packages against real kube-apiservers.
-test-integration:
-	$(BUILD_TOOLS) $(ENV_TOOLS)
-	$(GO) test -count=1 -p 1 -tags integration -timeout $(TEST_TIMEOUT) ./pkg/...
+test-integration: host-integration
+	$(BUILD_TOOLS) --link $(TEST_TOOLS_DIR)/integration $(INTEGRATION_TOOLS)
+	KILO_MESH_TOOLS_BIN=$(TEST_TOOLS_DIR)/integration \
+		$(GO) test -count=1 -p 1 -tags integration -timeout $(TEST_TIMEOUT) $(GOTEST_FLAGS) ./pkg/...
 
 # The real server binary behind the aggregation layer, driven with kubectl;
 # test/install runs the binary taken out of the image archive, the other
 # packages the same static binary (so it is built once).
 HOST_ARCH := $(shell $(GO) env GOARCH)
-test-e2e: image
-	$(BUILD_TOOLS) $(ENV_TOOLS) helm coredns
-	KILO_MESH_IMAGE_ARCHIVE=$(CURDIR)/$(IMAGE_ARCHIVE) KILO_MESH_APISERVER_BIN=$(CURDIR)/$(OUTPUT)/bin/linux_$(HOST_ARCH)/kilo-mesh-apiserver \
-		$(GO) test -count=1 -p 1 -tags e2e -timeout $(TEST_TIMEOUT) ./test/...
+test-e2e: host-e2e image
+	$(BUILD_TOOLS) --link $(TEST_TOOLS_DIR)/e2e $(E2E_TOOLS)
+	KILO_MESH_TOOLS_BIN=$(TEST_TOOLS_DIR)/e2e KILO_MESH_IMAGE_ARCHIVE=$(CURDIR)/$(IMAGE_ARCHIVE) \
+		KILO_MESH_APISERVER_BIN=$(CURDIR)/$(OUTPUT)/bin/linux_$(HOST_ARCH)/kilo-mesh-apiserver \
+		$(GO) test -count=1 -p 1 -tags e2e -timeout $(TEST_TIMEOUT) $(GOTEST_FLAGS) ./test/...
 
 # Packets through the Peers: every Kilo node a network namespace running
-# userspace WireGuard (test/dataplane). Needs root, iproute2 and nftables (it fails,
-# saying so, without them); -v prints the connectivity matrices and the
-# recovery times.
-test-dataplane:
-	$(BUILD_TOOLS) $(ENV_TOOLS) coredns
-	$(GO) test -count=1 -p 1 -v -tags dataplane -timeout $(TEST_TIMEOUT) ./test/dataplane/...
+# userspace WireGuard (test/dataplane). Needs root, iproute2 and nftables
+# (checked first); -v prints the connectivity matrices and the recovery
+# times.
+test-dataplane: host-dataplane
+	$(BUILD_TOOLS) --link $(TEST_TOOLS_DIR)/dataplane $(DATAPLANE_TOOLS)
+	KILO_MESH_TOOLS_BIN=$(TEST_TOOLS_DIR)/dataplane \
+		$(GO) test -count=1 -p 1 -v -tags dataplane -timeout $(TEST_TIMEOUT) $(GOTEST_FLAGS) ./test/dataplane/...
 
-verify:
+verify: host-verify
 	@test -z "$$(gofmt -l cmd pkg hack test)" || { gofmt -l cmd pkg hack test; echo "gofmt needed"; exit 1; }
 	$(GO) vet ./...
 	$(GO) vet -tags integration ./...

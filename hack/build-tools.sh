@@ -9,6 +9,11 @@
 #
 #   hack/build-tools.sh                       # every tool below
 #   hack/build-tools.sh etcd kube-apiserver   # only these: what a target needs
+#   hack/build-tools.sh --link DIR helm       # and DIR holds links to these alone
+#
+# A make target gives its tests the --link directory, so that a test using a
+# tool its target does not build fails on every machine, not only on one
+# whose cache lacks that tool.
 #
 # Each binary is built only if it is missing, so a second run returns at
 # once. A name this script has no build line for is reported and skipped.
@@ -166,6 +171,11 @@ if ! command -v go >/dev/null 2>&1; then
 	exit 1
 fi
 
+LINK_DIR=""
+if [[ "${1:-}" == --link ]]; then
+	LINK_DIR="${2:?--link needs a directory}"
+	shift 2
+fi
 REQUESTED=("$@")
 mkdir -p "${BIN}"
 LDFLAGS="$(version_ldflags)"
@@ -186,4 +196,13 @@ if ((${#MISSING[@]})); then
 fi
 MODE=build tools
 
+if [[ -n "${LINK_DIR}" ]]; then
+	rm -rf "${LINK_DIR}"
+	mkdir -p "${LINK_DIR}"
+	BIN="$(cd "${BIN}" && pwd)"
+	for r in "${REQUESTED[@]}"; do
+		[[ -x "${BIN}/${r}" ]] && ln -s "${BIN}/${r}" "${LINK_DIR}/${r}"
+	done
+	BIN="${LINK_DIR}"
+fi
 echo "${BIN}"

@@ -145,7 +145,7 @@ func run(ctx context.Context, c config) error {
 	}
 	waitProfile := func() {}
 	if c.cpuProfile != "" {
-		waitProfile = cpuProfile(ctx, direct, c.cpuProfileFor, c.cpuProfile)
+		waitProfile = benchenv.CPUProfile(ctx, direct, c.cpuProfileFor, c.cpuProfile)
 	}
 	p50, p99, worst, err := b.singleChanges(ctx)
 	if err != nil {
@@ -185,7 +185,7 @@ func run(ctx context.Context, c config) error {
 	sent, failed := stopCheckIns()
 	rss, hwm, _ := benchenv.Memory(server.Pid()) // 0 when unreadable, as the table shows
 	if c.heapProfile != "" {
-		if err := heapProfile(ctx, direct, c.heapProfile); err != nil {
+		if err := benchenv.HeapProfile(ctx, direct, c.heapProfile); err != nil {
 			return err
 		}
 	}
@@ -231,11 +231,11 @@ func run(ctx context.Context, c config) error {
 		fmt.Printf("| reconcile passes, mean duration | %.0f, %s | |\n", passes, time.Duration(passTime/passes*float64(time.Second)).Round(time.Millisecond))
 	}
 	fmt.Printf("| load average at the end | %s | |\n", benchenv.LoadAverage())
-	if err := budget(fmt.Sprintf("%d single changes", c.changes), beforeChanges, afterChanges); err != nil {
+	if err := benchenv.Budget(fmt.Sprintf("%d single changes", c.changes), beforeChanges, afterChanges); err != nil {
 		return err
 	}
 	if afterBurst != nil {
-		return budget(fmt.Sprintf("burst of %d", c.burst), beforeBurst, afterBurst)
+		return benchenv.Budget(fmt.Sprintf("burst of %d", c.burst), beforeBurst, afterBurst)
 	}
 	return nil
 }

@@ -2,10 +2,13 @@ package main
 
 import (
 	"context"
+	"fmt"
+	"runtime"
 	"time"
 
 	"k8s.io/client-go/rest"
 
+	"github.com/kilo-mesh/kilo-mesh-apiserver/hack/internal/benchenv"
 	kilov1alpha1 "github.com/kilo-mesh/kilo-mesh-apiserver/pkg/apis/kilo/v1alpha1"
 	meshv1alpha1 "github.com/kilo-mesh/kilo-mesh-apiserver/pkg/apis/mesh/v1alpha1"
 	"github.com/kilo-mesh/kilo-mesh-apiserver/test/framework"
@@ -45,9 +48,9 @@ func (b *bench) steadyWrites(ctx context.Context) (writeRates, error) {
 	if err != nil {
 		return writeRates{}, err
 	}
-	cpuBefore, sentBefore := cpuByCommand(), b.checkInsSent.Load()
+	cpuBefore, sentBefore := benchenv.CPUByCommand(selfCommand), b.checkInsSent.Load()
 	time.Sleep(b.steady)
-	cpuAfter, sentAfter := cpuByCommand(), b.checkInsSent.Load()
+	cpuAfter, sentAfter := benchenv.CPUByCommand(selfCommand), b.checkInsSent.Load()
 	after, err := count()
 	if err != nil {
 		return writeRates{}, err
@@ -57,6 +60,25 @@ func (b *bench) steadyWrites(ctx context.Context) (writeRates, error) {
 		peers:  (after.peers - before.peers) / per,
 		meshes: (after.meshes - before.meshes) / per,
 		leases: (after.leases - before.leases) / per,
-		cpu:    steadyCPU{used: cpuUsed(cpuBefore, cpuAfter), checkIns: sentAfter - sentBefore},
+		cpu:    steadyCPU{used: benchenv.CPUUsed(cpuBefore, cpuAfter), checkIns: sentAfter - sentBefore},
 	}, nil
+}
+
+// selfCommand names the benchmark's own process in the CPU figures.
+const selfCommand = "benchmark (check-ins, loop, watches)"
+
+// steadyCPU is what the machine's cores did in steady state.
+type steadyCPU struct {
+	used     map[string]time.Duration
+	checkIns int64 // check-in patches answered meanwhile
+}
+
+// print adds the steady state's CPU to the figures' table: the share of one
+// core each command took, and the members' cost of one check-in.
+func (s steadyCPU) print(over time.Duration) {
+	fmt.Printf("| CPU in steady state, share of one core (of %d) | %s | |\n", runtime.NumCPU(), benchenv.CPUShares(s.used, over))
+	if s.checkIns > 0 {
+		members := s.used["kube-apiserver"] + s.used["etcd"]
+		fmt.Printf("| kube-apiservers' and etcd's CPU per check-in patch, their idle cost included (%d patches) | %s | |\n", s.checkIns, (members / time.Duration(s.checkIns)).Round(10*time.Microsecond))
+	}
 }

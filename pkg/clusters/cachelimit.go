@@ -273,7 +273,7 @@ var (
 
 // peerLimit reads the Peers of a cluster through client (of
 // kilo.squat.ai/v1alpha1), at most maxPeers of them (0: no limit).
-func peerLimit(client rest.Interface, maxPeers int, b *budget, clk clock.PassiveClock) *objectLimit {
+func peerLimit(client rest.Interface, maxPeers int, b *budget, clk clock.PassiveClock, in *interner) *objectLimit {
 	params := runtime.NewParameterCodec(peerScheme)
 	return &objectLimit{
 		resource: resourcePeers,
@@ -294,7 +294,7 @@ func peerLimit(client rest.Interface, maxPeers int, b *budget, clk clock.Passive
 			o.Watch = true
 			return client.Get().Resource(kilov1alpha1.PeerResource.Resource).VersionedParams(&o, params).Watch(ctx)
 		},
-		keep: keepAs(slimPeer),
+		keep: keepAs(in.slimPeer),
 		newList: func(m metav1.ListMeta, items []runtime.Object) runtime.Object {
 			return &kilov1alpha1.PeerList{ListMeta: m, Items: typedItems[kilov1alpha1.Peer](items)}
 		},

@@ -180,7 +180,7 @@ func TestObjectLimitWatch(t *testing.T) {
 func TestPeerLimitCount(t *testing.T) {
 	clk := clocktesting.NewFakeClock(time.Now())
 	b := newBudget(1 << 30)
-	l := peerLimit(nil, 2, b, clk)
+	l := peerLimit(nil, 2, b, clk, nil)
 	for i := range 2 {
 		p := &kilov1alpha1.Peer{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprint(i)}, Spec: kilov1alpha1.PeerSpec{AllowedIPs: []string{"10.0.0.1/32"}}}
 		if e, _ := l.counted(watch.Event{Type: watch.Added, Object: p}); e.Type != watch.Added {

@@ -1,6 +1,12 @@
 package clusters
 
-import "k8s.io/apimachinery/pkg/types"
+import (
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/klog/v2"
+
+	kilov1alpha1 "github.com/kilo-mesh/kilo-mesh-apiserver/pkg/apis/kilo/v1alpha1"
+)
 
 // AddChangeHandler registers f to be called with the key of every mesh
 // affected when a Node or Peer of one of its clusters changes (beyond
@@ -33,5 +39,20 @@ func (m *Manager) dispatch() {
 			}
 		}
 		m.queue.Done(key)
+	}
+}
+
+// changed reports a change of the cluster's caches, unless it is the echo
+// of the Manager's user's own Peer write; the debug trace names the
+// object, to tell which event started a reconcile.
+func (c *cluster) changed(resource, event string, obj any) {
+	p, isPeer := obj.(*kilov1alpha1.Peer)
+	echo := (isPeer && event != "delete" && c.opts.isEcho != nil && c.opts.isEcho(c, p)) || c.servicesEcho(resource, event, obj)
+	if logger := klog.Background().V(5); logger.Enabled() {
+		key, _ := cache.DeletionHandlingMetaNamespaceKeyFunc(obj)
+		logger.Info("Member cache change", "cluster", c.name(), "resource", resource, "event", event, "object", key, "ownWrite", echo)
+	}
+	if !echo {
+		c.opts.onChange(c)
 	}
 }

@@ -13,8 +13,9 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	utilnet "k8s.io/apimachinery/pkg/util/net"
+	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/dynamic"
-	"k8s.io/client-go/kubernetes"
+	corev1client "k8s.io/client-go/kubernetes/typed/core/v1"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/util/flowcontrol"
@@ -47,6 +48,8 @@ type clusterOptions struct {
 	maxCacheBytes int64
 	// shared is the budget of all tenants' member clusters.
 	shared *sharedBudget
+	// interned shares what the caches of all clusters hold alike.
+	interned *interner
 	// onChange is told of every change the meshes using the cluster may
 	// care about; it must not block.
 	onChange func(*cluster)
@@ -82,7 +85,11 @@ type cluster struct {
 	// and watches (and the services clients).
 	writeLimiter, cacheLimiter flowcontrol.RateLimiter
 	// peerWrite carries a request timeout; the informers' clients do not.
+	// peerApply is its typed twin, for the applies and updates: decoding
+	// their answers straight into a Peer costs half what an unstructured
+	// copy converted does, twice per write.
 	peerWrite      dynamic.NamespaceableResourceInterface
+	peerApply      rest.Interface
 	probeREST      rest.Interface
 	identityClient *http.Client
 	// peerRead lists and watches Peers as typed objects: decoding them
@@ -97,8 +104,12 @@ type cluster struct {
 	peerLimit *objectLimit
 	// budget bounds what the caches of a tenant's cluster weigh; nil for
 	// the local cluster.
-	budget     *budget
-	svcClients *servicesClients
+	budget *budget
+	// svcClients are built by services(), once.
+	svcClients    *servicesClients
+	svcErr        error
+	svcOnce       sync.Once
+	newSvcClients func() (*servicesClients, error)
 
 	// refs and meshes are guarded by Manager.mu.
 	refs   int
@@ -163,7 +174,9 @@ func newCluster(id clusterID, cfg *rest.Config, opts clusterOptions, remote bool
 	kubeCfg := rest.CopyConfig(cfg)
 	kubeCfg.ContentType = runtime.ContentTypeProtobuf
 	kubeCfg.AcceptContentTypes = runtime.ContentTypeProtobuf + "," + runtime.ContentTypeJSON
-	kube, err := kubernetes.NewForConfigAndClient(kubeCfg, watchClient)
+	// Group clients, not clientsets: a clientset holds a REST client of
+	// every API group, about 50 KB per connection, hundreds of them.
+	core, err := corev1client.NewForConfigAndClient(kubeCfg, watchClient)
 	if err != nil {
 		return nil, fmt.Errorf("building the client: %w", err)
 	}
@@ -175,19 +188,26 @@ func newCluster(id clusterID, cfg *rest.Config, opts clusterOptions, remote bool
 	if c.peerRead, err = rest.RESTClientForConfigAndClient(peerCfg, watchClient); err != nil {
 		return nil, fmt.Errorf("building the Peer client: %w", err)
 	}
+	peerWriteCfg := rest.CopyConfig(peerCfg)
+	peerWriteCfg.RateLimiter = c.writeLimiter
+	if c.peerApply, err = rest.RESTClientForConfigAndClient(peerWriteCfg, requestClient); err != nil {
+		return nil, fmt.Errorf("building the Peer client: %w", err)
+	}
 	dynWrite, err := dynamic.NewForConfigAndClient(writeCfg, requestClient)
 	if err != nil {
 		return nil, fmt.Errorf("building the dynamic client: %w", err)
 	}
-	probeKube, err := kubernetes.NewForConfigAndClient(probeCfg, probeClient)
+	probe, err := discovery.NewDiscoveryClientForConfigAndClient(probeCfg, probeClient)
 	if err != nil {
 		return nil, fmt.Errorf("building the probe client: %w", err)
 	}
-	if c.svcClients, err = newServicesClients(kubeCfg, cfg, watchClient, requestClient); err != nil {
-		return nil, err
+	// Most connections never carry services: their clients are built on
+	// first use.
+	c.newSvcClients = func() (*servicesClients, error) {
+		return newServicesClients(kubeCfg, cfg, watchClient, requestClient)
 	}
 	c.peerWrite = dynWrite.Resource(kilov1alpha1.PeerResource)
-	c.probeREST = probeKube.Discovery().RESTClient()
+	c.probeREST = probe.RESTClient()
 
 	// The local cluster is the server's own, with a trusted control plane;
 	// its Peers are written by this server for every mesh with a grant, so
@@ -198,8 +218,8 @@ func newCluster(id clusterID, cfg *rest.Config, opts clusterOptions, remote bool
 		c.budget, maxPeers = newBudget(opts.maxCacheBytes), opts.maxPeers
 		c.budget.shared = opts.shared
 	}
-	c.nodeLimit = nodeLimit(kube.CoreV1().Nodes(), opts.maxNodes, c.budget, opts.clock)
-	c.peerLimit = peerLimit(c.peerRead, maxPeers, c.budget, opts.clock)
+	c.nodeLimit = nodeLimit(core.Nodes(), opts.maxNodes, c.budget, opts.clock)
+	c.peerLimit = peerLimit(c.peerRead, maxPeers, c.budget, opts.clock, opts.interned)
 	c.nodeList = newSortedList[*corev1.Node]()
 	c.nodes, err = c.newListedInformer(resourceNodes, &corev1.Node{}, c.nodeLimit, c.nodeList.touched)
 	if err != nil {
@@ -254,21 +274,6 @@ func (c *cluster) newListedInformer(resource string, example runtime.Object, l *
 		return nil, fmt.Errorf("%s informer: %w", resource, err)
 	}
 	return inf, nil
-}
-
-// changed reports a change of the cluster's caches, unless it is the echo
-// of the Manager's user's own Peer write; the debug trace names the
-// object, to tell which event started a reconcile.
-func (c *cluster) changed(resource, event string, obj any) {
-	p, isPeer := obj.(*kilov1alpha1.Peer)
-	echo := (isPeer && event != "delete" && c.opts.isEcho != nil && c.opts.isEcho(c, p)) || c.servicesEcho(resource, event, obj)
-	if logger := klog.Background().V(5); logger.Enabled() {
-		key, _ := cache.DeletionHandlingMetaNamespaceKeyFunc(obj)
-		logger.Info("Member cache change", "cluster", c.name(), "resource", resource, "event", event, "object", key, "ownWrite", echo)
-	}
-	if !echo {
-		c.opts.onChange(c)
-	}
 }
 
 func (c *cluster) newPeerInformer() (*runningInformer, error) {

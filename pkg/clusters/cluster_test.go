@@ -2,6 +2,7 @@ package clusters
 
 import (
 	"testing"
+	"time"
 
 	"k8s.io/client-go/rest"
 	"k8s.io/utils/clock"
@@ -39,5 +40,19 @@ func TestClusterRateLimits(t *testing.T) {
 				t.Errorf("a Peer write waits once the caches used their tokens")
 			}
 		})
+	}
+}
+
+// BenchmarkNewCluster: what one member connection's clients and caches
+// take before they hold anything; a server holds hundreds (a connection
+// per tenant's entry).
+func BenchmarkNewCluster(b *testing.B) {
+	cfg := &rest.Config{Host: "https://127.0.0.1:1", BearerToken: "t", QPS: 200, Burst: 400}
+	opts := clusterOptions{probeInterval: time.Second, probeTimeout: time.Second, clock: clock.RealClock{}, onChange: func(*cluster) {}}
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := newCluster("bench", cfg, opts, false, nil); err != nil {
+			b.Fatal(err)
+		}
 	}
 }

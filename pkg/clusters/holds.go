@@ -274,5 +274,6 @@ func (m *Manager) HeldServicesClient(key HoldKey) (*ServicesClient, bool, error)
 	if err := b.cluster.live(); err != nil {
 		return nil, false, err
 	}
-	return &ServicesClient{Connection: b.cluster.name(), Kube: b.cluster.svcClients.kubeWrite, MCS: b.cluster.svcClients.mcsWrite}, b.spec.local, nil
+	sc, err := b.cluster.servicesClient()
+	return sc, b.spec.local, err
 }

@@ -117,6 +117,7 @@ type Manager struct {
 	local        *rest.Config
 	secretClient kubernetes.Interface
 	shared       *sharedBudget
+	interned     *interner
 	queue        workqueue.TypedInterface[types.NamespacedName]
 
 	mu       sync.RWMutex
@@ -203,6 +204,7 @@ func NewManager(cfg Config) (*Manager, error) {
 		local:        local,
 		secretClient: secretClient,
 		shared:       newSharedBudget(cfg.MaxTotalCacheBytes, cfg.MaxNamespaceCacheBytes),
+		interned:     newInterner(cfg.Clock),
 		queue:        workqueue.NewTypedWithConfig(workqueue.TypedQueueConfig[types.NamespacedName]{}),
 		log:          klog.Background().WithName("clusters"),
 		meshes:       map[types.NamespacedName]*meshState{},

@@ -2,12 +2,13 @@ package clusters
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/rest"
 
 	kilov1alpha1 "github.com/kilo-mesh/kilo-mesh-apiserver/pkg/apis/kilo/v1alpha1"
 	"github.com/kilo-mesh/kilo-mesh-apiserver/pkg/memberaccess"
@@ -40,19 +41,22 @@ type peerClient struct {
 var _ PeerClient = (*peerClient)(nil)
 
 func (p *peerClient) Apply(ctx context.Context, peer *kilov1alpha1.Peer, opts metav1.ApplyOptions) (*kilov1alpha1.Peer, error) {
-	u, err := p.prepare(peer)
+	body, err := p.prepare(peer)
 	if err != nil {
 		return nil, err
 	}
-	return p.result(p.c.peerWrite.Apply(ctx, peer.Name, u, opts))
+	patchOpts := opts.ToPatchOptions()
+	return p.result(ctx, p.c.peerApply.Patch(types.ApplyPatchType).Resource(kilov1alpha1.PeerResource.Resource).Name(peer.Name).
+		VersionedParams(&patchOpts, metav1.ParameterCodec).Body(body))
 }
 
 func (p *peerClient) Update(ctx context.Context, peer *kilov1alpha1.Peer, opts metav1.UpdateOptions) (*kilov1alpha1.Peer, error) {
-	u, err := p.prepare(peer)
+	body, err := p.prepare(peer)
 	if err != nil {
 		return nil, err
 	}
-	return p.result(p.c.peerWrite.Update(ctx, u, opts))
+	return p.result(ctx, p.c.peerApply.Put().Resource(kilov1alpha1.PeerResource.Resource).Name(peer.Name).
+		VersionedParams(&opts, metav1.ParameterCodec).Body(body))
 }
 
 func (p *peerClient) Delete(ctx context.Context, name string, opts metav1.DeleteOptions) error {
@@ -66,29 +70,28 @@ func (p *peerClient) Delete(ctx context.Context, name string, opts metav1.Delete
 
 func (p *peerClient) Connection() string { return p.c.name() }
 
-// prepare checks the connection is still the mesh's and converts peer.
-func (p *peerClient) prepare(peer *kilov1alpha1.Peer) (*unstructured.Unstructured, error) {
+// prepare checks the connection is still the mesh's and encodes peer, with
+// its kind, in JSON.
+func (p *peerClient) prepare(peer *kilov1alpha1.Peer) ([]byte, error) {
 	if err := p.c.live(); err != nil {
 		return nil, err
 	}
-	obj, err := runtime.DefaultUnstructuredConverter.ToUnstructured(peer)
+	typed := *peer // the plan's Peers are shared: a shallow copy for the kind
+	typed.APIVersion, typed.Kind = kilov1alpha1.SchemeGroupVersion.String(), kilov1alpha1.PeerKind
+	body, err := json.Marshal(&typed)
 	if err != nil {
-		return nil, fmt.Errorf("converting Peer %s: %w", peer.Name, err)
+		return nil, fmt.Errorf("encoding Peer %s: %w", peer.Name, err)
 	}
-	u := &unstructured.Unstructured{Object: obj}
-	u.SetAPIVersion(kilov1alpha1.SchemeGroupVersion.String())
-	u.SetKind(kilov1alpha1.PeerKind)
-	return u, nil
+	return body, nil
 }
 
-func (p *peerClient) result(u *unstructured.Unstructured, err error) (*kilov1alpha1.Peer, error) {
+// result sends req and decodes the Peer it answers.
+func (p *peerClient) result(ctx context.Context, req *rest.Request) (*kilov1alpha1.Peer, error) {
+	var out kilov1alpha1.Peer
+	err := req.Do(ctx).Into(&out)
 	p.observe(err)
 	if err != nil {
 		return nil, memberaccess.Sanitize(err)
-	}
-	var out kilov1alpha1.Peer
-	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, &out); err != nil {
-		return nil, fmt.Errorf("converting Peer %s: %w", u.GetName(), err)
 	}
 	return &out, nil
 }

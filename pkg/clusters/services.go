@@ -247,5 +247,20 @@ func (m *Manager) ServicesClient(mesh *meshv1alpha1.ClusterMesh, cluster string)
 	if err := conn.live(); err != nil {
 		return nil, err
 	}
-	return &ServicesClient{Connection: conn.name(), Kube: conn.svcClients.kubeWrite, MCS: conn.svcClients.mcsWrite}, nil
+	return conn.servicesClient()
+}
+
+// services returns the cluster's services clients, built on first use.
+func (c *cluster) services() (*servicesClients, error) {
+	c.svcOnce.Do(func() { c.svcClients, c.svcErr = c.newSvcClients() })
+	return c.svcClients, c.svcErr
+}
+
+// servicesClient is the cluster's services writer.
+func (c *cluster) servicesClient() (*ServicesClient, error) {
+	cl, err := c.services()
+	if err != nil {
+		return nil, err
+	}
+	return &ServicesClient{Connection: c.name(), Kube: cl.kubeWrite, MCS: cl.mcsWrite}, nil
 }

@@ -66,9 +66,12 @@ type servicesCaches struct {
 }
 
 func (c *cluster) newServicesCaches() (*servicesCaches, error) {
-	cl, b, clk := c.svcClients, c.budget, c.opts.clock
+	cl, err := c.services()
+	if err != nil {
+		return nil, err
+	}
+	b, clk := c.budget, c.opts.clock
 	s := &servicesCaches{c: c, maxEndpoints: c.opts.maxEndpointsPerService}
-	var err error
 	if s.namespaces, err = c.newInformer(resourceNamespaces, &corev1.Namespace{}, cl.namespaceLimit(b, clk)); err != nil {
 		return nil, err
 	}

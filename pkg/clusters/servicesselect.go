@@ -138,14 +138,17 @@ func (x *exportedCaches) selectNames(ctx context.Context, names map[types.Namesp
 
 func (x *exportedCaches) newSelection(names map[types.NamespacedName]bool) (*selection_, error) {
 	s := &selection_{names: names}
-	c, cl := x.c, x.c.svcClients
+	c := x.c
+	cl, err := c.services()
+	if err != nil {
+		return nil, err
+	}
 	keepService := func(svc *corev1.Service) bool {
 		if _, written := svc.Labels[labelMeshUID]; written {
 			return false // in the informer of written Services
 		}
 		return names[types.NamespacedName{Namespace: svc.Namespace, Name: svc.Name}] || isDerivedName(svc.Name)
 	}
-	var err error
 	s.services, err = c.newInformer(resourceExportedServices, &corev1.Service{},
 		cl.serviceLimit(resourceExportedServices, "", keepService, c.budget, c.opts.clock))
 	if err != nil {

@@ -2,6 +2,8 @@ package clusters
 
 import (
 	"fmt"
+	"maps"
+	"slices"
 	"strings"
 	"time"
 
@@ -114,7 +116,17 @@ func nodeStub(n *corev1.Node, why string) (*corev1.Node, int64) {
 // changed on every pass) and spec. A Peer is not cut down further: those
 // this server writes for a large location carry thousands of allowed IPs,
 // and the cache's weight as a whole is bounded instead.
-func slimPeer(p *kilov1alpha1.Peer) (*kilov1alpha1.Peer, int64) {
+func slimPeer(p *kilov1alpha1.Peer) (*kilov1alpha1.Peer, int64) { return (*interner)(nil).slimPeer(p) }
+
+// slimPeer is slimPeer with the Peer's labels, annotations and allowed
+// IPs shared with the cached Peers that have the same, and weighed once.
+// Without that, one namespace's mesh of 100 clusters of one 100-node
+// location each weighed 91 MiB in the caches (64 MiB is its share under
+// the default 512 MiB limit) while the whole server held less than 100 MiB.
+func (in *interner) slimPeer(p *kilov1alpha1.Peer) (*kilov1alpha1.Peer, int64) {
+	labels, labelsShared := in.labels(p.Labels)
+	annotations, annotationsShared := in.labels(withoutLastApplied(p.Annotations))
+	allowed, allowedShared := in.list(p.Spec.AllowedIPs)
 	out := &kilov1alpha1.Peer{
 		ObjectMeta: metav1.ObjectMeta{
 			Name:              p.Name,
@@ -123,13 +135,14 @@ func slimPeer(p *kilov1alpha1.Peer) (*kilov1alpha1.Peer, int64) {
 			Generation:        p.Generation,
 			CreationTimestamp: p.CreationTimestamp,
 			DeletionTimestamp: p.DeletionTimestamp,
-			Labels:            p.Labels,
-			Annotations:       withoutLastApplied(p.Annotations),
+			Labels:            labels,
+			Annotations:       annotations,
 		},
 		Spec: p.Spec,
 	}
+	out.Spec.AllowedIPs = allowed
 	w := int64(objectOverhead+len(p.Name)+len(p.UID)+len(p.ResourceVersion)+len(p.Spec.PublicKey)+len(p.Spec.PresharedKey)) +
-		mapWeight(out.Labels) + mapWeight(out.Annotations) + listWeight(p.Spec.AllowedIPs)
+		weighed(labelsShared, mapWeight(labels)) + weighed(annotationsShared, mapWeight(annotations)) + weighed(allowedShared, listWeight(allowed))
 	if e := p.Spec.Endpoint; e != nil {
 		w += int64(entryOverhead + len(e.DNSOrIP.DNS) + len(e.DNSOrIP.IP))
 	}
@@ -179,16 +192,11 @@ func unchanged(oldObj, newObj any, now time.Time) bool {
 		if !ok {
 			return false
 		}
-		a, b := *o, *n
-		a.ResourceVersion, b.ResourceVersion = "", ""
-		if a.Annotations[kilov1alpha1.AnnotationLastSeen] != b.Annotations[kilov1alpha1.AnnotationLastSeen] {
-			if !kilov1alpha1.CheckedIn(o, now) || !kilov1alpha1.CheckedIn(n, now) {
-				return false // the node comes back or goes silent
-			}
-			a.Annotations = withoutKey(a.Annotations, kilov1alpha1.AnnotationLastSeen)
-			b.Annotations = withoutKey(b.Annotations, kilov1alpha1.AnnotationLastSeen)
+		if o.Annotations[kilov1alpha1.AnnotationLastSeen] != n.Annotations[kilov1alpha1.AnnotationLastSeen] &&
+			(!kilov1alpha1.CheckedIn(o, now) || !kilov1alpha1.CheckedIn(n, now)) {
+			return false // the node comes back or goes silent
 		}
-		return equality.Semantic.DeepEqual(&a, &b)
+		return sameSlimNode(o, n)
 	case *kilov1alpha1.Peer:
 		n, ok := newObj.(*kilov1alpha1.Peer)
 		if !ok {
@@ -199,6 +207,43 @@ func unchanged(oldObj, newObj any, now time.Time) bool {
 		return equality.Semantic.DeepEqual(&a, &b)
 	}
 	return false
+}
+
+// sameSlimNode compares what slimNode keeps of a Node (TestSameSlimNode
+// fails when it keeps more), but the resourceVersion and the last check-in,
+// field by field: it runs for every check-in of every node, and a
+// reflective comparison cost 24 µs of it.
+func sameSlimNode(o, n *corev1.Node) bool {
+	return o.Name == n.Name && o.UID == n.UID && o.Generation == n.Generation &&
+		o.CreationTimestamp.Equal(&n.CreationTimestamp) && o.DeletionTimestamp.Equal(n.DeletionTimestamp) &&
+		maps.Equal(o.Labels, n.Labels) && sameBut(o.Annotations, n.Annotations, kilov1alpha1.AnnotationLastSeen) &&
+		o.Spec.PodCIDR == n.Spec.PodCIDR && slices.Equal(o.Spec.PodCIDRs, n.Spec.PodCIDRs) &&
+		slices.Equal(o.Status.Addresses, n.Status.Addresses)
+}
+
+// sameBut reports whether a and b hold the same entries but for key.
+func sameBut(a, b map[string]string, key string) bool {
+	_, inA := a[key]
+	_, inB := b[key]
+	if len(a)-boolInt(inA) != len(b)-boolInt(inB) {
+		return false
+	}
+	for k, v := range a {
+		if k == key {
+			continue
+		}
+		if w, ok := b[k]; !ok || w != v {
+			return false
+		}
+	}
+	return true
+}
+
+func boolInt(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
 }
 
 // withoutLastApplied is m without kubectl's last-applied copy; m itself

@@ -233,3 +233,59 @@ func TestWithoutLastApplied(t *testing.T) {
 		})
 	}
 }
+
+// BenchmarkUnchangedCheckIn: what kg's routine check-in, the most frequent
+// event a member cache gets (every node every 30 s), costs to recognise.
+func BenchmarkUnchangedCheckIn(b *testing.B) {
+	now := time.Now()
+	old, _ := slimNode(fullNode())
+	old.Annotations[kilov1alpha1.AnnotationLastSeen] = strconv.FormatInt(now.Add(-30*time.Second).Unix(), 10)
+	checkIn := old.DeepCopy()
+	checkIn.ResourceVersion = "44"
+	checkIn.Annotations[kilov1alpha1.AnnotationLastSeen] = strconv.FormatInt(now.Unix(), 10)
+	for b.Loop() {
+		if !unchanged(old, checkIn, now) {
+			b.Fatal("a routine check-in is a change")
+		}
+	}
+}
+
+// TestSameSlimNode: every field slimNode keeps is compared, so that a
+// change of any is a change; the resourceVersion and last-seen are not.
+func TestSameSlimNode(t *testing.T) {
+	base, _ := slimNode(fullNode())
+	covered := base.DeepCopy()
+	covered.Name, covered.UID, covered.Generation, covered.ResourceVersion = "", "", 0, ""
+	covered.CreationTimestamp, covered.DeletionTimestamp = metav1.Time{}, nil
+	covered.Labels, covered.Annotations = nil, nil
+	covered.Spec.PodCIDR, covered.Spec.PodCIDRs, covered.Status.Addresses = "", nil, nil
+	if !equality.Semantic.DeepEqual(covered, &corev1.Node{}) {
+		t.Fatalf("slimNode keeps a field sameSlimNode does not compare: %+v", covered)
+	}
+	now := metav1.Now()
+	for name, change := range map[string]func(*corev1.Node){
+		"name":               func(n *corev1.Node) { n.Name += "x" },
+		"uid":                func(n *corev1.Node) { n.UID += "x" },
+		"generation":         func(n *corev1.Node) { n.Generation++ },
+		"creation":           func(n *corev1.Node) { n.CreationTimestamp = metav1.NewTime(time.Unix(1, 0)) },
+		"deletion":           func(n *corev1.Node) { n.DeletionTimestamp = &now },
+		"a label":            func(n *corev1.Node) { n.Labels["x"] = "y" },
+		"a Kilo annotation":  func(n *corev1.Node) { n.Annotations[kilov1alpha1.AnnotationEndpoint] = "203.0.113.9:51820" },
+		"an annotation gone": func(n *corev1.Node) { delete(n.Annotations, kilov1alpha1.AnnotationKey) },
+		"podCIDR":            func(n *corev1.Node) { n.Spec.PodCIDR = "10.9.9.0/24" },
+		"podCIDRs":           func(n *corev1.Node) { n.Spec.PodCIDRs = append(n.Spec.PodCIDRs, "fd00::/64") },
+		"an address":         func(n *corev1.Node) { n.Status.Addresses[0].Address = "192.0.2.99" },
+	} {
+		n := base.DeepCopy()
+		change(n)
+		if sameSlimNode(base, n) {
+			t.Errorf("a change of %s is not seen", name)
+		}
+	}
+	n := base.DeepCopy()
+	n.ResourceVersion = "99"
+	n.Annotations[kilov1alpha1.AnnotationLastSeen] = "1"
+	if !sameSlimNode(base, n) {
+		t.Error("a new resourceVersion and last-seen are seen as a change")
+	}
+}

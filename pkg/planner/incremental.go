@@ -117,7 +117,7 @@ func Start(in Input) (*Plan, *State, error) {
 		}
 		st.peerDups[s.idx] = listed != len(x.managed)+len(x.foreign)
 	}
-	st.refreshExpiry()
+	st.expiry = plan.CheckInExpiry
 	ha := &in.HostAccess
 	st.hostLimited = st.hasLocal && ha.Mode == HostBounded && (ha.MaxPeers > 0 || ha.MaxPeerBytes > 0)
 	st.relayed = plan.View.Relay != nil
@@ -125,20 +125,24 @@ func Start(in Input) (*Plan, *State, error) {
 }
 
 // refreshExpiry finds the earliest check-in expiry of the nodes Kilo counts.
-func (st *State) refreshExpiry() {
-	st.expiry = time.Time{}
-	for _, s := range st.pl.sources {
+func (st *State) refreshExpiry() { st.expiry = st.pl.earliestExpiry() }
+
+// earliestExpiry is the earliest check-in expiry of the nodes Kilo counts.
+func (pl *planner) earliestExpiry() time.Time {
+	var first time.Time
+	for _, s := range pl.sources {
 		if !s.reachable {
 			continue
 		}
 		for i := range s.nodes {
 			if n := &s.nodes[i]; n.kiloReady {
-				if at, err := kilov1alpha1.CheckInExpires(n.node); err == nil && (st.expiry.IsZero() || at.Before(st.expiry)) {
-					st.expiry = at
+				if at, err := kilov1alpha1.CheckInExpires(n.node); err == nil && (first.IsZero() || at.Before(first)) {
+					first = at
 				}
 			}
 		}
 	}
+	return first
 }
 
 // countedAt reports whether every node Kilo counted at the last plan is
@@ -256,6 +260,7 @@ func (st *State) Next(in Input, ch Changes) (*Plan, *State, bool, error) {
 		}
 	}
 	*st.pl.in = in
+	u.plan.CheckInExpiry = st.expiry
 	st.plan = u.plan
 	return u.plan, st, false, nil
 }

@@ -141,7 +141,7 @@ func (u *patch) node(c *NodeChange) bool {
 	if !is.kiloReady {
 		return true // in no group: only its key counts, above
 	}
-	if at, err := kilov1alpha1.CheckInExpires(c.New); err == nil && at.Before(st.expiry) {
+	if at, err := kilov1alpha1.CheckInExpires(c.New); err == nil && (st.expiry.IsZero() || at.Before(st.expiry)) {
 		st.expiry = at
 	}
 	gi, found := slices.BinarySearchFunc(s.groups, groupName(n, s.gran.value), func(g group, name string) int { return strings.Compare(g.name, name) })

@@ -1,6 +1,8 @@
 package planner
 
 import (
+	"time"
+
 	meshv1alpha1 "github.com/kilo-mesh/kilo-mesh-apiserver/pkg/apis/mesh/v1alpha1"
 )
 
@@ -40,6 +42,12 @@ type Plan struct {
 	// it (Input.OtherServicesMeshes): its ServicesClusterShared warnings
 	// say what that means, and its Ready condition is False while any is.
 	ServicesYielded []string
+	// CheckInExpiry is when the first node the plan counts stops counting
+	// unless it checks in again (zero: none will). It is as early as that
+	// moment, never later: check-ins after the plan are not reported, so
+	// it stays at the first seen until a plan made after it reads them
+	// again. Going silent is no event; the reconciler plans again then.
+	CheckInExpiry time.Time
 }
 
 // ServedView is a copy of View with every target's unchanged Peers listed,

@@ -92,11 +92,12 @@ func compute(in Input, keepHeld bool) (*Plan, *planner, error) {
 			GeneratedAt: metav1.NewTime(in.Now.UTC()),
 			HostAccess:  hostAccessView(&in.HostAccess),
 		},
-		DesiredPeers: make(map[string]PeerList, len(pl.sources)),
-		Unchanged:    make(map[string]NameList, len(pl.sources)),
-		Groups:       make(map[string]GroupList, len(pl.sources)),
-		Nodes:        make(map[string]NodeList, len(pl.sources)),
-		Measured:     make(map[string]string, len(pl.sources)),
+		DesiredPeers:  make(map[string]PeerList, len(pl.sources)),
+		Unchanged:     make(map[string]NameList, len(pl.sources)),
+		Groups:        make(map[string]GroupList, len(pl.sources)),
+		Nodes:         make(map[string]NodeList, len(pl.sources)),
+		Measured:      make(map[string]string, len(pl.sources)),
+		CheckInExpiry: pl.earliestExpiry(),
 	}
 	for _, c := range in.Spec.Clusters {
 		plan.Measured[c.Name] = in.Clusters[c.Name].Connection

@@ -127,11 +127,21 @@ func (p *targetPass) applyDesired() {
 		write[u.Name] = true
 		klog.V(4).InfoS("Peer differs from the plan", "cluster", p.cluster, "peer", u.Name, "fields", u.Fields)
 	}
-	for _, want := range p.desired.All() {
+	// Most of a target's Peers are as planned: they are counted, not
+	// recorded one by one, and the loop ends with the last one to write (a
+	// change writes one Peer of thousands).
+	asPlanned, toFind := 0, len(write)
+	defer func() { p.record(func(r *targetResult) { r.applied += int32(asPlanned) }) }()
+	for i, want := range p.desired.All() {
+		if toFind == 0 {
+			asPlanned += p.desired.Len() - i
+			break
+		}
 		if !write[want.Name] {
-			p.record(func(r *targetResult) { r.applied++ }) // unchanged or kept: as planned
+			asPlanned++ // unchanged or kept: as planned
 			continue
 		}
+		toFind--
 		have := p.cached[want.Name]
 		if have != nil && !p.owns(have) {
 			p.record(func(r *targetResult) { r.events = append(r.events, nameTaken(p.cluster, want.Name)) })

@@ -33,6 +33,8 @@ type recentWrites struct {
 	// inflight are the applies sent and not answered yet: a member cache
 	// may show one before its answer arrives.
 	inflight map[connPeer]*inflightWrite
+	// swept is when writes older than writeMemory were last forgotten.
+	swept time.Time
 }
 
 type inflightWrite struct {
@@ -86,7 +88,25 @@ func (r *recentWrites) remember(k recentKey, conn string, want *kilov1alpha1.Pee
 	}
 	r.m[k] = recentWrite{want: want, before: before, after: after, at: r.now(), conn: conn, seen: seenEarly}
 	r.byConn[cp] = k
+	r.sweepLocked()
 	return seenEarly
+}
+
+// sweepLocked forgets the writes older than writeMemory, at most once per
+// writeMemory. A write is otherwise forgotten only when its Peer is looked
+// at again, which a Peer planned unchanged never is: after a 250-cluster
+// mesh's first pass, 62,000 writes (37 MB) stayed for the mesh's life.
+func (r *recentWrites) sweepLocked() {
+	now := r.now()
+	if now.Sub(r.swept) < writeMemory {
+		return
+	}
+	r.swept = now
+	for k, w := range r.m {
+		if now.Sub(w.at) > writeMemory {
+			r.dropLocked(k)
+		}
+	}
 }
 
 // begin records an apply about to be sent: until its answer, a Peer that
@@ -160,6 +180,7 @@ func (r *recentWrites) done(k recentKey, conn string, want, cached *kilov1alpha1
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	r.sweepLocked()
 	w, ok := r.m[k]
 	if !ok || w.conn != conn || r.now().Sub(w.at) > writeMemory {
 		r.dropLocked(k)

@@ -2,6 +2,7 @@ package reconciler
 
 import (
 	"context"
+	"fmt"
 	"strconv"
 	"sync/atomic"
 	"testing"
@@ -270,5 +271,23 @@ func TestWriteDeletedSince(t *testing.T) {
 				t.Errorf("done = %v with the Peer gone from the cache, want %v", done, c.wantDone)
 			}
 		})
+	}
+}
+
+// TestOldWritesForgotten: writes older than writeMemory are forgotten by
+// the next write or pass, whether or not their Peers are looked at again.
+func TestOldWritesForgotten(t *testing.T) {
+	mesh := types.NamespacedName{Namespace: "ns", Name: "m"}
+	at := time.Unix(5000, 0)
+	recent := newRecentWrites()
+	recent.now = func() time.Time { return at }
+	for i := range 1000 {
+		name := fmt.Sprintf("p%d", i)
+		recent.remember(recentKey{mesh: mesh, cluster: "eu", peer: name}, "conn-eu", &kilov1alpha1.Peer{ObjectMeta: metav1.ObjectMeta{Name: name}}, "", "2")
+	}
+	recent.now = func() time.Time { return at.Add(2 * writeMemory) }
+	recent.remember(recentKey{mesh: mesh, cluster: "eu", peer: "later"}, "conn-eu", &kilov1alpha1.Peer{ObjectMeta: metav1.ObjectMeta{Name: "later"}}, "", "3")
+	if len(recent.m) != 1 || len(recent.byConn) != 1 {
+		t.Errorf("%d writes and %d by connection remembered, want only the later one", len(recent.m), len(recent.byConn))
 	}
 }

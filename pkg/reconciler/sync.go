@@ -150,7 +150,7 @@ func (r *Reconciler) syncMesh(ctx context.Context, key types.NamespacedName, tra
 	case svcRes.err(key) != nil:
 		return syncResult{}, svcRes.err(key)
 	}
-	next := sooner(sooner(nextExpiry(states, now), untilGraceEnds(plan, now)), departures.next)
+	next := sooner(sooner(untilCheckInExpiry(plan, now), untilGraceEnds(plan, now)), departures.next)
 	if unseen {
 		// Writes of an earlier pass the member caches have not shown yet:
 		// their events requeue the mesh, this is the safety net.
@@ -177,13 +177,19 @@ func (r *Reconciler) applyPlan(ctx context.Context, mesh *meshv1alpha1.ClusterMe
 			// The cluster went away between planning and writing.
 			continue
 		}
+		// The targets' goroutines started above write results meanwhile.
+		set := func(res targetResult) {
+			mu.Lock()
+			results[tp.Cluster] = res
+			mu.Unlock()
+		}
 		if len(tp.Create)+len(tp.Update)+len(tp.Delete) == 0 {
-			results[tp.Cluster] = targetResult{targetOutcome: targetOutcome{reconciled: true, applied: tp.DesiredPeers}}
+			set(targetResult{targetOutcome: targetOutcome{reconciled: true, applied: tp.DesiredPeers}})
 			continue
 		}
 		client, err := r.clusters.PeerClient(mesh, tp.Cluster)
 		if err != nil {
-			results[tp.Cluster] = targetResult{targetOutcome: targetOutcome{reconciled: true, errors: []string{err.Error()}}}
+			set(targetResult{targetOutcome: targetOutcome{reconciled: true, errors: []string{err.Error()}}})
 			continue
 		}
 		work := targetWork{
@@ -199,10 +205,7 @@ func (r *Reconciler) applyPlan(ctx context.Context, mesh *meshv1alpha1.ClusterMe
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			res := applyTarget(ctx, work)
-			mu.Lock()
-			results[work.cluster] = res
-			mu.Unlock()
+			set(applyTarget(ctx, work))
 		}()
 	}
 	wg.Wait()

@@ -28,7 +28,7 @@ const (
 	innocentCreates      = 5
 )
 
-// testAdmissionLoad: one tenant loops dry-run creates of a 64-cluster mesh
+// testAdmissionLoad: one tenant loops dry-run creates of a mesh of the most clusters a mesh may name
 // while another creates ordinary meshes. The innocent's creates succeed;
 // the attacker gets its answers or 429 with Retry-After, never a 500 nor
 // a rate limiter's text. The delays are logged, not asserted.

@@ -62,9 +62,12 @@ func (e *Env) installPeerCRD(ctx context.Context) error {
 	return errors.Join(errs...)
 }
 
-// WaitCRDEstablished waits until CRD name is Established on cluster i.
+// WaitCRDEstablished waits until CRD name is Established on cluster i and
+// each version it serves is in the cluster's aggregated discovery, through
+// which kubectl maps kinds: Established does not imply that.
 func (e *Env) WaitCRDEstablished(ctx context.Context, cluster int, name string) error {
 	client := e.Dynamic(cluster, UserAdmin).Resource(crdGVR)
+	disco := e.Client(cluster, UserAdmin).Discovery()
 	return poll(ctx, 50*time.Millisecond, 30*time.Second, func(ctx context.Context) error {
 		crd, err := client.Get(ctx, name, metav1.GetOptions{})
 		if err != nil {
@@ -72,6 +75,17 @@ func (e *Env) WaitCRDEstablished(ctx context.Context, cluster int, name string) 
 		}
 		if !hasCondition(crd, "Established", "True") {
 			return fmt.Errorf("CRD %s on cluster %d not Established yet", name, cluster)
+		}
+		group, _, _ := unstructured.NestedString(crd.Object, "spec", "group")
+		plural, _, _ := unstructured.NestedString(crd.Object, "spec", "names", "plural")
+		versions, _, _ := unstructured.NestedSlice(crd.Object, "spec", "versions")
+		for _, v := range versions {
+			if m, ok := v.(map[string]any); ok && m["served"] == true {
+				gvr := schema.GroupVersionResource{Group: group, Version: fmt.Sprint(m["name"]), Resource: plural}
+				if err := servedInDiscovery(disco, gvr); err != nil {
+					return fmt.Errorf("CRD %s on cluster %d: %w", name, cluster, err)
+				}
+			}
 		}
 		return nil
 	})

@@ -294,6 +294,28 @@ func TestMeshServer(t *testing.T) {
 	}
 }
 
+// TestMeshServerRestartDiscovery: once Start returns, kubectl resolves the
+// group's short name at once. A stopped server leaves its group stale in the
+// host's aggregated discovery, where kubectl looks it up, for as long as the
+// aggregator's backoff lasts; Start waits for it, not the test.
+func TestMeshServerRestartDiscovery(t *testing.T) {
+	env := framework.StartT(t, framework.Options{Clusters: 1})
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	m := env.StartMeshServerT(t, framework.MeshServerOptions{})
+	for i := range 3 {
+		if err := m.Stop(); err != nil {
+			t.Fatal(err)
+		}
+		if err := m.Start(ctx); err != nil {
+			t.Fatalf("restart %d: %v\n%s", i, err, m.LogTail(40))
+		}
+		if _, _, err := env.Kubectl(ctx, framework.HostCluster, framework.UserTenantA, "-n", framework.NamespaceTenantA, "get", "cmesh"); err != nil {
+			t.Errorf("restart %d: %v", i, err)
+		}
+	}
+}
+
 // TestMeshServerExternalEtcd runs the server on the environment's etcd
 // (--etcd-servers, unique --etcd-prefix) instead of its embedded etcd.
 func TestMeshServerExternalEtcd(t *testing.T) {

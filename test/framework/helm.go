@@ -2,7 +2,6 @@ package framework
 
 import (
 	"context"
-	"fmt"
 	"os"
 	"path/filepath"
 )
@@ -18,7 +17,7 @@ func HelmBinary() (string, error) { return toolBinary("helm") }
 func toolBinary(tool string) (string, error) {
 	path := filepath.Join(ToolsBinDir(), tool)
 	if fi, err := os.Stat(path); err != nil || fi.IsDir() || fi.Mode()&0o111 == 0 {
-		return "", fmt.Errorf("%s not found in %s: run hack/build-tools.sh %s (or set %s to the directory holding it)", tool, ToolsBinDir(), tool, ToolsBinEnv)
+		return "", missingTools(ToolsBinDir(), tool)
 	}
 	return path, nil
 }

@@ -173,7 +173,7 @@ func (e *Env) ServiceAccountToken(ctx context.Context, cluster int, ns, name str
 // kilo-mesh-apiserver as the ServiceAccount kilo-mesh-apiserver of the host
 // cluster, waits for its /readyz, registers it through the aggregation layer
 // (ExternalName Service to localhost plus APIService with caBundle) and waits
-// until the APIService is Available.
+// until the aggregation layer serves the group (WaitAvailable).
 func (e *Env) StartMeshServer(ctx context.Context, opts MeshServerOptions) (*MeshServer, error) {
 	bin := opts.Binary
 	if bin == "" {
@@ -353,7 +353,8 @@ func (m *MeshServer) Stop() error { return m.proc.stop(30 * time.Second) }
 func (m *MeshServer) Kill() error { return m.proc.stop(0) }
 
 // Start restarts a stopped server with the same flags (data dir, ports) and
-// waits until it is ready and, if registered, Available.
+// waits until it is ready and, if registered, served through the
+// aggregation layer again (WaitAvailable).
 func (m *MeshServer) Start(ctx context.Context) error {
 	if err := m.proc.start(); err != nil {
 		return err
@@ -361,10 +362,13 @@ func (m *MeshServer) Start(ctx context.Context) error {
 	if err := m.WaitReady(ctx); err != nil {
 		return err
 	}
-	if m.Registered {
-		return m.WaitAvailable(ctx)
+	if !m.Registered {
+		return nil
 	}
-	return nil
+	if err := m.register(ctx); err != nil {
+		return err
+	}
+	return m.WaitAvailable(ctx)
 }
 
 // Running reports whether the server process is running.

@@ -6,18 +6,27 @@ package framework
 import (
 	"context"
 	"encoding/base64"
+	"errors"
 	"fmt"
 	"slices"
+	"strconv"
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/rest"
 )
 
+// runAnnotation on the APIService names the server's current run (its pid).
+const runAnnotation = "e2e.kilo-mesh.test/run"
+
 // register points the aggregation layer at the server: an ExternalName
 // Service (Endpoints cannot hold loopback addresses) and the APIService.
+// Each run stamps the APIService, as a new Pod's endpoints would in a
+// cluster: the aggregator then fetches the group's discovery at once rather
+// than at the end of the backoff its failed fetches left.
 func (m *MeshServer) register(ctx context.Context) error {
 	dyn := m.env.Dynamic(HostCluster, UserAdmin)
 	svc := &unstructured.Unstructured{Object: map[string]any{
@@ -53,8 +62,11 @@ func (m *MeshServer) register(ctx context.Context) error {
 	apiService := &unstructured.Unstructured{Object: map[string]any{
 		"apiVersion": "apiregistration.k8s.io/v1",
 		"kind":       "APIService",
-		"metadata":   map[string]any{"name": APIServiceName},
-		"spec":       spec,
+		"metadata": map[string]any{
+			"name":        APIServiceName,
+			"annotations": map[string]any{runAnnotation: strconv.Itoa(m.Pid())},
+		},
+		"spec": spec,
 	}}
 	if _, err := dyn.Resource(apiServiceGVR).Apply(ctx, APIServiceName, apiService, apply); err != nil {
 		return fmt.Errorf("applying APIService %s: %w", APIServiceName, err)
@@ -97,8 +109,12 @@ func (m *MeshServer) readCABundle(ctx context.Context) error {
 	return nil
 }
 
-// WaitAvailable waits until the APIService is Available and the host
-// cluster serves the group's discovery document.
+// WaitAvailable waits until the aggregation layer serves the group as
+// kubectl sees it: the APIService Available, the group's resources current
+// in the host's aggregated discovery (a fetch that failed while the server
+// was down leaves them stale there, and kubectl then says the server
+// "doesn't have a resource type"), and kubectl itself, with the
+// environment's discovery cache, resolving the short name.
 func (m *MeshServer) WaitAvailable(ctx context.Context) error {
 	dyn := m.env.Dynamic(HostCluster, UserAdmin).Resource(apiServiceGVR)
 	err := m.proc.waitFor(ctx, "APIService "+APIServiceName+" Available", 200*time.Millisecond, func(ctx context.Context) error {
@@ -115,14 +131,36 @@ func (m *MeshServer) WaitAvailable(ctx context.Context) error {
 		return err
 	}
 	disco := m.env.Client(HostCluster, UserAdmin).Discovery()
-	return m.proc.waitFor(ctx, "discovery of "+MeshGroup, 200*time.Millisecond, func(ctx context.Context) error {
-		list, err := disco.ServerResourcesForGroupVersion(MeshGroup + "/" + MeshVersion)
-		if err != nil {
-			return err
-		}
-		if !slices.ContainsFunc(list.APIResources, func(r metav1.APIResource) bool { return r.Name == ClusterMeshGVR.Resource }) {
-			return fmt.Errorf("%s not in discovery of %s/%s", ClusterMeshGVR.Resource, MeshGroup, MeshVersion)
-		}
-		return nil
+	err = m.proc.waitFor(ctx, "aggregated discovery of "+MeshGroup, 200*time.Millisecond, func(context.Context) error {
+		return servedInDiscovery(disco, ClusterMeshGVR)
 	})
+	if err != nil {
+		return err
+	}
+	return m.proc.waitFor(ctx, "kubectl get cmesh", 200*time.Millisecond, func(ctx context.Context) error {
+		_, _, err := m.env.Kubectl(ctx, HostCluster, UserAdmin, "get", "cmesh", "-n", MeshNamespace, "-o", "name")
+		return err
+	})
+}
+
+// servedInDiscovery says why the aggregated discovery document (/api and
+// /apis, what kubectl reads) does not list gvr's resource as current, nil
+// when it does.
+func servedInDiscovery(disco discovery.DiscoveryInterface, gvr schema.GroupVersionResource) error {
+	gv := gvr.GroupVersion()
+	_, lists, err := disco.ServerGroupsAndResources()
+	var failed *discovery.ErrGroupDiscoveryFailed
+	if errors.As(err, &failed) {
+		if gvErr, ok := failed.Groups[gv]; ok {
+			return gvErr
+		}
+	} else if err != nil {
+		return err
+	}
+	for _, list := range lists {
+		if list.GroupVersion == gv.String() && slices.ContainsFunc(list.APIResources, func(r metav1.APIResource) bool { return r.Name == gvr.Resource }) {
+			return nil
+		}
+	}
+	return fmt.Errorf("%s not in the aggregated discovery of %s", gvr.Resource, gv)
 }

@@ -68,10 +68,18 @@ func FindTools(dir string) (Tools, error) {
 		}
 	}
 	if len(missing) > 0 {
-		return t, fmt.Errorf("%s not found in %s: run hack/build-tools.sh (or set %s to the directory holding them)",
-			strings.Join(missing, ", "), dir, ToolsBinEnv)
+		return t, missingTools(dir, missing...)
 	}
 	return t, nil
+}
+
+// missingTools says which tools dir lacks and how to get them: the make
+// targets give their tests a directory holding only the tools they build.
+func missingTools(dir string, names ...string) error {
+	list := strings.Join(names, " ")
+	return fmt.Errorf("%s not found in %s: run `bash hack/build-tools.sh %s` (or set %s to the directory holding them); "+
+		"under make, the target running this test must name them in its tool list (Makefile, *_TOOLS)",
+		strings.Join(names, ", "), dir, list, ToolsBinEnv)
 }
 
 // RepoRoot returns the root of the kilo-mesh-apiserver repository: the

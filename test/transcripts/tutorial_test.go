@@ -162,7 +162,10 @@ func newSession(t *testing.T, root string) *session {
 		"KUBECONFIG="+filepath.Join(cacheHome, "kilo-mesh-apiserver", "run", "kubeconfig"),
 		"PATH="+filepath.Join(root, "bin")+string(os.PathListSeparator)+framework.ToolsBinDir()+string(os.PathListSeparator)+os.Getenv("PATH"),
 	)
-	s.paths = Paths{{cacheHome, "~/.cache"}, {root, "$REPO"}, {s.dir, "."}, {home, "~"}}
+	// The tools directory this test was given (its make target's, or CI's
+	// own) stands for the reader's default one.
+	tools := filepath.Join("~", ".cache", "kilo-mesh-apiserver", "tools-"+framework.KubeVersion, "bin")
+	s.paths = Paths{{framework.ToolsBinDir(), tools}, {cacheHome, "~/.cache"}, {root, "$REPO"}, {s.dir, "."}, {home, "~"}}
 	return s
 }
 

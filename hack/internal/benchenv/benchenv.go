@@ -9,8 +9,10 @@ import (
 	"fmt"
 	"log"
 	"os"
+	"os/signal"
 	"strconv"
 	"strings"
+	"syscall"
 	"time"
 
 	"k8s.io/client-go/rest"
@@ -19,9 +21,13 @@ import (
 )
 
 // Run runs a benchmark within timeout and ends the process with its error.
+// An interrupt or a termination ends it too, once the benchmark has
+// stopped what it started (its clusters, server and hollow members).
 func Run(timeout time.Duration, run func(context.Context) error) {
 	log.SetFlags(log.Ltime)
-	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
+	defer stop()
+	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	if err := run(ctx); err != nil {
 		log.Fatal(err)

@@ -65,6 +65,11 @@ func (r *PeersREST) Get(ctx context.Context, name string, options runtime.Object
 	switch opts.Format {
 	case "":
 		if opts.Cluster == "" {
+			if size := allPeersSize(p); size > maxAllPeersBytes {
+				return nil, apierrors.NewBadRequest(fmt.Sprintf("the Peers of every cluster of mesh %s would be an answer of about %d MB, more than the %d MB "+
+					"this server answers at once; ask for one cluster's: ?cluster=NAME (kubectl mesh peers %s --cluster NAME)",
+					mesh.Name, size>>20, maxAllPeersBytes>>20, mesh.Name))
+			}
 			return allPeers(mesh, p), nil
 		}
 		return &peerList{meshNamespace: mesh.Namespace, meshName: mesh.Name, cluster: opts.Cluster, plan: p}, nil
@@ -88,6 +93,26 @@ func allPeers(mesh *meshv1alpha1.ClusterMesh, p *planner.Plan) *meshv1alpha1.Clu
 		out.Targets = append(out.Targets, meshv1alpha1.TargetPeers{Cluster: c.Name, Peers: peerValues(p.DesiredPeers[c.Name])})
 	}
 	return out
+}
+
+// maxAllPeersBytes bounds the peers view of a whole mesh, which grows with
+// the square of its clusters: 23 MB of JSON at 100 clusters of one
+// location each, 148 MB at 250, held several times over while it is
+// encoded, in the memory every tenant shares. One cluster's view is a
+// fraction of it.
+const maxAllPeersBytes = 32 << 20
+
+// allPeersSize estimates the JSON of the peers view of every cluster: a
+// location's Peer of 100 nodes is about 2.3 KB, 18 bytes an allowed IP and
+// the rest its metadata.
+func allPeersSize(p *planner.Plan) int64 {
+	var size int64
+	for _, peers := range p.DesiredPeers {
+		for _, peer := range peers.All() {
+			size += 600 + 18*int64(len(peer.Spec.AllowedIPs))
+		}
+	}
+	return size
 }
 
 // peerValues copies the plan's Peers into the view's list of values. The

@@ -12,12 +12,12 @@ import (
 // limits one request could make every replica parse, compare and plan
 // hundreds of thousands of networks, and every plan of every mesh sharing a
 // cluster with it carry them. The values are far above what a real mesh
-// declares (a cluster has a few pod, service and node networks; Kilo itself
-// is not meant for meshes of hundreds of clusters), and are documented in
-// docs/security.md.
+// declares (a cluster has a few pod, service and node networks), and are
+// documented in docs/security.md.
 const (
-	// MaxClusters is the number of member clusters one mesh may list.
-	MaxClusters = 64
+	// MaxClusters is the number of member clusters one mesh may list:
+	// Cilium's ClusterMesh reaches 255, and a mesh of 250 is measured.
+	MaxClusters = 256
 	// MaxNetworksPerCluster is the number of CIDRs one cluster entry may
 	// declare: podCIDRs, additionalCIDRs and nodeCIDRs together, with
 	// wireguardCIDR and serviceCIDR.

@@ -1,4 +1,4 @@
-package main
+package benchenv
 
 import (
 	"context"
@@ -11,11 +11,11 @@ import (
 	"k8s.io/client-go/rest"
 )
 
-// cpuProfile writes the server's CPU profile over the next d to path, from
+// CPUProfile writes the server's CPU profile over the next d to path, from
 // its /debug/pprof (the generic server's --profiling, on by default); the
 // returned function waits for it. It shows where a phase's time goes in the
 // process, which the stage budget cannot split further.
-func cpuProfile(ctx context.Context, cfg *rest.Config, d time.Duration, path string) (wait func()) {
+func CPUProfile(ctx context.Context, cfg *rest.Config, d time.Duration, path string) (wait func()) {
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
@@ -32,10 +32,16 @@ func fetchProfile(ctx context.Context, cfg *rest.Config, d time.Duration, path s
 	return writeProfile(ctx, cfg, d+time.Minute, "profile", map[string]string{"seconds": fmt.Sprint(int(d.Seconds()))}, path)
 }
 
-// heapProfile writes the server's heap profile, after a garbage collection,
+// HeapProfile writes the server's heap profile, after a garbage collection,
 // to path: what holds the memory the figures report.
-func heapProfile(ctx context.Context, cfg *rest.Config, path string) error {
+func HeapProfile(ctx context.Context, cfg *rest.Config, path string) error {
 	return writeProfile(ctx, cfg, time.Minute, "heap", map[string]string{"gc": "1"}, path)
+}
+
+// Profile writes the server's /debug/pprof/PROFILE (goroutine, allocs,
+// ...) with params to path.
+func Profile(ctx context.Context, cfg *rest.Config, profile string, params map[string]string, path string) error {
+	return writeProfile(ctx, cfg, time.Minute, profile, params, path)
 }
 
 func writeProfile(ctx context.Context, cfg *rest.Config, timeout time.Duration, profile string, params map[string]string, path string) error {

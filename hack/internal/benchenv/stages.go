@@ -1,4 +1,4 @@
-package main
+package benchenv
 
 import (
 	"bytes"
@@ -102,10 +102,10 @@ func seconds(s float64) string {
 	return time.Duration(s * float64(time.Second)).Round(100 * time.Microsecond).String()
 }
 
-// budget prints where the server's passes spent their time between two
+// Budget prints where the server's passes spent their time between two
 // scrapes: per stage, the passes, the mean, and the bucket bounds holding
 // the median and the 99th percentile.
-func budget(title string, before, after []byte) error {
+func Budget(title string, before, after []byte) error {
 	b, err := histograms(before, stageMetric, stageLabel)
 	if err != nil {
 		return err
