@@ -27,7 +27,7 @@ const loopAnnotation = "bench.example/endpoint"
 // loopPeer is the Peer the simplest loop writes on its target cluster.
 const loopPeer = "bench-simplest-loop"
 
-// simplestLoop is the comparator of issue 21: the simplest controller for
+// simplestLoop is the floor the server is compared with: the simplest controller for
 // one pair of clusters, a Go informer on the Nodes of one and one merge
 // patch of one Peer on the other per change, with the server's default
 // member client rate. It runs in the benchmark's process, against the same

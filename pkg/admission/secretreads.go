@@ -25,9 +25,10 @@ import (
 const (
 	// SecretClientQPS and SecretClientBurst are for the client of admission's
 	// Secret reads, its own so that they wait behind no other request of
-	// the server, and above what one namespace may read.
+	// the server; its burst holds several namespaces' whole bursts, so that
+	// one namespace's largest mesh leaves the others' reads no wait.
 	SecretClientQPS   = 50
-	SecretClientBurst = 100
+	SecretClientBurst = 4 * validation.MaxClusters
 	// secretReadsPerSecond and secretReadBurst are one namespace's: the
 	// Secrets of the largest mesh at once, then a pace no tenant's ordinary
 	// writes reach, and a fifth of the client's, so that no namespace

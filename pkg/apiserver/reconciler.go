@@ -64,7 +64,7 @@ func installReconciler(generic *genericapiserver.GenericAPIServer, opts *reconci
 // rate limit (leader election paces itself, a request or two per retry
 // period), so that a renewal never waits behind the events or any other
 // request of the server and the Lease is not lost to the server's own
-// traffic (issue 21).
+// traffic.
 func leaseConfig(local *rest.Config) *rest.Config {
 	cfg := rest.AddUserAgent(rest.CopyConfig(local), "kilo-mesh-apiserver/leader-election")
 	cfg.RateLimiter, cfg.QPS = nil, -1

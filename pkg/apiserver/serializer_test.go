@@ -12,7 +12,7 @@ import (
 
 // TestGroupSerializerEncodesWhatItOffers: every media type the mesh group
 // offers encodes every kind the group answers with, so that negotiation
-// never picks a media type that then fails with a 500 (issue 16).
+// never picks a media type that then fails with a 500.
 func TestGroupSerializerEncodesWhatItOffers(t *testing.T) {
 	group := newAPIGroupInfo()
 	offered := group.NegotiatedSerializer.SupportedMediaTypes()

@@ -9,7 +9,7 @@ import (
 	kilov1alpha1 "github.com/kilo-mesh/kilo-mesh-apiserver/pkg/apis/kilo/v1alpha1"
 )
 
-// Incremental planning (issue 21). A State keeps the working state of the
+// Incremental planning. A State keeps the working state of the
 // last plan of a mesh; Next turns the changes since then into the next plan
 // by recomputing only what they reach, and equals Compute on the new input
 // exactly (TestPropertyIncrementalEqualsWhole checks it after every step).

@@ -208,7 +208,7 @@ func (u *patch) peer(c *PeerChange) bool {
 // whether kg accepts it stay; its endpoint or keepalive moved, or only its
 // metadata): the plan stays as it is, and the held Peers point to the new
 // object. Such a Peer is commonly another controller's, patched often
-// (issue 21's simplest loop); planning whole for each of its changes cost a
+// (the benchmarks' simplest loop); planning whole for each of its changes cost a
 // whole plan per change of a target holding one.
 func (x *existingPeers) foreignUnread(c *PeerChange, pl *planner) bool {
 	o, n := c.Old, c.New

@@ -13,7 +13,7 @@ import (
 
 // List is a read-only list sorted by name, held in chunks that plans share:
 // changing one element copies its chunk, its group of chunks and the list
-// of groups, not the list (issue 21: a change at full granularity touched
+// of groups, not the list (a change at full granularity used to touch
 // every target's lists). A chunk ends after each name whose hash is a
 // multiple of chunkMean, a group after each whose hash is a multiple of
 // groupMean chunkMeans, so the layout depends on the names alone and

@@ -19,7 +19,7 @@ import (
 )
 
 // The controllers of kube-controller-manager, which every cluster runs,
-// work on a host cluster that serves the mesh group (issue 16).
+// work on a host cluster that serves the mesh group.
 
 // TestNamespaceDeletion: deleting a namespace holding no mesh finishes. The
 // namespace controller deletes every namespaced resource of every served

@@ -14,7 +14,7 @@ import (
 // Every cluster runs kube-controller-manager beside its kube-apiserver, as
 // every real cluster does: without it namespaces never finish deleting, the
 // garbage collector never honours owner references, and a server that
-// breaks either (issue 16) would pass every test.
+// breaks either would pass every test.
 
 // startControllerManagers starts one kube-controller-manager per cluster,
 // with every controller on, as the cluster's admin, signing

@@ -7,7 +7,7 @@ import (
 	discoveryv1 "k8s.io/api/discovery/v1"
 )
 
-// benchInput is issue 20's performance case: 3 clusters, 500 Services
+// benchInput is the services performance case: 3 clusters, 500 Services
 // exported from cluster a, 10 ready endpoints each, every namespace in
 // every cluster; written, when steady, as the reconciler would have.
 func benchInput(steady bool) *Input {

@@ -15,8 +15,8 @@ type fixedPlan struct{ plan *planner.Plan }
 
 func (f fixedPlan) Plan(*meshv1alpha1.ClusterMesh) (*planner.Plan, error) { return f.plan, nil }
 
-// A plan keeps its unchanged names out of View (issue 21: plans share them
-// as chunked lists); the plan subresource serves them in each target.
+// A plan keeps its unchanged names out of View (plans share them as
+// chunked lists); the plan subresource serves them in each target.
 func TestPlanGetListsUnchanged(t *testing.T) {
 	mesh := &meshv1alpha1.ClusterMesh{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "m"}}
 	p := &planner.Plan{Unchanged: map[string]planner.NameList{"eu": planner.NameListOf("p1", "p2")}}

@@ -159,7 +159,7 @@ func TestLimits(t *testing.T) {
 	}
 }
 
-// hugeSpec is the attack of issue 8: one entry with n additional CIDRs.
+// hugeSpec is the huge-spec attack: one entry with n additional CIDRs.
 func hugeSpec(n int) *meshv1alpha1.ClusterMesh {
 	m := validMesh()
 	cidrs := make([]string, n)
