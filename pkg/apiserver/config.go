@@ -3,6 +3,7 @@
 package apiserver
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"net/http"
@@ -111,6 +112,7 @@ func (c CompletedConfig) New() (*Server, error) {
 	if err != nil {
 		return nil, fmt.Errorf("building generic API server: %w", err)
 	}
+	bg := newBackground(generic)
 	meshes, status, err := clustermesh.NewREST(Scheme, c.GenericConfig.RESTOptionsGetter)
 	if err != nil {
 		return nil, err
@@ -177,20 +179,16 @@ func (c CompletedConfig) New() (*Server, error) {
 	if err := generic.AddReadyzChecks(meshCacheCheck(informer)); err != nil {
 		return nil, fmt.Errorf("adding readyz check: %w", err)
 	}
-	if err := grantWiring.install(generic); err != nil {
+	if err := grantWiring.install(generic, bg); err != nil {
 		return nil, err
 	}
-	if err := followMemberServers(generic, grantWiring.index, members); err != nil {
+	if err := followMemberServers(generic, bg, grantWiring.index, members); err != nil {
 		return nil, err
 	}
-	if err := generic.AddPostStartHook("kilo-mesh-caches", func(ctx genericapiserver.PostStartHookContext) error {
-		go informer.Run(ctx.Done())
-		go members.Run(ctx)
-		return nil
-	}); err != nil {
-		return nil, fmt.Errorf("adding post-start hook: %w", err)
+	if err := bg.hook(generic, "kilo-mesh-caches", func(ctx context.Context) { informer.RunWithContext(ctx) }, members.Run); err != nil {
+		return nil, err
 	}
-	if err := installReconciler(generic, c.ExtraConfig.Reconciler, local, c.ExtraConfig.Installation, informer, members, plans, plans); err != nil {
+	if err := installReconciler(generic, bg, c.ExtraConfig.Reconciler, local, c.ExtraConfig.Installation, informer, members, plans, plans); err != nil {
 		return nil, err
 	}
 	return &Server{GenericAPIServer: generic}, nil

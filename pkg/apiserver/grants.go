@@ -49,7 +49,7 @@ func newGrants(optsGetter generic.RESTOptionsGetter, factory informers.SharedInf
 
 // install starts the grant informer with the server (the generic server
 // starts the namespace informer) and adds its readiness check.
-func (g *grantWiring) install(generic *genericapiserver.GenericAPIServer) error {
+func (g *grantWiring) install(generic *genericapiserver.GenericAPIServer, bg *background) error {
 	if err := generic.AddReadyzChecks(healthz.NamedCheck(grantCacheCheckName, func(*http.Request) error {
 		if !g.index.HasSynced() {
 			return grants.ErrNotSynced
@@ -58,11 +58,5 @@ func (g *grantWiring) install(generic *genericapiserver.GenericAPIServer) error 
 	})); err != nil {
 		return fmt.Errorf("adding readyz check: %w", err)
 	}
-	if err := generic.AddPostStartHook("kilo-mesh-grants", func(ctx genericapiserver.PostStartHookContext) error {
-		go g.informer.Run(ctx.Done())
-		return nil
-	}); err != nil {
-		return fmt.Errorf("adding post-start hook: %w", err)
-	}
-	return nil
+	return bg.hook(generic, "kilo-mesh-grants", g.informer.RunWithContext)
 }

@@ -1,6 +1,7 @@
 package apiserver
 
 import (
+	"context"
 	"net/netip"
 	"slices"
 
@@ -34,14 +35,11 @@ func (p memberServers) HasSynced() bool { return p.grants.HasSynced() }
 
 // followMemberServers applies the grants' changes to the member caches'
 // connections, namespace by namespace, and their first reading to all.
-func followMemberServers(generic *genericapiserver.GenericAPIServer, index *grants.Index, members *clusters.Manager) error {
+func followMemberServers(generic *genericapiserver.GenericAPIServer, bg *background, index *grants.Index, members *clusters.Manager) error {
 	index.AddChangeHandler(func(namespace string) { members.ServerPolicyChanged(namespace) })
-	return generic.AddPostStartHook("kilo-mesh-member-servers", func(ctx genericapiserver.PostStartHookContext) error {
-		go func() {
-			if cache.WaitForCacheSync(ctx.Done(), index.HasSynced) {
-				members.ServerPolicyChanged()
-			}
-		}()
-		return nil
+	return bg.hook(generic, "kilo-mesh-member-servers", func(ctx context.Context) {
+		if cache.WaitForCacheSync(ctx.Done(), index.HasSynced) {
+			members.ServerPolicyChanged()
+		}
 	})
 }

@@ -13,6 +13,7 @@ import (
 	"k8s.io/client-go/tools/cache"
 
 	meshv1alpha1 "github.com/kilo-mesh/kilo-mesh-apiserver/pkg/apis/mesh/v1alpha1"
+	"github.com/kilo-mesh/kilo-mesh-apiserver/pkg/clusters"
 )
 
 // storage is what an informer over the server's own storage needs.
@@ -50,7 +51,7 @@ func newStorageInformer(store storage, example runtime.Object, indexers cache.In
 			if err != nil {
 				return nil, err
 			}
-			return watch.Filter(w, unwrapCached), nil
+			return clusters.FilterWatch(w, unwrapCached), nil
 		},
 	}
 	return cache.NewSharedIndexInformer(lw, example, 0, indexers)

@@ -36,6 +36,10 @@ import (
 
 const etcdPathPrefix = "/registry/mesh.kilo.squat.ai"
 
+// watchDrainPeriod bounds how long shutdown waits for the watches it ends
+// to return, at 200 or more a second, well inside a pod's grace period.
+const watchDrainPeriod = 5 * time.Second
+
 // Options are the server's command-line settings: the generic ones of every
 // aggregated API server (serving, delegated authn/authz, admission, audit,
 // priority and fairness, etcd) and where the embedded etcd lives.
@@ -294,6 +298,10 @@ func (o *Options) Config() (*Config, error) {
 	c.OpenAPIV3Config.Info.Version = meshv1alpha1.SchemeGroupVersion.Version
 	c.EffectiveVersion = compatibility.DefaultBuildEffectiveVersion()
 	c.FeatureGate = utilfeature.DefaultFeatureGate
+	// Left zero, watches (the aggregator's, for the controller manager's
+	// garbage collector and quota) are not ended on SIGTERM, and the server
+	// waits the whole request timeout for them: a minute, past a pod's grace.
+	c.ShutdownWatchTerminationGracePeriod = watchDrainPeriod
 	if err := o.RecommendedOptions.ApplyTo(c); err != nil {
 		return nil, fmt.Errorf("applying options: %w", err)
 	}

@@ -1,6 +1,7 @@
 package apiserver
 
 import (
+	"context"
 	"fmt"
 	"os"
 
@@ -21,7 +22,7 @@ const reconcilerHook = "kilo-mesh-reconciler"
 // and plan cache and starts it from a post-start hook.
 // The hook only starts it: /readyz waits for the hook to return, and the
 // reconciler waits for leadership, which may take long.
-func installReconciler(generic *genericapiserver.GenericAPIServer, opts *reconciler.Options, local *rest.Config, installation string,
+func installReconciler(generic *genericapiserver.GenericAPIServer, bg *background, opts *reconciler.Options, local *rest.Config, installation string,
 	meshes cache.SharedIndexInformer, clusters reconciler.Clusters, planner reconciler.Planner, services reconciler.ServicesPlanner) error {
 	meshREST, err := meshRESTClient(generic.LoopbackClientConfig)
 	if err != nil {
@@ -50,13 +51,10 @@ func installReconciler(generic *genericapiserver.GenericAPIServer, opts *reconci
 	if err != nil {
 		return fmt.Errorf("building the reconciler: %w", err)
 	}
-	return generic.AddPostStartHook(reconcilerHook, func(ctx genericapiserver.PostStartHookContext) error {
-		go func() {
-			if err := r.Run(ctx); err != nil {
-				klog.ErrorS(err, "Reconciler stopped")
-			}
-		}()
-		return nil
+	return bg.hook(generic, reconcilerHook, func(ctx context.Context) {
+		if err := r.Run(ctx); err != nil {
+			klog.ErrorS(err, "Reconciler stopped")
+		}
 	})
 }
 

@@ -178,7 +178,7 @@ func (l *objectLimit) Watch(ctx context.Context, o metav1.ListOptions) (watch.In
 	if err != nil {
 		return nil, err
 	}
-	return watch.Filter(w, l.counted), nil
+	return FilterWatch(w, l.counted), nil
 }
 
 // counted passes an event on, cut down to what the cache keeps, unless it

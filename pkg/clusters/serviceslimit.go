@@ -58,7 +58,7 @@ func servicesLimit[T any, PT object[T], L runtime.Object](resource string, clien
 			}
 			// Names never change, so an object keep refuses is never one the
 			// cache holds: its events are dropped whatever their type.
-			return watch.Filter(w, func(e watch.Event) (watch.Event, bool) {
+			return FilterWatch(w, func(e watch.Event) (watch.Event, bool) {
 				p, ok := e.Object.(PT)
 				return e, !ok || keep(p)
 			}), nil

@@ -239,24 +239,25 @@ func ruleset(rules map[string]ProxyRules) (string, []netip.Addr) {
 }
 
 // apply replaces the stand-in's table in one nft transaction, then makes
-// the ClusterIP routes match.
+// the ClusterIP routes match, and records what it applied. It holds mu from
+// the first change to the record, so that Applied never says less than a
+// connection through the new rules has already met.
 func (p *KubeProxy) apply(ctx context.Context, rules map[string]ProxyRules) error {
 	text, ips := ruleset(rules)
+	p.mu.Lock()
+	defer p.mu.Unlock()
 	cmd := exec.CommandContext(ctx, "ip", "netns", "exec", p.node.Namespace, p.nft, "-f", "-")
 	cmd.Stdin = strings.NewReader(text)
 	if out, err := cmd.CombinedOutput(); err != nil {
 		return fmt.Errorf("nft in %s: %w: %s\nruleset:\n%s", p.node.Namespace, err, out, text)
 	}
-	p.mu.Lock()
-	old := p.routes
-	p.mu.Unlock()
 	var cmds []string
 	for _, ip := range ips {
-		if !slices.Contains(old, ip) {
+		if !slices.Contains(p.routes, ip) {
 			cmds = append(cmds, fmt.Sprintf("route replace %s/32 dev pods", ip))
 		}
 	}
-	for _, ip := range old {
+	for _, ip := range p.routes {
 		if !slices.Contains(ips, ip) {
 			cmds = append(cmds, fmt.Sprintf("route del %s/32 dev pods", ip))
 		}
@@ -266,8 +267,6 @@ func (p *KubeProxy) apply(ctx context.Context, rules map[string]ProxyRules) erro
 			return err
 		}
 	}
-	p.mu.Lock()
-	defer p.mu.Unlock()
 	p.routes = ips
 	if !maps.EqualFunc(p.applied, rules, sameRules) {
 		p.applied, p.at = rules, time.Now()
@@ -277,7 +276,7 @@ func (p *KubeProxy) apply(ctx context.Context, rules map[string]ProxyRules) erro
 
 // Applied returns what the stand-in sends to for the Service port
 // namespace/name:port, whether it has rules for it, and when its rules
-// last changed.
+// last changed; it waits for an apply under way to finish.
 func (p *KubeProxy) Applied(namespace, name string, port int32) (ProxyRules, bool, time.Time) {
 	p.mu.Lock()
 	defer p.mu.Unlock()

@@ -30,7 +30,7 @@ func TestMain(m *testing.M) {
 	os.Exit(run(m))
 }
 
-func run(m *testing.M) int {
+func run(m *testing.M) (code int) {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
 	var err error
@@ -39,7 +39,12 @@ func run(m *testing.M) int {
 		fmt.Fprintf(os.Stderr, "starting the environment: %v\n", err)
 		return 1
 	}
-	defer env.Stop()
+	defer func() {
+		if err := env.Stop(); err != nil {
+			fmt.Fprintf(os.Stderr, "stopping the environment: %v\n", err)
+			code = 1
+		}
+	}()
 	server, err = env.StartMeshServer(ctx, framework.MeshServerOptions{})
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "starting kilo-mesh-apiserver: %v\n", err)
@@ -57,7 +62,7 @@ func run(m *testing.M) int {
 			return 1
 		}
 	}
-	code := m.Run()
+	code = m.Run()
 	if code != 0 {
 		fmt.Fprintf(os.Stderr, "kilo-mesh-apiserver log tail:\n%s\n", server.LogTail(60))
 	}

@@ -217,8 +217,9 @@ func (c *CoreDNS) in(f func() error) error {
 	return InNetns(c.netns, f)
 }
 
-// waitReady polls the ready plugin (HTTP 200 once every plugin is ready)
-// over a connection made in CoreDNS's namespace.
+// waitReady waits until CoreDNS answers on its DNS port, then until its
+// ready plugin says 200, both from CoreDNS's namespace: the ready plugin says
+// 200 before CoreDNS binds its DNS port (up to 100ms before, unloaded).
 func (c *CoreDNS) waitReady(ctx context.Context) error {
 	ctx, cancel := context.WithTimeout(ctx, time.Minute)
 	defer cancel()
@@ -226,6 +227,9 @@ func (c *CoreDNS) waitReady(ctx context.Context) error {
 	return c.proc.waitFor(ctx, "readiness", 200*time.Millisecond, func(ctx context.Context) error {
 		var status string
 		err := c.in(func() error {
+			if err := answersDNS(c.Loopback.DNS(), time.Second); err != nil {
+				return err
+			}
 			conn, err := net.DialTimeout("tcp", addr, time.Second)
 			if err != nil {
 				return err

@@ -44,13 +44,34 @@ func (a *DNSAnswer) String() string {
 // a pod's resolver does) and returns the answer. name is taken as fully
 // qualified.
 func QueryDNS(server netip.AddrPort, name string, qtype dnsmessage.Type, timeout time.Duration) (*DNSAnswer, error) {
-	// Tests send packets to loopback only.
-	if !server.Addr().IsLoopback() {
-		return nil, fmt.Errorf("DNS server %s: only loopback addresses", server)
-	}
 	q, err := dnsmessage.NewName(strings.TrimSuffix(name, ".") + ".")
 	if err != nil {
 		return nil, err
+	}
+	resp, err := exchangeDNS(server, dnsmessage.Question{Name: q, Type: qtype, Class: dnsmessage.ClassINET}, timeout)
+	if err != nil {
+		return nil, fmt.Errorf("asking %s for %s %s: %w", server, name, qtype, err)
+	}
+	return answerOf(resp), nil
+}
+
+// answersDNS returns nil once server answers a question at all, over UDP:
+// a CHAOS-class one, which a server such as CoreDNS answers by itself
+// (REFUSED, unless a plugin serves that class) without asking a backend.
+func answersDNS(server netip.AddrPort, timeout time.Duration) error {
+	q := dnsmessage.Question{Name: dnsmessage.MustNewName("version.bind."), Type: dnsmessage.TypeTXT, Class: dnsmessage.ClassCHAOS}
+	if _, err := exchangeDNS(server, q, timeout); err != nil {
+		return fmt.Errorf("asking %s for version.bind CHAOS TXT: %w", server, err)
+	}
+	return nil
+}
+
+// exchangeDNS sends q to server, a loopback address, and returns the
+// response to it, whatever its RCODE.
+func exchangeDNS(server netip.AddrPort, q dnsmessage.Question, timeout time.Duration) (*dnsmessage.Message, error) {
+	// Tests send packets to loopback only.
+	if !server.Addr().IsLoopback() {
+		return nil, fmt.Errorf("DNS server %s: only loopback addresses", server)
 	}
 	var idb [2]byte
 	if _, err := rand.Read(idb[:]); err != nil {
@@ -59,7 +80,7 @@ func QueryDNS(server netip.AddrPort, name string, qtype dnsmessage.Type, timeout
 	id := binary.BigEndian.Uint16(idb[:])
 	msg := dnsmessage.Message{
 		Header:    dnsmessage.Header{ID: id, RecursionDesired: true},
-		Questions: []dnsmessage.Question{{Name: q, Type: qtype, Class: dnsmessage.ClassINET}},
+		Questions: []dnsmessage.Question{q},
 	}
 	packed, err := msg.Pack()
 	if err != nil {
@@ -80,7 +101,7 @@ func QueryDNS(server netip.AddrPort, name string, qtype dnsmessage.Type, timeout
 	for {
 		n, err := conn.Read(buf)
 		if err != nil {
-			return nil, fmt.Errorf("asking %s for %s %s: %w", server, name, qtype, err)
+			return nil, err
 		}
 		var resp dnsmessage.Message
 		if err := resp.Unpack(buf[:n]); err != nil || resp.ID != id || !resp.Response {
@@ -89,7 +110,7 @@ func QueryDNS(server netip.AddrPort, name string, qtype dnsmessage.Type, timeout
 		if resp.Truncated {
 			return nil, errors.New("the answer is truncated")
 		}
-		return answerOf(&resp), nil
+		return &resp, nil
 	}
 }
 

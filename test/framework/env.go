@@ -153,6 +153,9 @@ type Env struct {
 	// get directories and logs of their own.
 	meshStarts int
 	stopped    bool
+	// stopFailures are the mesh servers' stops that failed (MeshServer.Stop),
+	// reported again by Stop.
+	stopFailures []error
 }
 
 // Start brings up etcd and opts.Clusters kube-apiservers, writes kubeconfigs,
@@ -286,9 +289,16 @@ func (e *Env) logFailureInfo(t testing.TB) {
 	}
 }
 
+func (e *Env) recordStopFailure(err error) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.stopFailures = append(e.stopFailures, err)
+}
+
 // Stop stops every process the environment started (mesh servers first,
 // then kube-controller-managers, kube-apiservers, then etcd) and removes Dir unless kept. It is
-// idempotent.
+// idempotent. It fails if any mesh server, now or in an earlier
+// MeshServer.Stop, did not exit within ShutdownBound of SIGTERM.
 func (e *Env) Stop() error {
 	e.mu.Lock()
 	if e.stopped {
@@ -300,12 +310,12 @@ func (e *Env) Stop() error {
 	etcdClusters := slices.Clone(e.etcdClusters)
 	e.mu.Unlock()
 
-	var errs []error
 	for _, m := range servers {
-		if err := m.proc.stop(5 * time.Second); err != nil {
-			errs = append(errs, err)
-		}
+		_ = m.Stop()
 	}
+	e.mu.Lock()
+	errs := slices.Clone(e.stopFailures)
+	e.mu.Unlock()
 	for _, c := range etcdClusters {
 		if err := c.Stop(); err != nil {
 			errs = append(errs, err)

@@ -345,9 +345,23 @@ func (m *MeshServer) DirectRESTConfig(user string) *rest.Config {
 	}
 }
 
-// Stop stops the server gracefully (SIGTERM, then SIGKILL after 30 s). The
-// data dir, ports and registration stay for Start.
-func (m *MeshServer) Stop() error { return m.proc.stop(30 * time.Second) }
+// ShutdownBound is how long the server may take to exit after SIGTERM: the
+// shortest terminationGracePeriodSeconds of the installs (the HA replicas'),
+// after which a pod is killed and its store not closed.
+const ShutdownBound = 30 * time.Second
+
+// Stop stops the server with SIGTERM. It fails when the server has not exited
+// within ShutdownBound, with what held it (the server is killed then); the
+// environment's Stop reports that failure again, so that it fails the test
+// even where the caller dropped the error. The data dir, ports and
+// registration stay for Start.
+func (m *MeshServer) Stop() error {
+	err := m.proc.stopWithin(ShutdownBound)
+	if err != nil {
+		m.env.recordStopFailure(err)
+	}
+	return err
+}
 
 // Kill stops the server with SIGKILL.
 func (m *MeshServer) Kill() error { return m.proc.stop(0) }
@@ -373,6 +387,10 @@ func (m *MeshServer) Start(ctx context.Context) error {
 
 // Running reports whether the server process is running.
 func (m *MeshServer) Running() bool { return m.proc.running() }
+
+// ExitErr is how the last run of the server ended once it has exited: nil
+// for exit status 0.
+func (m *MeshServer) ExitErr() error { return m.proc.exitErr() }
 
 // Exited returns a channel closed when the current run of the server exits.
 func (m *MeshServer) Exited() <-chan struct{} { return m.proc.exited() }

@@ -109,29 +109,54 @@ func (p *process) exitErr() error {
 // stop sends SIGTERM to the process group, waits up to grace, then sends
 // SIGKILL. A grace of 0 kills at once. Stopping a stopped process is a no-op.
 func (p *process) stop(grace time.Duration) error {
+	if grace > 0 && p.signalAndWait(syscall.SIGTERM, grace) {
+		return nil
+	}
+	if p.signalAndWait(syscall.SIGKILL, 10*time.Second) {
+		return nil
+	}
+	return fmt.Errorf("%s (pid %d) did not exit after SIGKILL", p.name, p.pid())
+}
+
+// stopWithin stops a server that must exit by itself on SIGTERM: if it has
+// not exited within bound, it gets SIGQUIT (a Go program then writes every
+// goroutine to its log and exits), then SIGKILL, and the stop fails with what
+// held it, so that no hang passes as a slow stop.
+func (p *process) stopWithin(bound time.Duration) error {
+	pid, start := p.pid(), time.Now()
+	if p.signalAndWait(syscall.SIGTERM, bound) {
+		return nil
+	}
+	logSize := fileSize(p.logPath)
+	p.signalAndWait(syscall.SIGQUIT, goroutineDumpWait)
+	if err := p.stop(0); err != nil {
+		return err
+	}
+	return fmt.Errorf("%s (pid %d) did not exit within %s of SIGTERM (killed after %s); what held it, from its goroutine dump in %s:\n%s",
+		p.name, pid, bound, time.Since(start).Round(time.Second), p.logPath, heldBy(p.logPath, logSize))
+}
+
+// signalAndWait sends sig to the process group of the current run and waits
+// up to d for it to exit; true when no run is left.
+func (p *process) signalAndWait(sig syscall.Signal, d time.Duration) bool {
 	p.mu.Lock()
 	cmd, done := p.cmd, p.done
 	p.mu.Unlock()
 	if cmd == nil || isClosed(done) {
-		return nil
+		return true
 	}
-	pgid := cmd.Process.Pid
-	if grace > 0 {
-		_ = syscall.Kill(-pgid, syscall.SIGTERM)
-		select {
-		case <-done:
-			return nil
-		case <-time.After(grace):
-		}
-	}
-	_ = syscall.Kill(-pgid, syscall.SIGKILL)
+	_ = syscall.Kill(-cmd.Process.Pid, sig)
 	select {
 	case <-done:
-		return nil
-	case <-time.After(10 * time.Second):
-		return fmt.Errorf("%s (pid %d) did not exit after SIGKILL", p.name, pgid)
+		return true
+	case <-time.After(d):
+		return false
 	}
 }
+
+// goroutineDumpWait bounds the wait for a process to write its goroutines
+// after SIGQUIT.
+const goroutineDumpWait = 10 * time.Second
 
 // pid returns the pid of the current run, or 0.
 func (p *process) pid() int {

@@ -33,7 +33,7 @@ func TestMain(m *testing.M) {
 	os.Exit(run(m))
 }
 
-func run(m *testing.M) int {
+func run(m *testing.M) (code int) {
 	path, err := framework.ImageArchivePath()
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
@@ -60,7 +60,12 @@ func run(m *testing.M) int {
 		fmt.Fprintf(os.Stderr, "starting the environment: %v\n", err)
 		return 1
 	}
-	defer env.Stop()
+	defer func() {
+		if err := env.Stop(); err != nil {
+			fmt.Fprintf(os.Stderr, "stopping the environment: %v\n", err)
+			code = 1
+		}
+	}()
 	return m.Run()
 }
 
