@@ -50,7 +50,6 @@ func (s *svcEnv) testDeletedWithoutFinalizer(t *testing.T) {
 // Peers go all the same, found by the installation they carry, once
 // storage says the mesh is gone.
 func (s *svcEnv) testGoneWhileStopped(t *testing.T) {
-	ctx := context.Background()
 	ns := s.namespace(t, 1, 2)
 	s.exportedToBoth(t, ns, "relic", "10.11.1.94")
 	m, err := s.mesh()
@@ -59,18 +58,7 @@ func (s *svcEnv) testGoneWhileStopped(t *testing.T) {
 	}
 	s.keeperMesh(t)
 
-	if err := s.server.Stop(); err != nil {
-		t.Fatal(err)
-	}
-	if err := s.env.EtcdDelete(ctx, s.meshKey()); err != nil {
-		t.Fatal(err)
-	}
-	restart, cancel := context.WithTimeout(ctx, time.Minute)
-	defer cancel()
-	if err := s.server.Start(restart); err != nil {
-		t.Fatalf("restart: %v\n%s", err, s.server.LogTail(40))
-	}
-	s.awaitMeshGone(t)
+	s.deleteWhileStopped(t)
 	s.recreateAfter(t, ns, "relic")
 	for _, c := range []int{1, 2} {
 		took := framework.EventuallyT(t, 2*time.Minute, fmt.Sprintf("nothing of the mesh gone while stopped on cluster %d", c), func() error {
@@ -106,19 +94,7 @@ func (s *svcEnv) testGoneWhileMemberDown(t *testing.T) {
 			}
 		}
 	})
-	if err := s.server.Stop(); err != nil {
-		t.Fatal(err)
-	}
-	if err := s.env.EtcdDelete(ctx, s.meshKey()); err != nil {
-		t.Fatal(err)
-	}
-	restart, cancel := context.WithTimeout(ctx, time.Minute)
-	defer cancel()
-	if err := s.server.Start(restart); err != nil {
-		t.Fatalf("restart: %v\n%s", err, s.server.LogTail(40))
-	}
-	started := time.Now()
-	s.awaitMeshGone(t)
+	started := s.deleteWhileStopped(t)
 	framework.EventuallyT(t, 2*time.Minute, "nothing of the mesh on cluster 1, swept at the start", func() error {
 		return s.leftNothing(1, m.UID, true)
 	})
@@ -133,6 +109,28 @@ func (s *svcEnv) testGoneWhileMemberDown(t *testing.T) {
 		return s.leftNothing(2, m.UID, true)
 	})
 	t.Logf("cluster 2: nothing of the mesh %s after it came back", time.Since(back).Round(time.Millisecond))
+}
+
+// deleteWhileStopped removes svc from storage while the server is
+// stopped, starts the server again and waits until it says svc does not
+// exist; it returns when the server started.
+func (s *svcEnv) deleteWhileStopped(t *testing.T) time.Time {
+	t.Helper()
+	ctx := context.Background()
+	if err := s.server.Stop(); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.env.EtcdDelete(ctx, s.meshKey()); err != nil {
+		t.Fatal(err)
+	}
+	restart, cancel := context.WithTimeout(ctx, time.Minute)
+	defer cancel()
+	if err := s.server.Start(restart); err != nil {
+		t.Fatalf("restart: %v\n%s", err, s.server.LogTail(40))
+	}
+	started := time.Now()
+	s.awaitMeshGone(t)
+	return started
 }
 
 // keeperMesh creates, in a namespace of its own, mesh keeper joining
