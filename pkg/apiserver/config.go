@@ -139,7 +139,6 @@ func (c CompletedConfig) New() (*Server, error) {
 		MaxCacheBytes:              c.ExtraConfig.MaxMemberCacheBytes,
 		MaxNamespaceCacheBytes:     c.ExtraConfig.MaxNamespaceCacheBytes,
 		MaxTotalCacheBytes:         c.ExtraConfig.MaxMemberCacheTotalBytes,
-		HoldDeparted:               reconciler.DepartureHold(*c.ExtraConfig.Reconciler),
 	})
 	if err != nil {
 		return nil, fmt.Errorf("building the member-cluster caches: %w", err)

@@ -23,6 +23,7 @@ import (
 
 // meshState holds the bindings of one mesh, by spec cluster name.
 type meshState struct {
+	uid      types.UID
 	bindings map[string]*binding
 	services bool // spec.multiClusterServices is Enabled
 }
@@ -52,31 +53,22 @@ func specOf(e *meshv1alpha1.ClusterEntry) bindingSpec {
 // it has none. Guarded by Manager.mu.
 type binding struct {
 	name    string
+	uid     types.UID // the mesh's
 	spec    bindingSpec
 	secret  types.NamespacedName // zero unless a Secret is watched for it
 	cluster *cluster             // nil exactly when err is set
 	err     *memberaccess.Error
 	since   time.Time
-	// retained is the connection the binding had when its Secret went
-	// away, kept while the Secret is absent so that the mesh, once deleted,
-	// can still remove its Peers there: deleting a namespace deletes the
-	// Secrets and the mesh together, in no set order.
-	retained *cluster
-	// held: the binding is a hold's, not a followed mesh's.
-	held bool
 }
 
-// forCleanup is the connection through which the Peers of mesh may be
-// removed: the binding's own, or for a deleted mesh the retained one.
-func (b *binding) forCleanup(mesh *meshv1alpha1.ClusterMesh) *cluster {
-	if b.cluster == nil && mesh.DeletionTimestamp != nil {
-		return b.retained
-	}
-	return b.cluster
+// secretGone is the key of the hold on the connection b had when its
+// Secret went away.
+func (b *binding) secretGone(mesh types.NamespacedName) HoldKey {
+	return HoldKey{Mesh: mesh, UID: b.uid, Entry: b.name, Why: HoldSecretGone}
 }
 
-func (m *Manager) bindLocked(mesh types.NamespacedName, name string, spec bindingSpec) *binding {
-	b := &binding{name: name, spec: spec, since: m.cfg.Clock.Now()}
+func (m *Manager) bindLocked(mesh types.NamespacedName, uid types.UID, name string, spec bindingSpec) *binding {
+	b := &binding{name: name, uid: uid, spec: spec, since: m.cfg.Clock.Now()}
 	switch {
 	case spec.local:
 		b.cluster, b.err = m.acquireClusterLocked(mesh, localID, m.local, nil)
@@ -95,7 +87,7 @@ func (m *Manager) bindLocked(mesh types.NamespacedName, name string, spec bindin
 }
 
 func (m *Manager) unbindLocked(mesh types.NamespacedName, b *binding) {
-	m.releaseRetainedLocked(mesh, b)
+	m.releaseSecretGoneLocked(mesh, b)
 	if b.cluster != nil {
 		m.releaseClusterLocked(mesh, b.cluster)
 		b.cluster = nil
@@ -121,13 +113,13 @@ func (m *Manager) resolveLocked(mesh types.NamespacedName, b *binding) bool {
 	if err != nil {
 		secretAbsent := err.Reason == memberaccess.ErrSecretNotFound || err.Reason == memberaccess.ErrSecretUnreadable
 		if !secretAbsent {
-			m.releaseRetainedLocked(mesh, b)
+			m.releaseSecretGoneLocked(mesh, b)
 		}
 		if b.cluster == nil && sameError(b.err, err) {
 			return false
 		}
 		if b.cluster != nil && secretAbsent {
-			b.retained = b.cluster
+			m.holdLocked(b.secretGone(mesh), b.cluster, b.spec.local, false)
 		} else if b.cluster != nil {
 			m.releaseClusterLocked(mesh, b.cluster)
 		}
@@ -139,9 +131,9 @@ func (m *Manager) resolveLocked(mesh types.NamespacedName, b *binding) bool {
 	}
 	old := b.cluster
 	b.cluster, b.err, b.since = c, nil, m.cfg.Clock.Now()
-	m.releaseRetainedLocked(mesh, b)
+	m.releaseSecretGoneLocked(mesh, b)
 	if old != nil {
-		if !m.holdDepartedLocked(mesh, &binding{name: b.name, spec: b.spec, cluster: old, held: b.held}) {
+		if !m.holdLocked(HoldKey{Mesh: mesh, UID: b.uid, Entry: b.name, Why: HoldDeparted}, old, b.spec.local, true) {
 			m.releaseClusterLocked(mesh, old)
 		}
 		log.Info("Member cluster connection replaced", "old", old.name(), "new", c.name())
@@ -200,9 +192,9 @@ func (m *Manager) acquireClusterLocked(mesh types.NamespacedName, id clusterID, 
 			shared:         m.shared,
 			interned:       m.interned,
 			onChange:       m.clusterChanged,
-			isEcho:         m.isEcho,
+			isOwnPeerWrite: m.isOwnPeerWrite,
 			localUID:       m.localSystemUID,
-			servicesWanted: m.servicesWanted, isServicesEcho: m.isServicesEcho, maxServiceExports: m.cfg.MaxServiceExports, maxEndpointsPerService: m.cfg.MaxEndpointsPerService,
+			servicesWanted: m.servicesWanted, isOwnServicesWrite: m.isOwnServicesWrite, maxServiceExports: m.cfg.MaxServiceExports, maxEndpointsPerService: m.cfg.MaxEndpointsPerService,
 		}, id != localID, allowed)
 		if err != nil {
 			return nil, newError(memberaccess.ErrKubeconfigInvalid, "", fmt.Sprintf("cannot build a client: %v", err))
@@ -235,12 +227,12 @@ func (m *Manager) releaseClusterLocked(mesh types.NamespacedName, c *cluster) {
 	}
 }
 
-// releaseRetainedLocked drops the connection a binding kept after its
-// Secret went away.
-func (m *Manager) releaseRetainedLocked(mesh types.NamespacedName, b *binding) {
-	if b.retained != nil {
-		m.releaseClusterLocked(mesh, b.retained)
-		b.retained = nil
+// releaseSecretGoneLocked drops the connection held since b's Secret went
+// away.
+func (m *Manager) releaseSecretGoneLocked(mesh types.NamespacedName, b *binding) {
+	key := b.secretGone(mesh)
+	if h := m.holds.byKey[key]; h != nil {
+		m.releaseHoldLocked(key, h)
 	}
 }
 
@@ -280,11 +272,6 @@ func (m *Manager) secretChanged(key types.NamespacedName) {
 			if b.secret == key && m.resolveLocked(meshKey, b) {
 				affected = append(affected, meshKey)
 			}
-		}
-	}
-	for hk, h := range m.holds {
-		if h.binding.secret == key && m.resolveLocked(hk.Mesh, h.binding) {
-			affected = append(affected, hk.Mesh)
 		}
 	}
 	m.mu.Unlock()

@@ -23,7 +23,7 @@ func (h *harness) testNodesPeersAndChanges(t *testing.T) {
 	m, changes := h.startManager(t)
 	m.Follow(mesh)
 	took := framework.EventuallyT(t, 30*time.Second, "all clusters usable", allUsable(m, mesh))
-	t.Logf("three clusters synced %s after Ensure", took.Round(time.Millisecond))
+	t.Logf("three clusters synced %s after Follow", took.Round(time.Millisecond))
 	framework.EventuallyT(t, 5*time.Second, "change reported after sync", changes.seen(meshKey(mesh)))
 	if !m.Settled(mesh) {
 		t.Error("Settled is false with every cluster synced")
@@ -72,7 +72,7 @@ func (h *harness) testNodesPeersAndChanges(t *testing.T) {
 	})
 
 	// Peers: written through PeerClient, read from the cache as typed objects.
-	pc, err := m.PeerClient(mesh, "two")
+	pc, err := m.Members(mesh)["two"].Peers()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -118,7 +118,7 @@ func (h *harness) testNodesPeersAndChanges(t *testing.T) {
 		}
 		return nil
 	})
-	if _, err := m.PeerClient(mesh, "nope"); !errors.Is(err, memberaccess.ErrUnknownCluster) {
+	if _, err := m.Members(mesh)["nope"].Peers(); !errors.Is(err, memberaccess.ErrUnknownCluster) {
 		t.Errorf("PeerClient of an unknown cluster: %v", err)
 	}
 }
@@ -154,14 +154,14 @@ func (h *harness) testSharedCaches(t *testing.T) {
 	framework.EventuallyT(t, 30*time.Second, "mesh c usable", allUsable(m, meshC))
 	framework.EventuallyT(t, 5*time.Second, "separate cache for other credentials", wantStats(Stats{Clusters: 3, Informers: 6, SecretWatches: 3}))
 
-	m.Forget(nsA, "c")
+	m.Forget(meshC)
 	framework.EventuallyT(t, 5*time.Second, "cache of c stopped", wantStats(Stats{Clusters: 2, Informers: 4, SecretWatches: 2}))
-	m.Forget(nsA, "a")
+	m.Forget(meshA)
 	framework.EventuallyT(t, 5*time.Second, "caches kept for b", wantStats(Stats{Clusters: 2, Informers: 4, SecretWatches: 1}))
 	if err := allUsable(m, meshB)(); err != nil {
 		t.Errorf("mesh b after a was forgotten: %v", err)
 	}
-	m.Forget(nsB, "b")
+	m.Forget(meshB)
 	framework.EventuallyT(t, 5*time.Second, "everything stopped", wantStats(Stats{}))
 	if st := m.Snapshot(meshB)["member"]; st.Reason != memberaccess.ErrPending {
 		t.Errorf("forgotten mesh: %+v, want Pending", st)

@@ -10,8 +10,8 @@ import (
 
 // AddChangeHandler registers f to be called with the key of every mesh
 // affected when a Node or Peer of one of its clusters changes (beyond
-// fields the caches drop, and but for the echoes of the user's own writes:
-// see SetEchoFilter), a cluster's caches sync, its reachability, Peer
+// fields the caches drop, and but for the user's own writes: see
+// IgnoreOwnWrites), a cluster's caches sync, its reachability, Peer
 // CRD or error changes, or its Secret changes what the mesh connects to.
 // Calls come one at a time from one goroutine, never from informers; keys
 // are de-duplicated while waiting, so f should be quick (enqueue and return).
@@ -47,12 +47,12 @@ func (m *Manager) dispatch() {
 // object, to tell which event started a reconcile.
 func (c *cluster) changed(resource, event string, obj any) {
 	p, isPeer := obj.(*kilov1alpha1.Peer)
-	echo := (isPeer && event != "delete" && c.opts.isEcho != nil && c.opts.isEcho(c, p)) || c.servicesEcho(resource, event, obj)
+	own := (isPeer && event != "delete" && c.opts.isOwnPeerWrite != nil && c.opts.isOwnPeerWrite(c, p)) || c.ownServicesWrite(resource, event, obj)
 	if logger := klog.Background().V(5); logger.Enabled() {
 		key, _ := cache.DeletionHandlingMetaNamespaceKeyFunc(obj)
-		logger.Info("Member cache change", "cluster", c.name(), "resource", resource, "event", event, "object", key, "ownWrite", echo)
+		logger.Info("Member cache change", "cluster", c.name(), "resource", resource, "event", event, "object", key, "ownWrite", own)
 	}
-	if !echo {
+	if !own {
 		c.opts.onChange(c)
 	}
 }

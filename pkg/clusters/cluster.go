@@ -16,6 +16,7 @@ import (
 	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/dynamic"
 	corev1client "k8s.io/client-go/kubernetes/typed/core/v1"
+	"k8s.io/client-go/metadata"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/util/flowcontrol"
@@ -53,16 +54,16 @@ type clusterOptions struct {
 	// onChange is told of every change the meshes using the cluster may
 	// care about; it must not block.
 	onChange func(*cluster)
-	// isEcho tells an added or updated Peer that only shows a write of the
+	// isOwnPeerWrite tells an added or updated Peer that only shows a write of the
 	// Manager's user's own; such an event is not a change.
-	isEcho func(*cluster, *kilov1alpha1.Peer) bool
+	isOwnPeerWrite func(*cluster, *kilov1alpha1.Peer) bool
 	// localUID is the UID of the local cluster's kube-system namespace: a
 	// remote cluster answering with it is refused (ErrIsLocalCluster).
 	localUID func(context.Context) (string, error)
 	// servicesWanted reports whether a mesh using the cluster has services
 	// enabled; maxServiceExports and maxEndpointsPerService are Config's.
 	servicesWanted                            func(*cluster) bool
-	isServicesEcho                            func(c *cluster, kind string, obj metav1.Object) bool
+	isOwnServicesWrite                        func(c *cluster, kind string, obj metav1.Object) bool
 	maxServiceExports, maxEndpointsPerService int
 }
 
@@ -88,8 +89,11 @@ type cluster struct {
 	// peerApply is its typed twin, for the applies and updates: decoding
 	// their answers straight into a Peer costs half what an unstructured
 	// copy converted does, twice per write.
-	peerWrite      dynamic.NamespaceableResourceInterface
-	peerApply      rest.Interface
+	peerWrite dynamic.NamespaceableResourceInterface
+	peerApply rest.Interface
+	// meta lists and deletes, by their metadata, what meshes wrote (with
+	// the writes' rate limit and timeout).
+	meta           metadata.Interface
 	probeREST      rest.Interface
 	identityClient *http.Client
 	// peerRead lists and watches Peers as typed objects: decoding them
@@ -196,6 +200,9 @@ func newCluster(id clusterID, cfg *rest.Config, opts clusterOptions, remote bool
 	dynWrite, err := dynamic.NewForConfigAndClient(writeCfg, requestClient)
 	if err != nil {
 		return nil, fmt.Errorf("building the dynamic client: %w", err)
+	}
+	if c.meta, err = metadata.NewForConfigAndClient(writeCfg, requestClient); err != nil {
+		return nil, fmt.Errorf("building the metadata client: %w", err)
 	}
 	probe, err := discovery.NewDiscoveryClientForConfigAndClient(probeCfg, probeClient)
 	if err != nil {
@@ -355,16 +362,6 @@ func (c *cluster) setPeerInformer(served bool) {
 		c.peers.cancel()
 		c.peers = nil
 	}
-}
-
-// live returns an error once the cluster was released.
-func (c *cluster) live() error {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.released {
-		return newError(memberaccess.ErrClusterReplaced, "", "the mesh no longer uses this cluster connection; get a new PeerClient")
-	}
-	return nil
 }
 
 func (c *cluster) peerInformer() cache.SharedIndexInformer {

@@ -35,7 +35,7 @@ func (m *Manager) forgetObject(obj any) {
 		obj = d.Obj
 	}
 	if mesh := meshOf(obj); mesh != nil {
-		m.Forget(mesh.Namespace, mesh.Name)
+		m.Forget(mesh)
 	}
 }
 

@@ -28,16 +28,16 @@ func TestFollowMeshes(t *testing.T) {
 	}
 	// What the member caches say of a cluster no stored mesh names.
 	unknown := m.Snapshot(mesh)["a"].LastError
-	ensured := func() bool { return m.Snapshot(mesh)["a"].LastError != unknown }
+	followed := func() bool { return m.Snapshot(mesh)["a"].LastError != unknown }
 	for _, deleted := range []any{mesh, cache.DeletedFinalStateUnknown{Key: "ns/m", Obj: mesh}} {
 		t.Run(fmt.Sprintf("%T", deleted), func(t *testing.T) {
 			m.followObject(mesh)
-			if !ensured() {
-				t.Fatalf("after an add: the local cluster is not ensured: %+v", m.Snapshot(mesh)["a"])
+			if !followed() {
+				t.Fatalf("after an add: the local cluster is not followed: %+v", m.Snapshot(mesh)["a"])
 			}
 			m.forgetObject(deleted)
-			if ensured() {
-				t.Errorf("after deleting %T: the local cluster is still ensured", deleted)
+			if followed() {
+				t.Errorf("after deleting %T: the local cluster is still followed", deleted)
 			}
 		})
 	}

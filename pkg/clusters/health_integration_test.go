@@ -43,7 +43,7 @@ func (h *harness) testNoPeerCRD(t *testing.T) {
 		}
 		return nil
 	})
-	if _, err := m.PeerClient(mesh, "member"); !errors.Is(err, memberaccess.ErrPeerCRDMissing) {
+	if _, err := m.Members(mesh)["member"].Peers(); !errors.Is(err, memberaccess.ErrPeerCRDMissing) {
 		t.Errorf("PeerClient without the CRD: %v", err)
 	}
 	if !m.Settled(mesh) {
@@ -151,7 +151,7 @@ func (h *harness) testStoppedCluster(t *testing.T) {
 	if !m.Settled(mesh) {
 		t.Error("an unreachable cluster holds readiness")
 	}
-	if _, err := m.PeerClient(mesh, "two"); err != nil {
+	if _, err := m.Members(mesh)["two"].Peers(); err != nil {
 		t.Errorf("PeerClient of an unreachable cluster: %v (writes should fail on their own)", err)
 	}
 

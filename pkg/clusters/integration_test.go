@@ -48,7 +48,7 @@ func TestMemberClusters(t *testing.T) {
 	t.Run("refused kubeconfigs and missing secrets", h.testRefusals)
 	t.Run("secret gone before the mesh's deletion", h.testSecretGoneBeforeDeletion)
 	t.Run("a departed entry held until released", h.testDepartedHeld)
-	t.Run("a hold after the Secret was repointed", h.testHoldAfterRepoint)
+	t.Run("a deleted mesh's connections held, a repointed one's too", h.testDeletedHeld)
 	t.Run("cluster without the peer CRD", h.testNoPeerCRD)
 	t.Run("stopped member cluster", h.testStoppedCluster)
 	t.Run("frozen member cluster", h.testFrozenCluster)

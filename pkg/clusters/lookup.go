@@ -1,13 +1,11 @@
 package clusters
 
 import (
-	"fmt"
 	"slices"
 	"strings"
 
 	"k8s.io/apimachinery/pkg/types"
 
-	kilov1alpha1 "github.com/kilo-mesh/kilo-mesh-apiserver/pkg/apis/kilo/v1alpha1"
 	meshv1alpha1 "github.com/kilo-mesh/kilo-mesh-apiserver/pkg/apis/mesh/v1alpha1"
 	"github.com/kilo-mesh/kilo-mesh-apiserver/pkg/memberaccess"
 )
@@ -15,10 +13,10 @@ import (
 // Questions about the member clusters as a whole, answered from what the
 // Manager holds, without I/O: which physical cluster each mesh entry
 // reaches (for admission and for the overlap of meshes), and every
-// connection with its Peers (for the removal of Peers whose mesh is gone).
+// connection (for the removal of what meshes that are gone wrote).
 
 // Identities returns the verified identity of each cluster of mesh, by
-// spec cluster name, as ensured; "" where it is not known.
+// spec cluster name, as followed; "" where it is not known.
 func (m *Manager) Identities(mesh *meshv1alpha1.ClusterMesh) map[string]string {
 	m.mu.RLock()
 	ms := m.meshes[types.NamespacedName{Namespace: mesh.Namespace, Name: mesh.Name}]
@@ -99,41 +97,22 @@ func (m *Manager) CachedKubeconfig(secret types.NamespacedName, key string) (dat
 	}
 }
 
-// Connection is one connection to a member cluster that the Manager holds
-// for some meshes, with what its caches hold.
-type Connection struct {
-	// Name identifies the connection in logs, without credentials.
-	Name string
-	// Synced: Peers holds every Peer of the cluster (which is never so for
-	// a cluster over a limit of the caches).
-	Synced bool
-	// Peers are the cache's own objects: read them, never modify them.
-	Peers []*kilov1alpha1.Peer
-	// Client writes Peers through this connection.
-	Client PeerClient
-}
-
 // Connections returns every connection the Manager holds now, local and
-// remote. A connection is used by the meshes that hold it; Connections is
-// for work on the clusters themselves, such as removing Peers whose mesh
-// no longer exists.
-func (m *Manager) Connections() []Connection {
+// remote, sorted by name. A connection is used by the meshes that hold
+// it; Connections is for work on the clusters themselves, such as removing
+// what meshes that no longer exist wrote there.
+func (m *Manager) Connections() []Member {
 	m.mu.RLock()
 	clusters := make([]*cluster, 0, len(m.clusters))
 	for _, c := range m.clusters {
 		clusters = append(clusters, c)
 	}
 	m.mu.RUnlock()
-	out := make([]Connection, 0, len(clusters))
+	out := make([]Member, 0, len(clusters))
 	for _, c := range clusters {
-		st := c.state()
-		conn := Connection{Name: c.name(), Synced: st.Synced && st.PeerCRD, Client: &peerClient{c: c}}
-		if conn.Synced {
-			conn.Peers = st.Peers
-		}
-		out = append(out, conn)
+		out = append(out, newMember("", c.id == localID, c, nil, nil))
 	}
-	slices.SortFunc(out, func(a, b Connection) int { return strings.Compare(a.Name, b.Name) })
+	slices.SortFunc(out, func(a, b Member) int { return strings.Compare(a.Name(), b.Name()) })
 	return out
 }
 
@@ -159,34 +138,4 @@ func (m *Manager) ServerPolicyChanged(namespaces ...string) {
 	for _, k := range affected {
 		m.queue.Add(k)
 	}
-}
-
-// connection is the connection mesh uses now for its entry cluster (for a
-// deleted mesh whose Secret is gone, the one the Secret last named), or
-// why there is none.
-func (m *Manager) connection(mesh *meshv1alpha1.ClusterMesh, cluster string) (*cluster, error) {
-	m.mu.RLock()
-	var b binding
-	ms := m.meshes[types.NamespacedName{Namespace: mesh.Namespace, Name: mesh.Name}]
-	if ms != nil && ms.bindings[cluster] != nil {
-		b = *ms.bindings[cluster]
-	}
-	conn := b.forCleanup(mesh)
-	m.mu.RUnlock()
-
-	var entry *meshv1alpha1.ClusterEntry
-	for i := range mesh.Spec.Clusters {
-		if mesh.Spec.Clusters[i].Name == cluster {
-			entry = &mesh.Spec.Clusters[i]
-		}
-	}
-	switch {
-	case entry == nil:
-		return nil, newError(memberaccess.ErrUnknownCluster, "", fmt.Sprintf("mesh %s/%s has no cluster %q", mesh.Namespace, mesh.Name, cluster))
-	case b.name == "" || b.spec != specOf(entry):
-		return nil, newError(memberaccess.ErrPending, "", fmt.Sprintf("cluster %q of mesh %s/%s is not ensured yet", cluster, mesh.Namespace, mesh.Name))
-	case conn == nil:
-		return nil, b.err
-	}
-	return conn, nil
 }

@@ -1,10 +1,3 @@
-// Package clusters keeps the clients and caches of the member clusters of
-// ClusterMeshes: one client, one Node informer and (while the Kilo Peer CRD
-// is served) one Peer informer per distinct member cluster, shared by every
-// mesh naming it, started when first needed and stopped when no mesh needs
-// them any more. Remote clusters are reached through tenant kubeconfigs kept
-// in Secrets of the mesh's namespace, validated by ParseKubeconfig and
-// followed live. Everything callers read comes from the caches.
 package clusters
 
 import (
@@ -22,20 +15,15 @@ import (
 	"k8s.io/klog/v2"
 	"k8s.io/utils/clock"
 
-	kilov1alpha1 "github.com/kilo-mesh/kilo-mesh-apiserver/pkg/apis/kilo/v1alpha1"
 	meshv1alpha1 "github.com/kilo-mesh/kilo-mesh-apiserver/pkg/apis/mesh/v1alpha1"
 	"github.com/kilo-mesh/kilo-mesh-apiserver/pkg/memberaccess"
 )
 
-// DefaultQPS and DefaultBurst bound the Peer writes to each member cluster
-// when Config leaves them unset; the server's --member-cluster-qps and
-// --member-cluster-burst start from them. Writes come in bulk only when a
-// mesh is created or its clusters change, and 200 per second lets the
-// 4,000 Peers of each cluster of a 3 x 2,000-node mesh be created in about
-// 20 s, within issue 21's 30 s where the member keeps up (50 took 81 s;
-// docs/performance.md has what a loaded member allows); a member's API
-// Priority and Fairness still queues them behind its own controllers, and
-// at most 16 are in flight per connection (docs/performance.md).
+// DefaultQPS and DefaultBurst bound the writes to each member cluster when
+// Config leaves them unset (the server's --member-cluster-qps and
+// --member-cluster-burst start from them): writes come in bulk only when a
+// mesh is created or its clusters change, and then a large mesh's Peers are
+// created in seconds (docs/performance.md, "The member write rate").
 const (
 	DefaultQPS   = 200
 	DefaultBurst = 400
@@ -102,13 +90,10 @@ type Config struct {
 	// its services unused (ServicesState.Reason).
 	MaxServiceExports      int
 	MaxEndpointsPerService int
-	// HoldDeparted, when set, is how long Follow holds the connection of
-	// an entry that leaves its mesh (see OwnerDeparted); 0: it closes at once.
-	HoldDeparted time.Duration
 }
 
 // Manager keeps the member clusters of the meshes it follows (Follow,
-// Forget) and the connections it is told to hold (Hold, Release): these,
+// Forget) and the connections it holds past their use (holds.go): these,
 // and nothing else, keep a connection open. Its methods are safe for
 // concurrent use.
 type Manager struct {
@@ -128,11 +113,10 @@ type Manager struct {
 	meshes   map[types.NamespacedName]*meshState
 	clusters map[clusterID]*cluster
 	secrets  map[types.NamespacedName]*secretWatch
-	holds    map[HoldKey]*hold
+	holds    holds
 	handlers []func(types.NamespacedName)
-	// echo recognises the echoes of the caller's own Peer writes.
-	echo    atomic.Pointer[EchoFilter]
-	svcEcho atomic.Pointer[ServicesEchoFilter]
+	// own recognises the caller's own writes in the caches.
+	own atomic.Pointer[OwnWrites]
 
 	// localUID caches the local cluster's kube-system UID (never recreated).
 	localUIDMu sync.Mutex
@@ -210,12 +194,12 @@ func NewManager(cfg Config) (*Manager, error) {
 		meshes:       map[types.NamespacedName]*meshState{},
 		clusters:     map[clusterID]*cluster{},
 		secrets:      map[types.NamespacedName]*secretWatch{},
-		holds:        map[HoldKey]*hold{},
+		holds:        holds{byKey: map[HoldKey]*hold{}},
 	}, nil
 }
 
-// Run starts the caches of the clusters ensured so far and of those
-// ensured later, and calls the change handlers, until ctx ends; it then
+// Run starts the caches of the clusters followed so far and of those
+// followed later, and calls the change handlers, until ctx ends; it then
 // stops every informer and probe and returns once they have stopped. Call
 // it once.
 func (m *Manager) Run(ctx context.Context) {
@@ -255,8 +239,8 @@ func (m *Manager) Run(ctx context.Context) {
 // local flags and Secret references did not change (Secret content is
 // followed by watches, not by Follow). A replaced cluster's new caches are
 // set up before the old ones are released, so caches other meshes share
-// never stop; the connection of an entry that leaves is held (see
-// Config.HoldDeparted). When its bindings change the mesh is reported
+// never stop; the connection of an entry that leaves is held (HoldDeparted).
+// When its bindings change the mesh is reported
 // changed: a pass that ran before Follow found it unsettled (Settled) and
 // would otherwise wait for its recheck.
 func (m *Manager) Follow(mesh *meshv1alpha1.ClusterMesh) {
@@ -273,8 +257,13 @@ func (m *Manager) followBindings(key types.NamespacedName, mesh *meshv1alpha1.Cl
 	defer m.mu.Unlock()
 	changed := false
 	ms := m.meshes[key]
+	if ms != nil && ms.uid != mesh.UID {
+		// Another mesh of the same name: the one before was deleted.
+		m.forgetLocked(key)
+		ms = nil
+	}
 	if ms == nil {
-		ms = &meshState{bindings: map[string]*binding{}}
+		ms = &meshState{uid: mesh.UID, bindings: map[string]*binding{}}
 		m.meshes[key] = ms
 	}
 	seen := make(map[string]bool, len(mesh.Spec.Clusters))
@@ -287,16 +276,16 @@ func (m *Manager) followBindings(key types.NamespacedName, mesh *meshv1alpha1.Cl
 			continue
 		}
 		changed = true
-		ms.bindings[e.Name] = m.bindLocked(key, e.Name, spec)
+		ms.bindings[e.Name] = m.bindLocked(key, mesh.UID, e.Name, spec)
 		if old != nil {
-			m.holdDepartedLocked(key, old)
+			m.leaveLocked(key, old, HoldDeparted)
 			m.unbindLocked(key, old)
 		}
 	}
 	for name, b := range ms.bindings {
 		if !seen[name] {
 			changed = true
-			m.holdDepartedLocked(key, b)
+			m.leaveLocked(key, b, HoldDeparted)
 			m.unbindLocked(key, b)
 			delete(ms.bindings, name)
 		}
@@ -305,85 +294,37 @@ func (m *Manager) followBindings(key types.NamespacedName, mesh *meshv1alpha1.Cl
 	return changed
 }
 
-// Forget releases what a deleted mesh used; holds are left as they are.
-func (m *Manager) Forget(namespace, name string) {
-	key := types.NamespacedName{Namespace: namespace, Name: name}
+// Forget releases what a deleted mesh used; its connections are held
+// (HoldDeleted), and the mesh reported changed, so that what it wrote can
+// still be removed.
+func (m *Manager) Forget(mesh *meshv1alpha1.ClusterMesh) {
+	key := types.NamespacedName{Namespace: mesh.Namespace, Name: mesh.Name}
 	m.mu.Lock()
-	defer m.mu.Unlock()
+	forgotten := m.forgetLocked(key)
+	m.mu.Unlock()
+	if forgotten {
+		m.queue.Add(key)
+	}
+}
+
+func (m *Manager) forgetLocked(key types.NamespacedName) bool {
 	ms := m.meshes[key]
 	if ms == nil {
-		return
+		return false
 	}
 	for _, b := range ms.bindings {
+		m.leaveLocked(key, b, HoldDeleted)
 		m.unbindLocked(key, b)
 	}
 	delete(m.meshes, key)
+	return true
 }
 
-// Snapshot returns, per spec cluster name of mesh, what the caches hold
-// now. It does no I/O and does not wait for unreachable clusters. A cluster
-// entry that differs from what was last ensured reports ErrPending.
-func (m *Manager) Snapshot(mesh *meshv1alpha1.ClusterMesh) map[string]ClusterState {
-	type ref struct {
-		spec    bindingSpec
-		cluster *cluster
-		err     *memberaccess.Error
-		since   time.Time
-	}
-	refs := map[string]ref{}
-	m.mu.RLock()
-	if ms := m.meshes[types.NamespacedName{Namespace: mesh.Namespace, Name: mesh.Name}]; ms != nil {
-		for name, b := range ms.bindings {
-			r := ref{spec: b.spec, cluster: b.forCleanup(mesh), err: b.err, since: b.since}
-			if r.cluster != nil {
-				r.err = nil
-			}
-			refs[name] = r
-		}
-	}
-	m.mu.RUnlock()
-
-	out := make(map[string]ClusterState, len(mesh.Spec.Clusters))
-	for i := range mesh.Spec.Clusters {
-		e := &mesh.Spec.Clusters[i]
-		r, ok := refs[e.Name]
-		switch {
-		case !ok || r.spec != specOf(e):
-			err := newError(memberaccess.ErrPending, "", "the cluster is not ensured yet")
-			out[e.Name] = ClusterState{Name: e.Name, Reason: err.Reason, LastError: err.Error()}
-		case r.err != nil:
-			out[e.Name] = ClusterState{Name: e.Name, Since: r.since, Reason: r.err.Reason, LastError: r.err.Error()}
-		default:
-			st := r.cluster.state()
-			st.Name, st.Connection = e.Name, r.cluster.name()
-			out[e.Name] = st
-		}
-	}
-	return out
-}
-
-// PeerClient returns a client for the Peers of cluster (a spec cluster
-// name) of mesh, bound to the connection the mesh uses now. Once the mesh
-// stops using that connection (its Secret changed, the mesh was forgotten)
-// every call fails with ErrClusterReplaced: take a new Snapshot and a new
-// PeerClient. A deleted mesh whose Secret is gone still gets the connection
-// the Secret last named, to remove its Peers.
-func (m *Manager) PeerClient(mesh *meshv1alpha1.ClusterMesh, cluster string) (PeerClient, error) {
-	conn, err := m.connection(mesh, cluster)
-	if err != nil {
-		return nil, err
-	}
-	if h := conn.health.view(); h.crdKnown && !h.peerCRD {
-		return nil, newError(memberaccess.ErrPeerCRDMissing, "", fmt.Sprintf("cluster %q does not serve %s", cluster, kilov1alpha1.PeerResource))
-	}
-	return &peerClient{c: conn}, nil
-}
-
-// Settled reports whether every cluster of mesh, as ensured, has synced
+// Settled reports whether every cluster of mesh, as followed, has synced
 // its caches or is known to be unusable (unreachable, refused kubeconfig,
 // missing Secret, forbidden, over a cache limit): waiting for those would
 // never end. It is asked per mesh, so that one member whose caches never
-// sync holds up its own meshes only. A mesh not ensured yet is not settled.
+// sync holds up its own meshes only. A mesh not followed yet is not settled.
 func (m *Manager) Settled(mesh *meshv1alpha1.ClusterMesh) bool {
 	m.mu.RLock()
 	defer m.mu.RUnlock()

@@ -3,7 +3,6 @@ package clusters
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -15,7 +14,7 @@ import (
 )
 
 // PeerClient writes Kilo Peers (cluster-scoped) on one member cluster. Reads
-// come from Manager.Snapshot. Each request is bounded by a timeout of its
+// come from the caches (Member.State), or live from Member.List. Each request is bounded by a timeout of its
 // own; a request that fails for want of a connection makes the cluster be
 // probed at once. Errors keep the answer's code and reason (apierrors.IsConflict
 // and the like work) but never its body: see sanitize.
@@ -96,8 +95,4 @@ func (p *peerClient) result(ctx context.Context, req *rest.Request) (*kilov1alph
 	return &out, nil
 }
 
-func (p *peerClient) observe(err error) {
-	if err != nil && !errors.Is(err, context.Canceled) && isConnectivityError(err) {
-		p.c.health.requestProbe()
-	}
-}
+func (p *peerClient) observe(err error) { p.c.observe(err) }

@@ -163,7 +163,7 @@ func (h *harness) testRefusals(t *testing.T) {
 	if s := m.stats(); s.Clusters != 1 {
 		t.Errorf("refused kubeconfigs got caches: %+v", s)
 	}
-	if _, err := m.PeerClient(mesh, "exec"); !errors.Is(err, memberaccess.ErrExecPlugin) {
+	if _, err := m.Members(mesh)["exec"].Peers(); !errors.Is(err, memberaccess.ErrExecPlugin) {
 		t.Errorf("PeerClient of a refused cluster: %v", err)
 	}
 

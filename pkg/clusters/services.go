@@ -227,27 +227,14 @@ func (m *Manager) servicesWanted(c *cluster) bool {
 }
 
 // ServicesClient writes the services objects (ServiceImports, derived
-// Services, EndpointSlices, ServiceExport status) of one member cluster,
-// through the connection its mesh uses now, with the cluster's rate limit
-// and a request timeout. It has no patch: the member identity may not.
+// Services, EndpointSlices, ServiceExport status) of one member cluster
+// (Member.Services), with the cluster's rate limit and a request timeout.
+// It has no patch: the member identity may not.
 type ServicesClient struct {
 	// Connection names the connection, as PeerClient.Connection does.
 	Connection string
 	Kube       kubernetes.Interface
 	MCS        mcsclient.Interface
-}
-
-// ServicesClient returns the services writer of cluster (a spec cluster
-// name) of mesh; like PeerClient, take a new one after a Snapshot.
-func (m *Manager) ServicesClient(mesh *meshv1alpha1.ClusterMesh, cluster string) (*ServicesClient, error) {
-	conn, err := m.connection(mesh, cluster)
-	if err != nil {
-		return nil, err
-	}
-	if err := conn.live(); err != nil {
-		return nil, err
-	}
-	return conn.servicesClient()
 }
 
 // services returns the cluster's services clients, built on first use.

@@ -12,8 +12,8 @@ import (
 
 // sortedList is an informer store's objects sorted by namespace and name,
 // kept between changes: listing and sorting every Node and Peer of a
-// cluster for each plan was most of a single change's planning time
-// (issue 21). The informer's event handler marks the keys it hears of
+// cluster for each plan was most of a single change's planning
+// time. The informer's event handler marks the keys it hears of
 // (touched) before it reports the change, so a plan made after a change
 // was reported reads it; list re-reads only those keys from the store.
 type sortedList[T metav1.Object] struct {

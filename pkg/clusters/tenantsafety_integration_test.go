@@ -166,8 +166,8 @@ func (h *harness) testPeerLimit(t *testing.T) {
 		return nil
 	})
 	for _, c := range m.Connections() {
-		if strings.HasPrefix(c.Name, "https://") && c.Synced {
-			t.Errorf("the connection to a cluster over the Peer limit offers its Peers: %s", c.Name)
+		if strings.HasPrefix(c.Name(), "https://") && c.State.Synced {
+			t.Errorf("the connection to a cluster over the Peer limit offers its Peers: %s", c.Name())
 		}
 	}
 }

@@ -82,7 +82,7 @@ const (
 	// cluster's); it is not used, and claims nothing: reaching the host
 	// takes local: true, and with it Peer rights or a grant.
 	ErrIsLocalCluster Reason = "IsLocalCluster"
-	// ErrPending: not known yet (mesh not ensured, Secret not read yet,
+	// ErrPending: not known yet (mesh not followed yet, Secret not read yet,
 	// cluster not probed yet).
 	ErrPending Reason = "Pending"
 	// ErrUnreachable: the cluster's API server does not answer, or answers
@@ -99,7 +99,7 @@ const (
 	// ErrClusterReplaced: a PeerClient was used after its mesh stopped
 	// using that cluster (Secret changed, mesh forgotten); get a new one.
 	ErrClusterReplaced Reason = "ClusterReplaced"
-	// ErrUnknownCluster: the mesh (as ensured) has no cluster of that name.
+	// ErrUnknownCluster: the mesh (as followed) has no cluster of that name.
 	ErrUnknownCluster Reason = "UnknownCluster"
 	// ErrServerNotAllowed: the API server's address is outside what the
 	// ServerPolicy allows for the mesh's namespace; nothing is dialled.

@@ -84,7 +84,7 @@ type Cache struct {
 
 // entry is one mesh's plan.
 type entry struct {
-	stamp
+	lockedStamp
 	at   time.Time
 	plan *planner.Plan
 	// state is the planner's state of plan, for the next plan (incremental.go).

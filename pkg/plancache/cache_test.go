@@ -90,7 +90,7 @@ func TestFollowMeshes(t *testing.T) {
 	}
 	mesh := testMesh()
 	for _, deleted := range []any{mesh, cache.DeletedFinalStateUnknown{Key: "ns/m", Obj: mesh}} {
-		c.ensure(mesh)
+		c.meshSeen(mesh)
 		if _, err := c.Plan(mesh); err != nil {
 			t.Fatal(err)
 		}

@@ -21,8 +21,8 @@ func (c *Cache) FollowMeshes(meshes cache.SharedInformer) error {
 	c.mu.Unlock()
 	c.others.follow(meshes.GetStore())
 	if _, err := meshes.AddEventHandler(cache.ResourceEventHandlerFuncs{
-		AddFunc:    c.ensure,
-		UpdateFunc: func(_, obj any) { c.ensure(obj) },
+		AddFunc:    c.meshSeen,
+		UpdateFunc: func(_, obj any) { c.meshSeen(obj) },
 		DeleteFunc: c.release,
 	}); err != nil {
 		return fmt.Errorf("following ClusterMeshes: %w", err)
@@ -30,7 +30,8 @@ func (c *Cache) FollowMeshes(meshes cache.SharedInformer) error {
 	return nil
 }
 
-func (c *Cache) ensure(obj any) {
+// meshSeen tells the other meshes' plans of a mesh added or changed.
+func (c *Cache) meshSeen(obj any) {
 	if mesh := asMesh(obj); mesh != nil {
 		c.others.meshChanged(mesh)
 	}

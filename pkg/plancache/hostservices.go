@@ -177,11 +177,3 @@ func authorKey(a grants.Author) string {
 	}
 	return b.String()
 }
-
-// HostServicesNotGranted maps each of namespaces of the local cluster that
-// mesh may not use for its services to why, whether or not the mesh
-// carries services now: what it wrote there is removed only where it may.
-func (c *Cache) HostServicesNotGranted(mesh *meshv1alpha1.ClusterMesh, namespaces []string) (map[string]string, error) {
-	out, _, err := c.hostServices.notGranted(mesh, namespaces)
-	return out, err
-}

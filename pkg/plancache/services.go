@@ -26,7 +26,7 @@ var ErrServicesDisabled = errors.New("multi-cluster services are not enabled on 
 // the mesh or one of the member caches changes. It does not age: nothing
 // of it depends on the clock but the conditions' transition times.
 type servicesEntry struct {
-	stamp
+	lockedStamp
 	out *services.Output
 	// state keeps out by Service, so that the next output recomputes only
 	// the Services whose objects changed (services.State.Next).

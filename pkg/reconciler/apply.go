@@ -37,8 +37,8 @@ type targetWork struct {
 	// read after planning, so it is at least as recent as the plan.
 	cached map[string]*kilov1alpha1.Peer
 	client clusters.PeerClient
-	// recent remembers this replica's writes (nil: nothing is remembered).
-	recent *recentWrites
+	// written remembers this replica's writes (nil: nothing is remembered).
+	written *writtenPeers
 	// writer runs the writes, in turns with those of other meshes.
 	writer *fairWriter
 }
@@ -152,15 +152,15 @@ func (p *targetPass) applyDesired() {
 		}
 		p.write(func() error {
 			key, conn := p.key(want.Name), p.client.Connection()
-			p.recent.begin(key, conn, want)
+			p.written.begin(key, conn, want)
 			n, after, err := applyPeer(p.ctx, p.client, want, have)
 			p.count("apply", n, err)
 			if err == nil {
-				if p.recent.remember(key, conn, want, resourceVersion(have), after) {
+				if p.written.remember(key, conn, want, resourceVersion(have), after) {
 					confirmedEarly()
 				}
 			} else {
-				p.recent.abandon(key, conn)
+				p.written.abandon(key, conn)
 			}
 			p.record(func(r *targetResult) {
 				switch {
@@ -196,7 +196,7 @@ func (p *targetPass) deleteOwned(names []string) {
 			err := deletePeer(p.ctx, p.client, name, have.UID)
 			p.count("delete", 1, err)
 			if err == nil {
-				p.recent.remember(p.key(name), p.client.Connection(), nil, have.ResourceVersion, "")
+				p.written.remember(p.key(name), p.client.Connection(), nil, have.ResourceVersion, "")
 			}
 			p.record(func(r *targetResult) {
 				if err != nil {
@@ -214,7 +214,7 @@ func (p *targetPass) deleteOwned(names []string) {
 // name was made by an earlier pass that the cache, and so the plan, has not
 // caught up with; such a Peer counts as planned.
 func (p *targetPass) skipDone(name string, want, have *kilov1alpha1.Peer) bool {
-	done, seen := p.recent.done(p.key(name), p.client.Connection(), want, have)
+	done, seen := p.written.done(p.key(name), p.client.Connection(), want, have)
 	if done {
 		p.record(func(r *targetResult) {
 			if want != nil {
@@ -226,8 +226,8 @@ func (p *targetPass) skipDone(name string, want, have *kilov1alpha1.Peer) bool {
 	return done
 }
 
-func (p *targetPass) key(peer string) recentKey {
-	return recentKey{mesh: p.meshKey(), cluster: p.cluster, peer: peer}
+func (p *targetPass) key(peer string) writtenPeerKey {
+	return writtenPeerKey{mesh: p.meshKey(), cluster: p.cluster, peer: peer}
 }
 
 func (w targetWork) meshKey() types.NamespacedName {

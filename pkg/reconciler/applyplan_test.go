@@ -13,37 +13,35 @@ import (
 	"github.com/kilo-mesh/kilo-mesh-apiserver/pkg/planner"
 )
 
-// quickClusters answers at once, as hollow members and fast clusters do.
-type quickClusters struct{ Clusters }
-
-func (quickClusters) PeerClient(*meshv1alpha1.ClusterMesh, string) (clusters.PeerClient, error) {
-	return quickPeers{}, nil
-}
-
+// quickPeers answers at once, as hollow members and fast clusters do.
 type quickPeers struct{ clusters.PeerClient }
 
 func (quickPeers) Connection() string { return "quick" }
 
-// TestApplyPlanTargetsAtOnce: the result of a target without writes is
-// recorded while the goroutines of targets with writes record theirs. It
+// TestApplyPlanTargetsAtOnce: the results of targets without writes,
+// recorded before the writes start, and those of every target written at
+// once all arrive. Recording the former while the writers' goroutines ran
 // crashed the server ("concurrent map writes") on members that answer
-// within microseconds; run with -race to see the race itself.
+// within microseconds; run with -race.
 func TestApplyPlanTargetsAtOnce(t *testing.T) {
 	mesh := &meshv1alpha1.ClusterMesh{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "m"}}
-	plan := &planner.Plan{DesiredPeers: map[string]planner.PeerList{}}
-	states := map[string]clusters.ClusterState{}
-	for i := range 400 {
-		tp := meshv1alpha1.TargetPlan{Cluster: fmt.Sprintf("c%d", i), DiffState: meshv1alpha1.DiffStateComputed}
-		if i%2 == 0 {
-			tp.Delete = []string{"a-peer-no-longer-cached"}
-		}
-		plan.View.Targets = append(plan.View.Targets, tp)
-		states[tp.Cluster] = clusters.ClusterState{Reachable: true, Synced: true}
-	}
-	r := &Reconciler{clusters: quickClusters{}, writer: newFairWriter(), recent: newRecentWrites()}
+	written := newWrittenPeers()
 	for range 20 {
-		if got := r.applyPlan(context.Background(), mesh, plan, states); len(got) != len(plan.View.Targets) {
-			t.Fatalf("%d results, want one per target (%d)", len(got), len(plan.View.Targets))
+		results := map[string]targetResult{}
+		var works []targetWork
+		for i := range 400 {
+			tp := &meshv1alpha1.TargetPlan{Cluster: fmt.Sprintf("c%d", i), DiffState: meshv1alpha1.DiffStateComputed}
+			if i%2 != 0 {
+				results[tp.Cluster] = targetResult{targetOutcome: targetOutcome{reconciled: true}}
+				continue
+			}
+			tp.Delete = []string{"a-peer-no-longer-cached"}
+			works = append(works, targetWork{mesh: mesh, cluster: tp.Cluster, target: tp, cached: map[string]*kilov1alpha1.Peer{},
+				client: quickPeers{}, written: written, writer: newFairWriter()})
+		}
+		applyTargets(context.Background(), works, results)
+		if len(results) != 400 {
+			t.Fatalf("%d results, want one per target (400)", len(results))
 		}
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"sync"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -20,8 +21,8 @@ import (
 
 // Leaving. An entry leaves a mesh when it is removed from spec.clusters or
 // reaches another cluster than before (its Secret replaced). The member
-// caches hold its old connection (clusters.OwnerDeparted) so that, while the
-// cluster answers, the mesh's Peers are removed there; the plan removes the
+// caches hold its old connection (clusters.HoldDeparted) so that, while the
+// cluster answers, what the mesh wrote there is removed (cleanup); the plan removes the
 // departed cluster's Peers from the others, since nothing desires them any
 // more. Each departure not done is an item of status.departedClusters, the
 // only record that survives a restart: an item whose connection is no
@@ -41,8 +42,9 @@ const (
 // the end of the hold, decides when to give up.
 const departureMargin = time.Minute
 
-// DepartureHold is how long the member caches should hold the connection
-// of a departed entry (clusters.Config.HoldDeparted) for these options.
+// DepartureHold is how long the member caches hold the connection of a
+// departed entry or a deleted mesh (clusters.Manager.KeepFor) for these
+// options.
 func DepartureHold(o Options) time.Duration { return o.MeshDeletionTimeout + departureMargin }
 
 // departureWork is what one pass found of the departures of a mesh.
@@ -52,11 +54,11 @@ type departureWork struct {
 	next   time.Duration
 }
 
-// settleDepartures works on every entry that left mesh: it removes the
-// mesh's Peers from the departed clusters it still holds, and reports what
-// is not done yet. plan and states are this pass's (plan may be nil).
+// settleDepartures works on every entry that left mesh: it removes what
+// the mesh wrote from the departed clusters it still holds, and reports
+// what is not done yet. plan and members are this pass's (plan may be nil).
 func (r *Reconciler) settleDepartures(ctx context.Context, mesh *meshv1alpha1.ClusterMesh, plan *planner.Plan,
-	states map[string]clusters.ClusterState, now time.Time) departureWork {
+	members map[string]clusters.Member, now time.Time) departureWork {
 	key := types.NamespacedName{Namespace: mesh.Namespace, Name: mesh.Name}
 	inSpec := map[string]bool{}
 	for _, e := range mesh.Spec.Clusters {
@@ -66,11 +68,9 @@ func (r *Reconciler) settleDepartures(ctx context.Context, mesh *meshv1alpha1.Cl
 	for _, it := range mesh.Status.DepartedClusters {
 		prev[it.Name] = it
 	}
-	held := map[string]clusters.Held{}
-	for _, h := range r.clusters.Held(key) {
-		if h.Key.Owner == clusters.OwnerDeparted {
-			held[h.Key.Entry] = h
-		}
+	held := map[string]clusters.Member{}
+	for _, mb := range r.departedHolds(mesh) {
+		held[mb.Entry] = mb
 	}
 	names := map[string]bool{}
 	for n := range prev {
@@ -86,8 +86,7 @@ func (r *Reconciler) settleDepartures(ctx context.Context, mesh *meshv1alpha1.Cl
 		}
 	}
 	r.departedHere.keep(key, names)
-	ids := r.clusters.Identities(mesh)
-	var w departureWork
+	d := departure{mesh: mesh, plan: plan, members: members, now: now}
 	for _, name := range slices.Sorted(maps.Keys(names)) {
 		p, hadItem := prev[name]
 		h, isHeld := held[name]
@@ -96,157 +95,146 @@ func (r *Reconciler) settleDepartures(ctx context.Context, mesh *meshv1alpha1.Cl
 			// Done here; the cache shows a status from before.
 		case isHeld:
 			r.departedHere.set(key, name, mesh.UID, false, now)
-			r.departHeld(ctx, &w, mesh, plan, states, ids, inSpec[name], h, p, hadItem, now)
+			d.held, d.prev, d.inSpec = h, p, inSpec[name]
+			if r.departHeld(ctx, &d) {
+				r.clusters.Release(h.Hold.Key)
+			}
 		case hadItem && p.Reason != meshv1alpha1.DepartureRemoving:
-			w.items = append(w.items, p) // stuck: kept until removed by hand
+			d.items = append(d.items, p) // stuck: kept until removed by hand
 		case hadItem || !inSpec[name]:
 			it := departedItem(name, p.Server, meshv1alpha1.DepartureCredentialGone,
 				"the server holds no connection to it (its credential left with the entry, or the server restarted meanwhile)", mesh, p, now)
-			w.items = append(w.items, it)
-			w.events = append(w.events, meshEvent{Type: corev1.EventTypeWarning, Reason: EventDepartureStuck, Message: it.Message})
+			d.items = append(d.items, it)
+			d.events = append(d.events, meshEvent{Type: corev1.EventTypeWarning, Reason: EventDepartureStuck, Message: it.Message})
 		}
 	}
-	return w
+	return d.departureWork
 }
 
-// departHeld works on one departure whose connection is held.
-func (r *Reconciler) departHeld(ctx context.Context, w *departureWork, mesh *meshv1alpha1.ClusterMesh, plan *planner.Plan,
-	states map[string]clusters.ClusterState, ids map[string]string, inSpec bool, h clusters.Held,
-	p meshv1alpha1.DepartedCluster, hadItem bool, now time.Time) {
-	name, st := h.Key.Entry, h.State
-	giveUp := h.Deadline.Add(-departureMargin)
-	removing := func(msg string) {
-		w.items = append(w.items, departedItem(name, h.Server, meshv1alpha1.DepartureRemoving, msg, mesh, p, now))
-		w.next = sooner(w.next, settleRecheck)
-	}
-	if inSpec {
-		switch cur := ids[name]; {
-		case h.Identity != "" && cur == h.Identity:
-			// Other credentials for the same cluster: nothing left.
-			r.clusters.Release(h.Key)
-			return
-		case h.Identity == "" || cur == "":
-			if now.Before(giveUp) {
-				removing(fmt.Sprintf("entry %s now reaches another connection; waiting to learn whether it is another cluster than %s", name, h.Server))
-				return
-			}
-			// Never known: no delete on a guess.
-			r.clusters.Release(h.Key)
-			return
+// departedHolds are the held connections of the entries that left mesh.
+func (r *Reconciler) departedHolds(mesh *meshv1alpha1.ClusterMesh) []clusters.Member {
+	var out []clusters.Member
+	for _, mb := range r.clusters.Held(types.NamespacedName{Namespace: mesh.Namespace, Name: mesh.Name}) {
+		if mb.Hold.Key.Why == clusters.HoldDeparted && mb.Hold.Key.UID == mesh.UID {
+			out = append(out, mb)
 		}
 	}
-	if slices.Contains(slices.Collect(maps.Values(ids)), h.Identity) && h.Identity != "" {
-		// The cluster is still a member under another entry: the plan manages it.
-		r.clusters.Release(h.Key)
-		return
+	return out
+}
+
+// departure is one pass's work on the departures of a mesh: its inputs,
+// the departure at hand (held, prev, inSpec) and what the pass found.
+type departure struct {
+	departureWork
+	mesh    *meshv1alpha1.ClusterMesh
+	plan    *planner.Plan
+	members map[string]clusters.Member
+	now     time.Time
+
+	held   clusters.Member
+	prev   meshv1alpha1.DepartedCluster
+	inSpec bool
+}
+
+// giveUp is when the departure at hand stops being worked on: the
+// reconciler's deadline, before the hold's.
+func (d *departure) giveUp() time.Time { return d.held.Hold.Deadline.Add(-departureMargin) }
+
+// removing records the departure at hand as still under way.
+func (d *departure) removing(msg string, next time.Duration) {
+	d.items = append(d.items, departedItem(d.held.Entry, d.held.Server(), meshv1alpha1.DepartureRemoving, msg, d.mesh, d.prev, d.now))
+	d.next = sooner(d.next, next)
+}
+
+// departHeld works on one departure whose connection is held; it
+// reports whether the connection may go: the departure is done, or given
+// up.
+func (r *Reconciler) departHeld(ctx context.Context, d *departure) bool {
+	h, name := d.held, d.held.Entry
+	switch left(d) {
+	case leftNot:
+		return true
+	case leftUnknown:
+		d.removing(fmt.Sprintf("entry %s now reaches another connection; waiting to learn whether it is another cluster than %s", name, h.Server()), settleRecheck)
+		return false
 	}
-	left := 0
-	if usable(st, true) {
-		owned := ownedNames(mesh, st)
-		if len(owned) > 0 {
-			client, err := r.clusters.HeldPeerClient(h.Key)
-			if err == nil {
-				var n int
-				n, err = r.removeOwned(ctx, mesh, name, st.Peers, client)
-				klog.InfoS("Removing the Peers of a mesh from a cluster that left it", "mesh", klog.KObj(mesh), "cluster", name, "deleted", n, "err", err)
-			}
-			if err != nil && !now.Before(giveUp) {
-				r.stuck(w, mesh, h, p, meshv1alpha1.DepartureRefused, fmt.Sprintf("removing them failed: %v", err), now)
-				return
-			}
-			left = len(owned)
-			w.next = sooner(w.next, cacheRecheck)
-		}
-	} else {
+	giveUp := d.giveUp()
+	if !usable(h.State, true) {
 		reason, why := meshv1alpha1.DepartureUnreachable, "it does not answer"
-		if st.Reason == memberaccess.ErrForbidden || st.Reason == memberaccess.ErrUnauthorized {
+		if h.State.Reason == memberaccess.ErrForbidden || h.State.Reason == memberaccess.ErrUnauthorized {
 			reason, why = meshv1alpha1.DepartureRefused, "it refuses the server's credential"
 		}
-		if st.LastError != "" {
-			why += ": " + st.LastError
+		if h.State.LastError != "" {
+			why += ": " + h.State.LastError
 		}
-		if !now.Before(giveUp) {
-			r.stuck(w, mesh, h, p, reason, why, now)
-			return
+		if !d.now.Before(giveUp) {
+			d.stuck(reason, why)
+			return true
 		}
-		removing(fmt.Sprintf("cannot remove the mesh's Peers from cluster %s yet (%s); retrying until %s", name, why, giveUp.UTC().Format(time.RFC3339)))
-		return
+		d.removing(fmt.Sprintf("cannot remove the mesh's Peers from cluster %s yet (%s); retrying until %s", name, why, giveUp.UTC().Format(time.RFC3339)), settleRecheck)
+		return false
 	}
-	others := peersOfDeparted(mesh, name, inSpec, plan, states)
-	if left == 0 && others == 0 {
-		// The cache may not show yet the Peers an earlier pass wrote there.
-		n, err := r.removeListed(ctx, mesh, h.Key)
-		switch {
-		case err != nil && !now.Before(giveUp):
-			r.stuck(w, mesh, h, p, meshv1alpha1.DepartureRefused, fmt.Sprintf("confirming that it holds no Peer of the mesh failed: %v", err), now)
-			return
-		case err != nil:
-			removing(fmt.Sprintf("confirming that cluster %s holds no Peer of the mesh failed (%v); retrying until %s", name, err, giveUp.UTC().Format(time.RFC3339)))
-			return
-		}
-		left = n
+	res := r.cleanup(ctx, d.mesh, h, r.writtenBy(d.mesh))
+	others := peersOfDeparted(d.mesh, name, d.inSpec, d.plan, d.members)
+	switch {
+	case res.err != nil && !d.now.Before(giveUp):
+		d.stuck(meshv1alpha1.DepartureRefused, fmt.Sprintf("removing them failed: %v", res.err))
+		return true
+	case res.err != nil:
+		d.removing(fmt.Sprintf("removing the mesh's Peers and services objects from cluster %s failed (%v); retrying until %s",
+			name, res.err, giveUp.UTC().Format(time.RFC3339)), settleRecheck)
+		return false
+	case res.more || others > 0:
+		d.removing(fmt.Sprintf("removing %d Peers and services objects of the mesh from cluster %s and %d Peers of it from the other members",
+			res.found, name, others), cacheRecheck)
+		return false
 	}
-	if left == 0 && others == 0 {
-		// Its services objects go within the same hold, confirmed the same way.
-		found, err := r.removeServicesHeld(ctx, mesh, h.Key)
-		switch {
-		case err != nil && !now.Before(giveUp):
-			r.stuck(w, mesh, h, p, meshv1alpha1.DepartureRefused, fmt.Sprintf("removing its services objects failed: %v", err), now)
-			return
-		case err != nil:
-			removing(fmt.Sprintf("removing the mesh's services objects from cluster %s failed (%v); retrying until %s", name, err, giveUp.UTC().Format(time.RFC3339)))
-			return
-		case found > 0:
-			removing(fmt.Sprintf("removing %d services objects of the mesh (ServiceImports, derived Services, EndpointSlices) from cluster %s", found, name))
-			w.next = sooner(w.next, cacheRecheck)
-			return
-		}
-		r.clusters.Release(h.Key)
-		r.departedHere.set(h.Key.Mesh, name, mesh.UID, true, now)
-		w.events = append(w.events, meshEvent{Type: corev1.EventTypeNormal, Reason: EventClusterDeparted, Message: fmt.Sprintf(
-			"cluster %s (%s) left the mesh: it holds no Peer or services object of the mesh, and no other member holds one of it", name, h.Server)})
-		return
-	}
-	removing(fmt.Sprintf("removing %d Peers of the mesh from cluster %s and %d Peers of it from the other members", left, name, others))
-	w.next = sooner(w.next, cacheRecheck)
+	r.departedHere.set(h.Hold.Key.Mesh, name, d.mesh.UID, true, d.now)
+	d.events = append(d.events, meshEvent{Type: corev1.EventTypeNormal, Reason: EventClusterDeparted, Message: fmt.Sprintf(
+		"cluster %s (%s) left the mesh: it holds no Peer or services object of the mesh, and no other member holds one of it", name, h.Server())})
+	return true
 }
 
-// departureListLimit bounds one live list of a departed cluster's Peers;
-// more are removed by the passes that follow.
-const departureListLimit = 500
+// Whether the held connection of a departure reaches a cluster the mesh left.
+const (
+	leftCluster = iota
+	// leftNot: the mesh still reaches it, through the entry's new
+	// credentials or another entry; it is the plan's. Also an entry whose
+	// new connection was never known by the time the departure gives up:
+	// nothing is deleted on a guess.
+	leftNot
+	// leftUnknown: the entry reaches a connection not known yet.
+	leftUnknown
+)
 
-// removeListed lists the Peers of mesh on a held cluster from its API
-// server, not its cache, removes them and returns how many it found.
-func (r *Reconciler) removeListed(ctx context.Context, mesh *meshv1alpha1.ClusterMesh, key clusters.HoldKey) (int, error) {
-	listed, err := r.clusters.HeldPeers(ctx, key, planner.LabelMeshUID+"="+string(mesh.UID), departureListLimit)
-	if err != nil {
-		return 0, err
-	}
-	owned := 0
-	for _, p := range listed {
-		if planner.IsManagedBy(p, mesh.Namespace, mesh.Name, mesh.UID) {
-			owned++
+// left says whether the departure at hand left its cluster.
+func left(d *departure) int {
+	identity := d.held.State.Identity
+	if d.inSpec {
+		switch cur := d.members[d.held.Entry].State.Identity; {
+		case identity != "" && cur == identity:
+			return leftNot
+		case identity == "" || cur == "":
+			if d.now.Before(d.giveUp()) {
+				return leftUnknown
+			}
+			return leftNot
 		}
 	}
-	if owned == 0 {
-		return 0, nil
+	for _, mb := range d.members {
+		if identity != "" && mb.State.Identity == identity {
+			return leftNot
+		}
 	}
-	client, err := r.clusters.HeldPeerClient(key)
-	if err != nil {
-		return owned, err
-	}
-	n, err := r.removeOwned(ctx, mesh, key.Entry, listed, client)
-	klog.InfoS("Removing the Peers of a mesh its cache did not show from a cluster that left it", "mesh", klog.KObj(mesh), "cluster", key.Entry, "listed", owned, "deleted", n, "err", err)
-	return owned, err
+	return leftCluster
 }
 
-// stuck gives up on a departure: its connection is let go, and the item
-// and an event name what is left and how to remove it by hand.
-func (r *Reconciler) stuck(w *departureWork, mesh *meshv1alpha1.ClusterMesh, h clusters.Held, p meshv1alpha1.DepartedCluster, reason, why string, now time.Time) {
-	r.clusters.Release(h.Key)
-	it := departedItem(h.Key.Entry, h.Server, reason, why, mesh, p, now)
-	w.items = append(w.items, it)
-	w.events = append(w.events, meshEvent{Type: corev1.EventTypeWarning, Reason: EventDepartureStuck, Message: it.Message})
+// stuck gives up on the departure at hand: the item and an event name
+// what is left and how to remove it by hand.
+func (d *departure) stuck(reason, why string) {
+	it := departedItem(d.held.Entry, d.held.Server(), reason, why, d.mesh, d.prev, d.now)
+	d.items = append(d.items, it)
+	d.events = append(d.events, meshEvent{Type: corev1.EventTypeWarning, Reason: EventDepartureStuck, Message: it.Message})
 }
 
 // departedItem builds a status item; a stuck one's message ends with the
@@ -276,27 +264,17 @@ func departedItem(name, server, reason, why string, mesh *meshv1alpha1.ClusterMe
 	return meshv1alpha1.DepartedCluster{Name: name, Server: server, Reason: reason, Message: msg, LastTransitionTime: at}
 }
 
-// ownedNames are the Peers of mesh a cluster's cache holds.
-func ownedNames(mesh *meshv1alpha1.ClusterMesh, st clusters.ClusterState) []string {
-	var out []string
-	for _, p := range st.Peers {
-		if planner.IsManagedBy(p, mesh.Namespace, mesh.Name, mesh.UID) {
-			out = append(out, p.Name)
-		}
-	}
-	return out
-}
-
 // peersOfDeparted counts the Peers of the departed entry's cluster that
 // the other members' caches still hold: the mesh's Peers sourced from that
 // entry and not desired by the plan (a repointed entry's new cluster is
 // desired). Without a plan nothing is known to be gone: 1.
-func peersOfDeparted(mesh *meshv1alpha1.ClusterMesh, entry string, inSpec bool, plan *planner.Plan, states map[string]clusters.ClusterState) int {
+func peersOfDeparted(mesh *meshv1alpha1.ClusterMesh, entry string, inSpec bool, plan *planner.Plan, members map[string]clusters.Member) int {
 	if plan == nil {
 		return 1
 	}
 	n := 0
-	for cluster, st := range states {
+	for cluster, mb := range members {
+		st := mb.State
 		if cluster == entry && inSpec {
 			continue
 		}
@@ -330,4 +308,85 @@ func setDeparturesCondition(st *meshv1alpha1.ClusterMeshStatus, gen int64, now m
 	}
 	setCondition(st, gen, now, meshv1alpha1.ConditionDeparturesComplete, metav1.ConditionFalse, reason,
 		"clusters that left the mesh: "+summarize(parts, 5)+"; see status.departedClusters")
+}
+
+// maxDepartedRemembered bounds the completed departures remembered per
+// mesh (the validation limit of spec.clusters), so that a tenant editing
+// entries in and out cannot grow this memory without bound.
+const maxDepartedRemembered = 64
+
+// departedHere remembers the departures this process completed, by mesh
+// and entry: the mesh cache may still show a status from before the
+// completion, whose Removing item must not then read as a lost connection.
+// An entry is needed only while that status may show; settleDepartures
+// drops the others (keep), and the oldest goes past maxDepartedRemembered.
+type departedHere struct {
+	mu   sync.Mutex
+	done map[types.NamespacedName]map[string]departedAt
+	// forgotten counts the entries dropped for the bound, for the log.
+	forgotten int
+}
+
+type departedAt struct {
+	uid types.UID
+	at  time.Time
+}
+
+func (d *departedHere) set(key types.NamespacedName, entry string, uid types.UID, done bool, now time.Time) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if !done {
+		delete(d.done[key], entry)
+		return
+	}
+	if d.done == nil {
+		d.done = map[types.NamespacedName]map[string]departedAt{}
+	}
+	m := d.done[key]
+	if m == nil {
+		m = map[string]departedAt{}
+		d.done[key] = m
+	}
+	if _, ok := m[entry]; !ok && len(m) >= maxDepartedRemembered {
+		oldest := ""
+		for name, v := range m {
+			if oldest == "" || v.at.Before(m[oldest].at) || v.at.Equal(m[oldest].at) && name < oldest {
+				oldest = name
+			}
+		}
+		delete(m, oldest)
+		d.forgotten++
+		klog.InfoS("Forgot a completed departure to bound memory; if the mesh cache still shows it Removing, it reads CredentialGone",
+			"mesh", key, "cluster", oldest, "limit", maxDepartedRemembered, "forgotten", d.forgotten)
+	}
+	m[entry] = departedAt{uid: uid, at: now}
+}
+
+func (d *departedHere) has(key types.NamespacedName, entry string, uid types.UID) bool {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	v, ok := d.done[key][entry]
+	return ok && v.uid == uid
+}
+
+// keep drops the entries of key that names (what the mesh's status and
+// holds still show of its departures) does not hold: nothing can be
+// mistaken for them any more.
+func (d *departedHere) keep(key types.NamespacedName, names map[string]bool) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	for entry := range d.done[key] {
+		if !names[entry] {
+			delete(d.done[key], entry)
+		}
+	}
+	if len(d.done[key]) == 0 {
+		delete(d.done, key)
+	}
+}
+
+func (d *departedHere) forget(key types.NamespacedName) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	delete(d.done, key)
 }

@@ -21,14 +21,14 @@ import (
 
 // laggingHolds stands for member caches of departed connections that have
 // not shown the mesh's Peers yet (the watch is behind the writes of the
-// pass just before the edit): Held hides them; everything else is the
-// real Manager.
+// pass just before the edit): Held hides them from the held connections'
+// states; everything else is the real Manager.
 type laggingHolds struct {
 	Clusters
 	hide types.UID
 }
 
-func (l laggingHolds) Held(mesh types.NamespacedName) []clusters.Held {
+func (l laggingHolds) Held(mesh types.NamespacedName) []clusters.Member {
 	out := l.Clusters.Held(mesh)
 	for i := range out {
 		var kept []*kilov1alpha1.Peer

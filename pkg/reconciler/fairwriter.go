@@ -1,6 +1,7 @@
 package reconciler
 
 import (
+	"context"
 	"slices"
 	"sync"
 
@@ -125,3 +126,15 @@ func (t *turns[K, Q]) drop(k K) {
 }
 
 func (t *turns[K, Q]) empty() bool { return len(t.order) == 0 }
+
+// workerKey holds, in a pass's context, the function that gives its
+// worker up.
+type workerKey struct{}
+
+// releaseWorker gives up the worker of the pass ctx belongs to; the pass
+// goes on without one. Calling it again does nothing.
+func releaseWorker(ctx context.Context) {
+	if release, ok := ctx.Value(workerKey{}).(func()); ok {
+		release()
+	}
+}

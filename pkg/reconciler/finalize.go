@@ -3,6 +3,7 @@ package reconciler
 import (
 	"context"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 	"time"
@@ -12,7 +13,6 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/klog/v2"
 
-	kilov1alpha1 "github.com/kilo-mesh/kilo-mesh-apiserver/pkg/apis/kilo/v1alpha1"
 	meshv1alpha1 "github.com/kilo-mesh/kilo-mesh-apiserver/pkg/apis/mesh/v1alpha1"
 	"github.com/kilo-mesh/kilo-mesh-apiserver/pkg/clusters"
 	"github.com/kilo-mesh/kilo-mesh-apiserver/pkg/planner"
@@ -22,69 +22,37 @@ import (
 // per cluster.
 const maxLeftBehindNames = 20
 
-// finalize removes a deleted mesh's Peers from every member cluster, then
-// releases the mesh. An unreachable cluster holds the mesh back, with a
-// condition saying so, until MeshDeletionTimeout after the deletion; then
-// the mesh is released and a Warning event names what may be left there.
+// finalize removes what a deleted mesh wrote from every member cluster and
+// from the clusters that left it and are still held, then releases the
+// mesh. An unreachable cluster holds the mesh back, with a condition saying
+// so, until MeshDeletionTimeout after the deletion; then the mesh is
+// released and a Warning event names what may be left there.
 func (r *Reconciler) finalize(ctx context.Context, mesh *meshv1alpha1.ClusterMesh) (syncResult, error) {
 	key := types.NamespacedName{Namespace: mesh.Namespace, Name: mesh.Name}
 	if !hasFinalizer(mesh) {
 		return syncResult{}, nil
 	}
-	states := r.clusters.Snapshot(mesh)
-	names := make([]string, 0, len(mesh.Spec.Clusters))
-	for _, c := range mesh.Spec.Clusters {
-		names = append(names, c.Name)
+	members := r.clusters.Members(mesh)
+	var targets []clusters.Member
+	for _, name := range slices.Sorted(maps.Keys(members)) {
+		targets = append(targets, members[name])
 	}
-	slices.Sort(names)
+	targets = append(targets, r.departedHolds(mesh)...)
 
-	var unreachable, svcPending []string
-	var errs []string
-	removed := 0
-	for _, name := range names {
-		st, ok := states[name]
-		if !usable(st, ok) {
-			if mayHoldPeers(mesh, name, st) || r.mayHoldServices(mesh, name, st) {
-				unreachable = append(unreachable, name)
-			}
-			continue
-		}
-		n, err := r.removePeers(ctx, mesh, name, st)
-		removed += n
-		if err != nil {
-			errs = append(errs, fmt.Sprintf("%s: %v", name, err))
-		}
-		found, err := r.removeServicesOnDeletion(ctx, mesh, name)
-		if err != nil {
-			errs = append(errs, fmt.Sprintf("%s: services objects: %v", name, err))
-		}
-		if found > 0 {
-			svcPending = append(svcPending, name)
-		}
-	}
-	n, pending, svcDeparted, failed := r.removeFromDeparted(ctx, mesh)
-	removed += n
-	unreachable = append(unreachable, pending...)
-	svcPending = append(svcPending, svcDeparted...)
-	errs = append(errs, failed...)
+	removed, more, unreachable, errs := r.removeFrom(ctx, mesh, targets)
 	now := time.Now()
 	if removed > 0 {
-		klog.InfoS("Removed the Peers of a deleted mesh", "mesh", key, "peers", removed)
+		klog.InfoS("Removed what a deleted mesh wrote", "mesh", key, "objects", removed)
 	}
 	if len(errs) > 0 {
-		msg := "removing the mesh's Peers failed on " + summarize(errs, 3)
+		msg := "removing the mesh's Peers and services objects failed on " + summarize(errs, 3)
 		if err := r.writeDeletionStatus(ctx, mesh, ReasonRemovalFailed, msg, now); err != nil {
 			return syncResult{}, err
 		}
 		return syncResult{}, fmt.Errorf("finalizing %s: %s", key, msg)
 	}
-
-	if len(svcPending) > 0 {
-		// Deleted by this pass: the next one's list confirms them gone.
-		msg := "removing the mesh's ServiceImports, derived Services and EndpointSlices from " + strings.Join(svcPending, ", ")
-		if err := r.writeDeletionStatus(ctx, mesh, ReasonServicesRemoving, msg, now); err != nil {
-			return syncResult{}, err
-		}
+	if more {
+		// A list stopped at its bound: the next pass removes the rest.
 		return syncResult{requeueAfter: cacheRecheck}, nil
 	}
 
@@ -101,91 +69,55 @@ func (r *Reconciler) finalize(ctx context.Context, mesh *meshv1alpha1.ClusterMes
 	}
 
 	if len(unreachable) > 0 {
-		msg := r.leftBehind(mesh, states, unreachable)
+		msg := r.leftBehind(mesh, members, unreachable)
 		klog.InfoS("Releasing a deleted mesh with unreachable clusters", "mesh", key, "clusters", unreachable)
 		r.recorder.Event(mesh, corev1.EventTypeWarning, EventPeersLeftBehind, msg)
 	} else {
 		r.recorder.Event(mesh, corev1.EventTypeNormal, EventPeersRemoved, "the mesh's Peers were removed from every member cluster")
 	}
 	// Recorded first: the mesh may be gone the moment the finalizer is.
-	r.departures.finalizedHere(mesh.UID, now)
+	r.finalized.add(mesh.UID, now)
 	if _, err := r.meshAPI.setFinalizers(ctx, mesh, withoutFinalizer(mesh.Finalizers)); err != nil {
 		return syncResult{}, err
 	}
-	r.releaseDepartedHolds(key)
+	for _, mb := range targets {
+		if mb.Hold != nil {
+			r.clusters.Release(mb.Hold.Key)
+		}
+	}
 	r.forget(key)
 	return syncResult{}, nil
 }
 
-// removeFromDeparted removes a deleted mesh's Peers from the clusters that
-// left it and are still held (their departure ends with the mesh), named
-// "ENTRY (departed)"; those it cannot act on yet are pending.
-func (r *Reconciler) removeFromDeparted(ctx context.Context, mesh *meshv1alpha1.ClusterMesh) (removed int, pending, svcPending, errs []string) {
-	for _, h := range r.clusters.Held(types.NamespacedName{Namespace: mesh.Namespace, Name: mesh.Name}) {
-		if h.Key.Owner != clusters.OwnerDeparted {
+// removeFrom removes what the deleted mesh wrote from targets, its members
+// and the clusters that left it ("ENTRY (departed)"). It returns how many
+// objects it removed, whether more are left to list, the targets that
+// cannot be acted on and may hold something, and the failures.
+func (r *Reconciler) removeFrom(ctx context.Context, mesh *meshv1alpha1.ClusterMesh, targets []clusters.Member) (removed int, more bool, unreachable, errs []string) {
+	for _, mb := range targets {
+		name := mb.Entry
+		if mb.Hold != nil {
+			name += " (departed)"
+		}
+		if !usable(mb.State, true) {
+			if mb.Hold != nil || r.mayHoldWritten(mesh, mb) {
+				unreachable = append(unreachable, name)
+			}
 			continue
 		}
-		name := h.Key.Entry + " (departed)"
-		if !usable(h.State, true) {
-			pending = append(pending, name)
-			continue
-		}
-		n, err := r.removeListed(ctx, mesh, h.Key)
-		removed += n
-		if err != nil {
-			errs = append(errs, fmt.Sprintf("%s: %v", name, err))
-		}
-		found, err := r.removeServicesHeld(ctx, mesh, h.Key)
-		if err != nil {
-			errs = append(errs, fmt.Sprintf("%s: services objects: %v", name, err))
-		}
-		if found > 0 {
-			svcPending = append(svcPending, name)
+		res := r.cleanup(ctx, mesh, mb, r.writtenBy(mesh))
+		removed += res.found
+		more = more || res.more
+		if res.err != nil {
+			errs = append(errs, fmt.Sprintf("%s: %v", name, res.err))
 		}
 	}
-	return removed, pending, svcPending, errs
-}
-
-// releaseDepartedHolds lets go of the departed connections of a mesh
-// whose finalizer is done.
-func (r *Reconciler) releaseDepartedHolds(key types.NamespacedName) {
-	for _, h := range r.clusters.Held(key) {
-		if h.Key.Owner == clusters.OwnerDeparted {
-			r.clusters.Release(h.Key)
-		}
-	}
-}
-
-// mayHoldPeers reports whether a cluster that cannot be acted on may hold
-// Peers of the mesh, so that its deletion must wait for it. Its cache,
-// when it had synced before the cluster went away, knows; otherwise the
-// last status does. A cluster the mesh never reached (a missing Secret, a
-// refused kubeconfig) holds nothing and holds nothing up.
-func mayHoldPeers(mesh *meshv1alpha1.ClusterMesh, cluster string, st clusters.ClusterState) bool {
-	if st.Synced {
-		return slices.ContainsFunc(st.Peers, func(p *kilov1alpha1.Peer) bool {
-			return planner.IsManagedBy(p, mesh.Namespace, mesh.Name, mesh.UID)
-		})
-	}
-	cs := findClusterStatus(mesh.Status.Clusters, cluster)
-	return cs != nil && cs.PeersApplied > 0
-}
-
-// removePeers deletes every Peer of the mesh the cluster's cache holds.
-func (r *Reconciler) removePeers(ctx context.Context, mesh *meshv1alpha1.ClusterMesh, cluster string, st clusters.ClusterState) (int, error) {
-	if !slices.ContainsFunc(st.Peers, func(p *kilov1alpha1.Peer) bool { return planner.IsManagedBy(p, mesh.Namespace, mesh.Name, mesh.UID) }) {
-		return 0, nil
-	}
-	client, err := r.clusters.PeerClient(mesh, cluster)
-	if err != nil {
-		return 0, err
-	}
-	return r.removeOwned(ctx, mesh, cluster, st.Peers, client)
+	return removed, more, unreachable, errs
 }
 
 // leftBehind names, per unreachable cluster, the Peers of the mesh that may
 // remain there: those its cache last held and those the plan puts there.
-func (r *Reconciler) leftBehind(mesh *meshv1alpha1.ClusterMesh, states map[string]clusters.ClusterState, unreachable []string) string {
+func (r *Reconciler) leftBehind(mesh *meshv1alpha1.ClusterMesh, members map[string]clusters.Member, unreachable []string) string {
 	plan, err := r.planner.Plan(mesh)
 	if err != nil {
 		klog.ErrorS(err, "Planning a deleted mesh failed; naming only cached Peers", "mesh", klog.KObj(mesh))
@@ -193,7 +125,7 @@ func (r *Reconciler) leftBehind(mesh *meshv1alpha1.ClusterMesh, states map[strin
 	var parts []string
 	for _, cluster := range unreachable {
 		set := map[string]struct{}{}
-		for _, p := range states[cluster].Peers {
+		for _, p := range members[cluster].State.Peers {
 			if planner.IsManagedBy(p, mesh.Namespace, mesh.Name, mesh.UID) {
 				set[p.Name] = struct{}{}
 			}
@@ -203,11 +135,7 @@ func (r *Reconciler) leftBehind(mesh *meshv1alpha1.ClusterMesh, states map[strin
 				set[p.Name] = struct{}{}
 			}
 		}
-		names := make([]string, 0, len(set))
-		for n := range set {
-			names = append(names, n)
-		}
-		slices.Sort(names)
+		names := slices.Sorted(maps.Keys(set))
 		desc := "no Peer known"
 		if len(names) > 0 {
 			desc = examples(names, maxLeftBehindNames)

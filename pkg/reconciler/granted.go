@@ -47,11 +47,3 @@ func untilGraceEnds(plan *planner.Plan, now time.Time) time.Duration {
 	}
 	return 0
 }
-
-// sooner is the shorter of two requeue delays, zero meaning none.
-func sooner(a, b time.Duration) time.Duration {
-	if a == 0 || (b > 0 && b < a) {
-		return b
-	}
-	return a
-}

@@ -95,7 +95,6 @@ func newGatedHarness(t *testing.T, n int, gate func(*meshv1alpha1.ClusterMesh)) 
 		Local:         env.RESTConfig(framework.HostCluster, framework.UserAdmin),
 		ProbeInterval: time.Second,
 		ServerPolicy:  memberaccess.StaticServerPolicy([]netip.Prefix{netip.MustParsePrefix(framework.LoopbackServers[0])}),
-		HoldDeparted:  DepartureHold(*NewOptions()),
 	}); err != nil {
 		t.Fatal(err)
 	}
@@ -147,8 +146,7 @@ func (h *harness) followMeshes(gate func(*meshv1alpha1.ClusterMesh)) error {
 			if d, ok := obj.(cache.DeletedFinalStateUnknown); ok {
 				obj = d.Obj
 			}
-			mesh := obj.(*meshv1alpha1.ClusterMesh)
-			h.mgr.Forget(mesh.Namespace, mesh.Name)
+			h.mgr.Forget(obj.(*meshv1alpha1.ClusterMesh))
 		},
 	})
 	return err

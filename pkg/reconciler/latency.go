@@ -148,7 +148,7 @@ func (t *passTrace) finish(mesh types.NamespacedName, end time.Time, result stri
 // it as done already), only a plan that knows the cache moved on. It
 // confirms the write.
 func (r *Reconciler) ownWrite(conn string, peer *kilov1alpha1.Peer) bool {
-	key, answered, ok := r.recent.echo(conn, peer)
+	key, answered, ok := r.written.shows(conn, peer)
 	if !ok {
 		return false
 	}

@@ -32,7 +32,7 @@ func TestInstallationOwners(t *testing.T) {
 		peer("no-uid", planner.ManagedLabels("ns", "m", "", "eu"), ours),
 	}
 	got := installationOwners(peers, ours)
-	want := []peerOwner{{"ns", "m", "uid-1"}, {"ns", "m", "uid-2"}}
+	want := []meshOwner{{"ns", "m", "uid-1"}, {"ns", "m", "uid-2"}}
 	if !slices.Equal(got, want) {
 		t.Errorf("owners %+v, want %+v", got, want)
 	}

@@ -22,11 +22,12 @@ import (
 	"github.com/kilo-mesh/kilo-mesh-apiserver/pkg/planner"
 )
 
-// FieldManager is the field manager of every write: Peers on member
-// clusters, status and finalizer of ClusterMeshes.
+// FieldManager is the field manager of every write: Peers and services
+// objects on member clusters, status and finalizer of ClusterMeshes.
 const FieldManager = "kilo-mesh-apiserver"
 
-// Finalizer keeps a deleted ClusterMesh until its Peers are removed.
+// Finalizer keeps a deleted ClusterMesh until what it wrote on its member
+// clusters is removed.
 const Finalizer = "mesh.kilo.squat.ai/peers"
 
 // Planner computes the plan of a mesh from the member-cluster caches and
@@ -88,15 +89,20 @@ type Reconciler struct {
 	broadcaster record.EventBroadcaster
 	recorder    record.EventRecorder
 	events      *eventFilter
-	departures  *departures
+	// finalized: the meshes whose finalizer ran here.
+	finalized finalizedHere
 	// departedHere: the departures of entries this process completed.
 	departedHere departedHere
-	recent       *recentWrites
-	svcWrites    *servicesWrites
-	svcCurrent   *servicesCurrent
-	writer       *fairWriter
-	series       *clusterSeries
-	clock        *changeClock
+	// swept: the connections whose services objects the sweep listed.
+	swept sweep
+	// written and writtenSvc remember this replica's writes, whose echoes
+	// in the member caches start no pass.
+	written    *writtenPeers
+	writtenSvc *writtenServices
+	svcCurrent *servicesCurrent
+	writer     *fairWriter
+	series     *clusterSeries
+	clock      *changeClock
 
 	// queue is the current leadership term's queue; nil while not leading.
 	queue atomic.Pointer[workqueue.TypedRateLimitingInterface[types.NamespacedName]]
@@ -134,9 +140,8 @@ func New(cfg Config) (*Reconciler, error) {
 		broadcaster:  broadcaster,
 		recorder:     broadcaster.NewRecorder(scheme, corev1.EventSource{Component: eventComponent}),
 		events:       newEventFilter(),
-		departures:   newDepartures(),
-		recent:       newRecentWrites(),
-		svcWrites:    newServicesWrites(),
+		written:      newWrittenPeers(),
+		writtenSvc:   newWrittenServices(),
 		svcCurrent:   newServicesCurrent(),
 		writer:       newFairWriter(),
 		series:       newClusterSeries(),
@@ -153,8 +158,10 @@ func New(cfg Config) (*Reconciler, error) {
 		return nil, fmt.Errorf("watching ClusterMeshes: %w", err)
 	}
 	cfg.Planner.AddChangeHandler(r.changed)
-	cfg.Clusters.SetEchoFilter(r.ownWrite)
-	cfg.Clusters.SetServicesEchoFilter(r.ownServicesWrite)
+	cfg.Clusters.IgnoreOwnWrites(ownWrites{r})
+	// Connections an entry or a mesh stops using are held as long as
+	// removing what the mesh wrote there is worked on.
+	cfg.Clusters.KeepFor(DepartureHold(r.opts))
 	return r, nil
 }
 

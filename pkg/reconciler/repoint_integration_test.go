@@ -36,7 +36,7 @@ func TestReconcileRepointedSecret(t *testing.T) {
 		}
 	}
 	frozen := time.Now()
-	h.reconciler(t, "only", nil, func(r *Reconciler) { r.recent.now = func() time.Time { return frozen } })
+	h.reconciler(t, "only", nil, func(r *Reconciler) { r.written.now = func() time.Time { return frozen } })
 	mesh := h.createMesh(t, "moved", 2)
 	uid := string(mesh.UID)
 	framework.EventuallyT(t, converge, "Peers as planned", func() error { return h.matchesPlan(t, mesh, 2) })

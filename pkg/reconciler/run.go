@@ -174,18 +174,6 @@ func (r *Reconciler) dispatch(ctx context.Context, q workqueue.TypedRateLimiting
 	}
 }
 
-// workerKey holds, in a pass's context, the function that gives its
-// worker up.
-type workerKey struct{}
-
-// releaseWorker gives up the worker of the pass ctx belongs to; the pass
-// goes on without one. Calling it again does nothing.
-func releaseWorker(ctx context.Context) {
-	if release, ok := ctx.Value(workerKey{}).(func()); ok {
-		release()
-	}
-}
-
 // process reconciles one mesh.
 func (r *Reconciler) process(ctx context.Context, q workqueue.TypedRateLimitingInterface[types.NamespacedName], key types.NamespacedName) {
 	defer q.Done(key)

@@ -9,8 +9,6 @@ import (
 	"strings"
 	"sync"
 
-	"github.com/kilo-mesh/kilo-mesh-apiserver/pkg/memberaccess"
-
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/klog/v2"
@@ -18,6 +16,7 @@ import (
 	meshv1alpha1 "github.com/kilo-mesh/kilo-mesh-apiserver/pkg/apis/mesh/v1alpha1"
 	"github.com/kilo-mesh/kilo-mesh-apiserver/pkg/clusters"
 	"github.com/kilo-mesh/kilo-mesh-apiserver/pkg/member"
+	"github.com/kilo-mesh/kilo-mesh-apiserver/pkg/memberaccess"
 	"github.com/kilo-mesh/kilo-mesh-apiserver/pkg/planner/services"
 )
 
@@ -39,9 +38,6 @@ const (
 // services view reads too.
 type ServicesPlanner interface {
 	Services(mesh *meshv1alpha1.ClusterMesh) (*services.Output, error)
-	// HostServicesNotGranted maps the namespaces of the local cluster the
-	// mesh may not use for its services to why.
-	HostServicesNotGranted(mesh *meshv1alpha1.ClusterMesh, namespaces []string) (map[string]string, error)
 }
 
 // servicesResult is what one pass did for a mesh's services.
@@ -65,14 +61,14 @@ type servicesResult struct {
 // objects carrying the mesh's labels are updated or deleted (the
 // computation lists no other), and no deletion happens while a cluster's
 // services have never been read: its exports are unknown, not absent.
-func (r *Reconciler) syncServices(ctx context.Context, mesh *meshv1alpha1.ClusterMesh, states map[string]clusters.ClusterState) servicesResult {
+func (r *Reconciler) syncServices(ctx context.Context, mesh *meshv1alpha1.ClusterMesh, members map[string]clusters.Member) servicesResult {
 	if r.services == nil {
 		return servicesResult{}
 	}
 	meshKey := mesh.Namespace + "/" + mesh.Name
 	if mesh.Spec.MultiClusterServices != meshv1alpha1.MultiClusterServicesEnabled {
 		reportServices(meshKey, nil)
-		return r.removeServices(ctx, mesh, states)
+		return r.removeServices(ctx, mesh, members)
 	}
 	out, err := r.services.Services(mesh)
 	reportServices(meshKey, out)
@@ -82,8 +78,8 @@ func (r *Reconciler) syncServices(ctx context.Context, mesh *meshv1alpha1.Cluste
 	}
 	var res servicesResult
 	deletions := true
-	for _, name := range slices.Sorted(maps.Keys(states)) {
-		svc := states[name].Services
+	for _, name := range slices.Sorted(maps.Keys(members)) {
+		svc := members[name].State.Services
 		if svc != nil && svc.Reason != "" && svc.Reason != memberaccess.ErrPending {
 			// A limit, missing CRDs, a refusal: said once, with the cluster's reason.
 			msg := fmt.Sprintf("cluster %s: its services are not used: %s", name, svc.LastError)
@@ -110,20 +106,21 @@ func (r *Reconciler) syncServices(ctx context.Context, mesh *meshv1alpha1.Cluste
 	var wg sync.WaitGroup
 	for i := range out.Clusters {
 		co := &out.Clusters[i]
-		st := states[co.Name]
+		mb := members[co.Name]
+		st := mb.State
 		if !co.Reachable || !st.Reachable || st.Services == nil || !st.Services.Synced {
 			continue // nothing is written to, or deleted on, a cluster on a guess
 		}
 		if co.Yielded {
 			continue // an earlier services mesh holds it: its exports' conditions are that mesh's
 		}
-		client, err := r.clusters.ServicesClient(mesh, co.Name)
+		client, err := mb.Services()
 		if err != nil {
 			res.errs = append(res.errs, fmt.Sprintf("cluster %s: %v", co.Name, err))
 			continue
 		}
 		p := newServicesPass(ctx, mesh, co, exportsOf(out, co.Name), st.Services, client, deletions)
-		p.recent = r.svcWrites
+		p.written = r.writtenSvc
 		if k := known[co.Name]; k != nil {
 			p.known = k
 		}
@@ -193,4 +190,57 @@ func exportsOf(out *services.Output, cluster string) []services.ExportResult {
 		}
 	}
 	return rs
+}
+
+// Reasons and events of removing a mesh's services objects once it no
+// longer carries a cluster's services.
+const (
+	// ReasonServicesRemoving: services are Disabled and some member
+	// cluster may still hold the mesh's imports (ServicesExclusive).
+	ReasonServicesRemoving = "ServicesRemoving"
+	// EventServicesRemoved: a cluster was found holding services objects
+	// of the mesh, which were deleted.
+	EventServicesRemoved = "ServicesRemoved"
+	// EventServicesRemovalHeld: a cluster could not be read, so the
+	// mesh's services objects there are kept until it can.
+	EventServicesRemovalHeld = "ServicesRemovalHeld"
+)
+
+// removeServices removes a mesh's services objects from every member
+// cluster once its services are Disabled (cleanup): on the local cluster
+// too, whatever allowed the namespaces they were written in. A cluster that
+// does not answer, or whose caches never synced, keeps its objects:
+// removing says so until it is read.
+func (r *Reconciler) removeServices(ctx context.Context, mesh *meshv1alpha1.ClusterMesh, members map[string]clusters.Member) servicesResult {
+	var res servicesResult
+	if !servicesMayRemain(mesh) {
+		return res
+	}
+	var left []string
+	for _, name := range slices.Sorted(maps.Keys(members)) {
+		mb := members[name]
+		if !usable(mb.State, true) {
+			left = append(left, fmt.Sprintf("%s (not read: it does not answer or its caches never synced)", name))
+			res.facts = append(res.facts, meshEvent{Type: corev1.EventTypeNormal, Reason: EventServicesRemovalHeld,
+				Message: fmt.Sprintf("cluster %s: it cannot be read, so the mesh's ServiceImports, derived Services and EndpointSlices there are kept until it can", name)})
+			continue
+		}
+		done := r.cleanup(ctx, mesh, mb, written{services: true})
+		switch {
+		case done.err != nil:
+			left = append(left, fmt.Sprintf("%s (%v)", name, done.err))
+			res.errs = append(res.errs, fmt.Sprintf("cluster %s: %v", name, done.err))
+		case done.more:
+			left = append(left, fmt.Sprintf("%s (more being deleted)", name))
+			res.unseen = true
+		}
+		if done.found > 0 {
+			res.events = append(res.events, meshEvent{Type: corev1.EventTypeNormal, Reason: EventServicesRemoved,
+				Message: fmt.Sprintf("cluster %s: deleted %d services objects of the mesh (multiClusterServices is not Enabled)", name, done.found)})
+		}
+	}
+	if len(left) > 0 {
+		res.removing = "the mesh no longer carries multi-cluster services; its ServiceImports, derived Services and EndpointSlices remain on " + summarize(left, 5)
+	}
+	return res
 }

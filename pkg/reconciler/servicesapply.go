@@ -31,8 +31,8 @@ type servicesPass struct {
 	exports   []services.ExportResult
 	client    *clusters.ServicesClient
 	deletions bool
-	// recent remembers the writes' answers, whose echoes start no pass.
-	recent *servicesWrites
+	// written remembers the writes' answers, whose echoes start no pass.
+	written *writtenServices
 	// known is what the last pass found current on the cluster, found
 	// what this one does (servicescurrent.go).
 	known, found *clusterCurrent
@@ -130,8 +130,8 @@ func (p *servicesPass) owned(o metav1.Object) bool {
 // answer of a write of kind is remembered (kind "": not), so that its echo
 // starts no pass.
 func (p *servicesPass) done(counter *int, what string, obj metav1.Object, err error, kind string, answer metav1.Object) bool {
-	if err == nil && kind != "" && answer != nil && p.recent != nil {
-		p.recent.remember(p.client.Connection, kind, types.NamespacedName{Namespace: p.mesh.Namespace, Name: p.mesh.Name}, answer)
+	if err == nil && kind != "" && answer != nil && p.written != nil {
+		p.written.remember(p.client.Connection, kind, types.NamespacedName{Namespace: p.mesh.Namespace, Name: p.mesh.Name}, answer)
 	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
@@ -145,20 +145,6 @@ func (p *servicesPass) done(counter *int, what string, obj metav1.Object, err er
 		p.errs = append(p.errs, fmt.Sprintf("%s %s/%s: %s", what, obj.GetNamespace(), obj.GetName(), writeErrorText(err)))
 	}
 	return false
-}
-
-// writeErrorText says why a write failed without the member's answer
-// (docs/security.md): its status reason and code, or that it did not answer.
-func writeErrorText(err error) string {
-	var status apierrors.APIStatus
-	if errors.As(err, &status) {
-		s := status.Status()
-		return fmt.Sprintf("refused (%s, HTTP %d)", s.Reason, s.Code)
-	}
-	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
-		return "timed out"
-	}
-	return "the cluster did not answer"
 }
 
 // errStale is an object changed since the cache read it: the cache is

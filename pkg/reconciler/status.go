@@ -165,39 +165,54 @@ func findClusterStatus(list []meshv1alpha1.ClusterStatus, name string) *meshv1al
 // setConditions derives the four conditions from the per-cluster figures
 // and the plan's conflicts.
 func setConditions(st *meshv1alpha1.ClusterMeshStatus, in statusInput) {
-	gen, now := in.mesh.Generation, in.now
-	var unreachable, failed, short []string
-	var desired, applied int32
+	reachable := setReachable(st, in)
+	appliedOK := setApplied(st, in, reachable)
+	setNetworksValid(st, in)
+	setCarried(st, in.mesh.Generation, in.now, in.plan)
+	setReady(st, in, reachable && appliedOK)
+}
+
+// setReachable sets ClustersReachable and reports whether every cluster answers.
+func setReachable(st *meshv1alpha1.ClusterMeshStatus, in statusInput) bool {
+	var unreachable []string
 	for _, cs := range st.Clusters {
 		if !cs.Reachable {
 			unreachable = append(unreachable, fmt.Sprintf("%s (%s)", cs.Name, cs.LastError))
+		}
+	}
+	if len(unreachable) == 0 {
+		setCondition(st, in.mesh.Generation, in.now, meshv1alpha1.ConditionClustersReachable, metav1.ConditionTrue, ReasonAllReachable,
+			fmt.Sprintf("all %d member clusters answer", len(st.Clusters)))
+		return true
+	}
+	kept := "the Peers representing them elsewhere are kept as they are"
+	if in.mesh.Spec.MultiClusterServices == meshv1alpha1.MultiClusterServicesEnabled {
+		kept += ", and so are their exported services' endpoints where imported"
+	}
+	setCondition(st, in.mesh.Generation, in.now, meshv1alpha1.ConditionClustersReachable, metav1.ConditionFalse, ReasonUnreachable,
+		"unreachable: "+strings.Join(unreachable, "; ")+"; "+kept)
+	return false
+}
+
+// setApplied sets PeersApplied from the reachable clusters' figures and
+// reports whether every desired Peer exists as planned.
+func setApplied(st *meshv1alpha1.ClusterMeshStatus, in statusInput, reachable bool) bool {
+	gen, now := in.mesh.Generation, in.now
+	var failed, short []string
+	var desired, applied int32
+	for _, cs := range st.Clusters {
+		if !cs.Reachable {
 			continue
 		}
-		out := in.outcomes[cs.Name]
 		desired += cs.PeersDesired
 		applied += cs.PeersApplied
 		switch {
-		case len(out.errors) > 0:
+		case len(in.outcomes[cs.Name].errors) > 0:
 			failed = append(failed, fmt.Sprintf("%s: %s", cs.Name, cs.LastError))
 		case cs.PeersApplied < cs.PeersDesired:
 			short = append(short, fmt.Sprintf("%s (%d of %d)", cs.Name, cs.PeersApplied, cs.PeersDesired))
 		}
 	}
-
-	reachable := len(unreachable) == 0
-	if reachable {
-		setCondition(st, gen, now, meshv1alpha1.ConditionClustersReachable, metav1.ConditionTrue, ReasonAllReachable,
-			fmt.Sprintf("all %d member clusters answer", len(st.Clusters)))
-	} else {
-		kept := "the Peers representing them elsewhere are kept as they are"
-		if in.mesh.Spec.MultiClusterServices == meshv1alpha1.MultiClusterServicesEnabled {
-			kept += ", and so are their exported services' endpoints where imported"
-		}
-		setCondition(st, gen, now, meshv1alpha1.ConditionClustersReachable, metav1.ConditionFalse, ReasonUnreachable,
-			"unreachable: "+strings.Join(unreachable, "; ")+"; "+kept)
-	}
-
-	appliedOK := false
 	switch {
 	case len(failed) > 0:
 		setCondition(st, gen, now, meshv1alpha1.ConditionPeersApplied, metav1.ConditionFalse, ReasonApplyFailed,
@@ -209,11 +224,15 @@ func setConditions(st *meshv1alpha1.ClusterMeshStatus, in statusInput) {
 		setCondition(st, gen, now, meshv1alpha1.ConditionPeersApplied, metav1.ConditionUnknown, ReasonTargetsUnreachable,
 			fmt.Sprintf("%d Peers applied on the reachable clusters; the Peers of unreachable clusters cannot be checked", applied))
 	default:
-		appliedOK = true
 		setCondition(st, gen, now, meshv1alpha1.ConditionPeersApplied, metav1.ConditionTrue, ReasonApplied,
 			fmt.Sprintf("all %d desired Peers exist as planned", desired))
+		return true
 	}
+	return false
+}
 
+// setNetworksValid sets NetworksValid from the plan's network conflicts.
+func setNetworksValid(st *meshv1alpha1.ClusterMeshStatus, in statusInput) {
 	var netIssues []string
 	for _, c := range in.plan.View.Conflicts {
 		// Which conflicts are about networks is the planner's to say, beside
@@ -223,18 +242,24 @@ func setConditions(st *meshv1alpha1.ClusterMeshStatus, in statusInput) {
 		}
 	}
 	if len(netIssues) == 0 {
-		setCondition(st, gen, now, meshv1alpha1.ConditionNetworksValid, metav1.ConditionTrue, ReasonValid,
+		setCondition(st, in.mesh.Generation, in.now, meshv1alpha1.ConditionNetworksValid, metav1.ConditionTrue, ReasonValid,
 			"no network of the mesh conflicts with another")
-	} else {
-		setCondition(st, gen, now, meshv1alpha1.ConditionNetworksValid, metav1.ConditionFalse, ReasonNetworkConflicts,
-			summarize(netIssues, 5)+"; see the plan view for details")
+		return
 	}
+	setCondition(st, in.mesh.Generation, in.now, meshv1alpha1.ConditionNetworksValid, metav1.ConditionFalse, ReasonNetworkConflicts,
+		summarize(netIssues, 5)+"; see the plan view for details")
+}
 
-	setCarried(st, gen, now, in.plan)
+// setReady sets Ready: every cluster answers and holds its Peers
+// (healthy), something is carried in every direction, every pair has a
+// path (a relay where needed), and no cluster's services are yielded to
+// another mesh; else why not.
+func setReady(st *meshv1alpha1.ClusterMeshStatus, in statusInput, healthy bool) {
+	gen, now := in.mesh.Generation, in.now
 	uncarried := in.plan.Uncarried(localName(in.mesh))
 	noPath := in.plan.NoPath()
 	yielded := len(in.plan.ServicesYielded) > 0
-	if reachable && appliedOK && len(uncarried) == 0 && !yielded && len(noPath) == 0 {
+	if healthy && len(uncarried) == 0 && !yielded && len(noPath) == 0 {
 		setCondition(st, gen, now, meshv1alpha1.ConditionReady, metav1.ConditionTrue, ReasonReady,
 			"every member cluster is reachable, holds the Peers the plan shows, and carries something of every other")
 		return

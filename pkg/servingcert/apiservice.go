@@ -52,10 +52,10 @@ func (a *apiServices) trusts(ctx context.Context) func(*x509.Certificate) bool {
 	return func(c *x509.Certificate) bool { return containsCert(certs, c) }
 }
 
-// ensureBundle makes the APIService's caBundle bundle. It reports whether
+// setBundle makes the APIService's caBundle bundle. It reports whether
 // it changed anything. A missing APIService is not an error: it gets the
 // bundle once it exists (its creation is watched).
-func (a *apiServices) ensureBundle(ctx context.Context, bundle []byte) (bool, error) {
+func (a *apiServices) setBundle(ctx context.Context, bundle []byte) (bool, error) {
 	res := a.client.Resource(APIServiceGVR)
 	obj, err := res.Get(ctx, a.name, metav1.GetOptions{})
 	if apierrors.IsNotFound(err) {

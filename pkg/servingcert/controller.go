@@ -263,7 +263,7 @@ func (c *Controller) sync(ctx context.Context) (time.Duration, error) {
 	}
 	after := time.Until(c.policy.nextCheck(next))
 	if c.apiServices != nil {
-		changed, err := c.apiServices.ensureBundle(ctx, encodeBundle(next.bundle))
+		changed, err := c.apiServices.setBundle(ctx, encodeBundle(next.bundle))
 		if err != nil {
 			return 0, err
 		}

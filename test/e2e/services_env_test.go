@@ -72,7 +72,8 @@ func startServicesEnv(t *testing.T) *svcEnv {
 	env := framework.StartT(t, framework.Options{Clusters: 3, ServiceCIDRs: svcServiceCIDRs})
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(cancel)
-	s := &svcEnv{env: env, server: env.StartMeshServerT(t, framework.MeshServerOptions{ExtraArgs: []string{"-v=2",
+	// External etcd: a test deletes a mesh's key behind the server's back.
+	s := &svcEnv{env: env, server: env.StartMeshServerT(t, framework.MeshServerOptions{ExternalEtcd: true, ExtraArgs: []string{"-v=2",
 		fmt.Sprintf("--max-service-exports-per-cluster=%d", svcMaxExports), fmt.Sprintf("--max-endpoints-per-service=%d", svcMaxEndpoints)}})}
 	t.Cleanup(func() {
 		if strings.Contains(s.server.Logs(), "is forbidden") {

@@ -4,14 +4,12 @@ package e2e
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"slices"
 	"strings"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	mcsv1beta1 "sigs.k8s.io/mcs-api/pkg/apis/v1beta1"
@@ -122,6 +120,7 @@ func (s *svcEnv) testLeftRemoves(t *testing.T) {
 		s.waitImported(t, 2, ns, "stall")
 		s.unexport(t, 1, ns, "stall")
 	})
+	s.logOnFailure(t, "Holding a member connection", "Removed what a mesh wrote", "Listing what a mesh wrote", "Member cluster")
 	selector := planner.LabelMeshUID + "=" + string(m.UID)
 	framework.EventuallyT(t, svcConverge, "the mesh's services objects gone from cluster 2", func() error {
 		if err := s.gone(2, ns, "stall"); err != nil {
@@ -179,16 +178,7 @@ func (s *svcEnv) testDeletedRemoves(t *testing.T) {
 		t.Fatal(err)
 	}
 	s.env.KubectlT(t, framework.HostCluster, framework.UserAdmin, "-n", s.ns, "delete", "clustermesh", "svc", "--wait=false")
-	framework.EventuallyT(t, svcConverge, "svc gone", func() error {
-		_, err := s.mesh()
-		switch {
-		case err == nil:
-			return errors.New("still there")
-		case !apierrors.IsNotFound(err):
-			return err
-		}
-		return nil
-	})
+	s.awaitMeshGone(t)
 	// Read right after: the finalizer was released only once they were gone.
 	selector := planner.LabelMeshUID + "=" + string(m.UID)
 	for _, c := range []int{1, 2} {
@@ -245,26 +235,41 @@ func (s *svcEnv) unexport(t *testing.T, cluster int, ns, name string) {
 }
 
 // disabledRemovesHost: mesh hostsvc's services Disabled, its import in
-// namespace own of the host, which a grant lets it use, goes; the server
-// logs what it did, shown when the test fails.
+// namespace own of the host, which only the author's rights let it use,
+// goes with its derived Service and slices; the server logs what it did,
+// shown when the test fails.
 func (s *svcEnv) disabledRemovesHost(t *testing.T, ns, own string) {
 	t.Helper()
-	t.Cleanup(func() {
-		if t.Failed() {
-			for _, l := range strings.Split(s.server.Logs(), "\n") {
-				if strings.Contains(l, "services objects") || strings.Contains(l, "cannot have") {
-					t.Log(l)
-				}
-			}
-		}
-	})
+	s.logOnFailure(t, "Removed what a mesh wrote", "cannot have", "Listing what a mesh wrote")
+	m, err := s.meshIn(ns, "hostsvc")
+	if err != nil {
+		t.Fatal(err)
+	}
 	s.env.KubectlT(t, framework.HostCluster, framework.UserTenantA, "-n", ns, "patch", "clustermesh", "hostsvc", "--type=merge",
 		"-p", `{"spec":{"multiClusterServices":"Disabled"}}`)
-	framework.EventuallyT(t, svcConverge, "the mesh's import gone from the host's namespace it may use", func() error {
-		return s.gone(framework.HostCluster, own, "api")
+	framework.EventuallyT(t, svcConverge, "the mesh's import, derived Service and slices gone from the host's namespace the author's rights allowed", func() error {
+		if err := s.gone(framework.HostCluster, own, "api"); err != nil {
+			return fmt.Errorf("ServiceImport api: %w", err)
+		}
+		return s.leftNothing(framework.HostCluster, m.UID, false)
 	})
 	s.wantExclusive(t, ns, "hostsvc", meshv1alpha1.ConditionServicesExclusive+" True with reason ServicesDisabled once clean", func(m *meshv1alpha1.ClusterMesh) bool {
 		c := meta.FindStatusCondition(m.Status.Conditions, meshv1alpha1.ConditionServicesExclusive)
 		return c != nil && c.Status == metav1.ConditionTrue && c.Reason == "ServicesDisabled"
+	})
+}
+
+// logOnFailure logs, once t has failed, the server's log lines holding any
+// of subs: what the server did about the test's objects.
+func (s *svcEnv) logOnFailure(t *testing.T, subs ...string) {
+	t.Cleanup(func() {
+		if !t.Failed() {
+			return
+		}
+		for _, l := range strings.Split(s.server.Logs(), "\n") {
+			if slices.ContainsFunc(subs, func(sub string) bool { return strings.Contains(l, sub) }) {
+				t.Log(l)
+			}
+		}
 	})
 }

@@ -62,13 +62,14 @@ func (s *svcEnv) testSharedCluster(t *testing.T) {
 	})
 	// An export of cluster one, whose conditions both meshes compute.
 	ns := s.namespace(t, 1, 2)
-	s.backend(t, 1, ns, "desk", []string{"10.11.1.60"}, nil)
-	s.export(t, 1, ns, "desk")
-	s.waitImported(t, 2, ns, "desk")
+	s.exportedToBoth(t, ns, "desk", "10.11.1.60")
+	// Ready counts the endpoint once its Pod is Ready: until then the
+	// conditions still move, and would read as a fight below.
 	var before []metav1.Condition
-	framework.EventuallyT(t, svcConverge, "svc's conditions of "+ns+"/desk", func() (err error) {
+	framework.EventuallyT(t, svcConverge, "svc's conditions of "+ns+"/desk, its endpoint counted", func() (err error) {
 		before, err = s.exportConditions(ns, "desk")
-		if ready := meta.FindStatusCondition(before, "Ready"); err == nil && (len(before) < 3 || ready == nil || ready.Status != metav1.ConditionTrue) {
+		ready := meta.FindStatusCondition(before, "Ready")
+		if err == nil && (len(before) < 3 || ready == nil || ready.Status != metav1.ConditionTrue || ready.Message != "1 endpoints exported") {
 			err = fmt.Errorf("conditions %+v", before)
 		}
 		return err

@@ -39,6 +39,9 @@ func TestServices(t *testing.T) {
 	t.Run("services Disabled removes the mesh's imports from every member", s.testDisabledRemoves)
 	t.Run("a cluster that leaves the mesh loses its imports, the others keep theirs", s.testLeftRemoves)
 	t.Run("a deleted mesh's imports leave every member before it is gone", s.testDeletedRemoves)
+	t.Run("a mesh deleted without its finalizer leaves nothing on its members", s.testDeletedWithoutFinalizer)
+	t.Run("a mesh deleted while no replica ran leaves nothing on its members", s.testGoneWhileStopped)
+	t.Run("a mesh deleted while no replica ran and a member was down leaves nothing once it is back", s.testGoneWhileMemberDown)
 	// The attacks come last: they take a member over the server's limits.
 	t.Run("a giant EndpointSlice takes nothing over", s.testGiantSlice)
 	t.Run("an export flood takes nothing over", s.testExportFlood)

@@ -102,7 +102,7 @@ func (o *Options) enable(ctx context.Context) error {
 	// The right first: a CoreDNS that reads the new Corefile without it
 	// never becomes ready.
 	if !allowed {
-		if err := ensureRBAC(ctx, c.kube, in); err != nil {
+		if err := applyRBAC(ctx, c.kube, in); err != nil {
 			return err
 		}
 		fmt.Fprintf(w, "Created ClusterRole and ClusterRoleBinding kilo-mesh:coredns-serviceimports: ServiceAccount %s/%s may list and watch ServiceImports.\n", in.Namespace, in.ServiceAccount)

@@ -58,16 +58,16 @@ func canWatchImports(ctx context.Context, kube kubernetes.Interface, in *install
 	return true, nil
 }
 
-// ensureRBAC creates the ClusterRole and binding, or brings those an
+// applyRBAC creates the ClusterRole and binding, or brings those an
 // earlier enable created back to what they should be; objects of those
 // names that enable did not create are left alone and named.
-func ensureRBAC(ctx context.Context, kube kubernetes.Interface, in *install) error {
+func applyRBAC(ctx context.Context, kube kubernetes.Interface, in *install) error {
 	role, binding := rbacObjects(in)
-	if err := ensure(ctx, kube.RbacV1().ClusterRoles(), "ClusterRole", role, in,
+	if err := createOrUpdate(ctx, kube.RbacV1().ClusterRoles(), "ClusterRole", role, in,
 		func(have *rbacv1.ClusterRole) { have.Rules = role.Rules }); err != nil {
 		return err
 	}
-	if err := ensure(ctx, kube.RbacV1().ClusterRoleBindings(), "ClusterRoleBinding", binding, in,
+	if err := createOrUpdate(ctx, kube.RbacV1().ClusterRoleBindings(), "ClusterRoleBinding", binding, in,
 		func(have *rbacv1.ClusterRoleBinding) { have.Subjects = binding.Subjects }); err != nil {
 		return err
 	}
@@ -85,7 +85,7 @@ func ensureRBAC(ctx context.Context, kube kubernetes.Interface, in *install) err
 	return nil
 }
 
-// objectClient is what ensure and remove need of a typed client.
+// objectClient is what createOrUpdate and remove need of a typed client.
 type objectClient[T metav1.Object] interface {
 	Get(context.Context, string, metav1.GetOptions) (T, error)
 	Create(context.Context, T, metav1.CreateOptions) (T, error)
@@ -93,10 +93,10 @@ type objectClient[T metav1.Object] interface {
 	Delete(context.Context, string, metav1.DeleteOptions) error
 }
 
-// ensure creates want, or sets what set sets on the object of its name
+// createOrUpdate creates want, or sets what set sets on the object of its name
 // that an earlier enable created; one that enable did not create is
 // refused.
-func ensure[T metav1.Object](ctx context.Context, c objectClient[T], kind string, want T, in *install, set func(have T)) error {
+func createOrUpdate[T metav1.Object](ctx context.Context, c objectClient[T], kind string, want T, in *install, set func(have T)) error {
 	have, err := c.Get(ctx, want.GetName(), metav1.GetOptions{})
 	switch {
 	case apierrors.IsNotFound(err):

@@ -28,91 +28,152 @@ const redactedToken = "REDACTED"
 // before the first write: the mesh exists, the caller may write the Secret
 // and the mesh on the host, the member's networks are known.
 func (o *Options) Run(ctx context.Context) error {
-	w := o.report()
-	ns, api, err := o.NamespacedMeshes()
+	j, err := o.read(ctx)
 	if err != nil {
 		return err
 	}
-	host, err := o.Host()
-	if err != nil {
-		return err
-	}
-	mesh, err := api.Get(ctx, ns, o.Mesh)
-	if err != nil {
-		return cli.Explain(err, fmt.Sprintf("clustermesh %s/%s", ns, o.Mesh))
-	}
-	entry := findEntry(mesh, o.Name)
-	if entry != nil && entry.Local {
-		return fmt.Errorf("%s is the local cluster of clustermesh %s/%s: the server reaches it with its own identity, there is nothing to join", o.Name, ns, o.Mesh)
-	}
-	secretName, key := o.secretRef(entry)
-	if err := checkHostAccess(ctx, host.Kube, ns, o.Mesh, secretName); err != nil {
-		return err
-	}
-
-	memberCfg, err := o.memberConfig()
-	if err != nil {
-		return err
-	}
-	memberClients, err := cli.NewClients(memberCfg)
-	if err != nil {
-		return err
-	}
-	target, err := TargetFrom(rest.CopyConfig(memberCfg), o.MemberServer)
-	if err != nil {
-		return err
-	}
-	have, err := host.Kube.CoreV1().Secrets(ns).Get(ctx, secretName, metav1.GetOptions{})
-	if apierrors.IsNotFound(err) {
-		have, err = nil, nil
-	}
-	if err != nil {
-		return fmt.Errorf("reading Secret %s/%s: %w", ns, secretName, err)
-	}
-	var repoint *inPlace
-	if entry != nil && have != nil {
-		change, err := detectChange(ctx, have.Data[key], memberCfg, target)
+	if again, err := o.repointing(ctx, j); err != nil || again {
 		if err != nil {
 			return err
 		}
-		switch {
-		case change == nil:
-		case !o.Replace:
-			return change.refusal(ns, o.Mesh, o.Name, atFewestClusters(mesh))
-		case atFewestClusters(mesh):
-			repoint = &inPlace{change: change, oldKubeconfig: have.Data[key]}
-			repoint.announce(w, o.Name)
-		default:
-			if err := o.leaveFirst(ctx, w, change); err != nil {
-				return err
-			}
-			if !o.DryRun {
-				o.Replace = false
-				return o.Run(ctx)
-			}
-			// The dry run goes on as if the entry had left.
-			entry, have = nil, nil
-		}
+		o.Replace = false
+		return o.Run(ctx)
 	}
-	fmt.Fprintf(w, "Joining %s (%s) into clustermesh %s/%s as %q.\n\n", describeMember(o.MemberKubeconfig, o.MemberContext), target.Server, ns, o.Mesh, o.Name)
+	fmt.Fprintf(j.w, "Joining %s (%s) into clustermesh %s/%s as %q.\n\n", describeMember(o.MemberKubeconfig, o.MemberContext), j.target.Server, j.ns, o.Mesh, o.Name)
+	if err := o.write(ctx, j); err != nil {
+		return err
+	}
+	if o.DryRun {
+		fmt.Fprintln(j.w, "\nDry run: nothing was written.")
+		return nil
+	}
+	if j.repoint != nil {
+		get := func(ctx context.Context) (*meshv1alpha1.ClusterMesh, error) { return j.api.Get(ctx, j.ns, o.Mesh) }
+		if err := j.repoint.wait(ctx, o.ErrOut, get, j.repoint.oldPeers(string(j.mesh.UID)), o.Name, j.generation, DefaultLeaveTimeout); err != nil {
+			return cli.WithExitCode(cli.ExitNotReady, fmt.Errorf("entry %s reaches %s now; %w (kubectl mesh status %s -n %s lists it under DEPARTED until done)",
+				o.Name, j.repoint.change.newServer, err, o.Mesh, j.ns))
+		}
+		j.repoint.done(j.w, j.ns, o.Mesh)
+	}
+	fmt.Fprintf(j.w, "\nNext: kubectl mesh status %s -n %s --wait\n", o.Mesh, j.ns)
+	return nil
+}
 
+// joining is what one join reads before it writes, and what it wrote.
+type joining struct {
+	w     io.Writer
+	ns    string
+	api   *cli.MeshAPI
+	host  *cli.Clients
+	mesh  *meshv1alpha1.ClusterMesh
+	entry *meshv1alpha1.ClusterEntry
+	// secretName and key hold the entry's kubeconfig; have is that Secret
+	// as it is (nil: none).
+	secretName, key string
+	have            *corev1.Secret
+	memberCfg       *rest.Config
+	member          *cli.Clients
+	target          Target
+	// repoint is set when the entry moves to another cluster in place.
+	repoint *inPlace
+	// generation is the mesh's after the entry was written.
+	generation int64
+}
+
+// read checks the mesh, the caller's rights on the host and the member,
+// and reads what the join starts from.
+func (o *Options) read(ctx context.Context) (*joining, error) {
+	j := &joining{w: o.report()}
+	var err error
+	if j.ns, j.api, err = o.NamespacedMeshes(); err != nil {
+		return nil, err
+	}
+	if j.host, err = o.Host(); err != nil {
+		return nil, err
+	}
+	if j.mesh, err = j.api.Get(ctx, j.ns, o.Mesh); err != nil {
+		return nil, cli.Explain(err, fmt.Sprintf("clustermesh %s/%s", j.ns, o.Mesh))
+	}
+	j.entry = findEntry(j.mesh, o.Name)
+	if j.entry != nil && j.entry.Local {
+		return nil, fmt.Errorf("%s is the local cluster of clustermesh %s/%s: the server reaches it with its own identity, there is nothing to join", o.Name, j.ns, o.Mesh)
+	}
+	j.secretName, j.key = o.secretRef(j.entry)
+	if err := checkHostAccess(ctx, j.host.Kube, j.ns, o.Mesh, j.secretName); err != nil {
+		return nil, err
+	}
+	if j.memberCfg, err = o.memberConfig(); err != nil {
+		return nil, err
+	}
+	if j.member, err = cli.NewClients(j.memberCfg); err != nil {
+		return nil, err
+	}
+	if j.target, err = TargetFrom(rest.CopyConfig(j.memberCfg), o.MemberServer); err != nil {
+		return nil, err
+	}
+	j.have, err = j.host.Kube.CoreV1().Secrets(j.ns).Get(ctx, j.secretName, metav1.GetOptions{})
+	if apierrors.IsNotFound(err) {
+		j.have, err = nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("reading Secret %s/%s: %w", j.ns, j.secretName, err)
+	}
+	return j, nil
+}
+
+// repointing decides what an entry whose Secret reaches another cluster
+// than the member kubeconfig does: refused without --replace, moved in
+// place at the fewest clusters, else left first; again says the join
+// starts over once it has left.
+func (o *Options) repointing(ctx context.Context, j *joining) (again bool, err error) {
+	if j.entry == nil || j.have == nil {
+		return false, nil
+	}
+	change, err := detectChange(ctx, j.have.Data[j.key], j.memberCfg, j.target)
+	if err != nil {
+		return false, err
+	}
+	switch {
+	case change == nil:
+	case !o.Replace:
+		return false, change.refusal(j.ns, o.Mesh, o.Name, atFewestClusters(j.mesh))
+	case atFewestClusters(j.mesh):
+		j.repoint = &inPlace{change: change, oldKubeconfig: j.have.Data[j.key]}
+		j.repoint.announce(j.w, o.Name)
+	default:
+		if err := o.leaveFirst(ctx, j.w, change); err != nil {
+			return false, err
+		}
+		if !o.DryRun {
+			return true, nil
+		}
+		// The dry run goes on as if the entry had left.
+		j.entry, j.have = nil, nil
+	}
+	return false, nil
+}
+
+// write proposes the networks, then writes the member identity, the
+// Secret and the entry (or prints them on a dry run).
+func (o *Options) write(ctx context.Context, j *joining) error {
+	w := j.w
 	// What the entry and its Secret hold of the old cluster of a repointed
 	// entry is not the new one's.
-	kept, credSecret := entry, have
-	if repoint != nil {
+	kept, credSecret := j.entry, j.have
+	if j.repoint != nil {
 		kept, credSecret = nil, nil
 	}
-	nets, err := o.proposeNetworks(ctx, memberClients.Kube, kept, otherNetworks(mesh, o.Name))
+	nets, err := o.proposeNetworks(ctx, j.member.Kube, kept, otherNetworks(j.mesh, o.Name))
 	if err != nil {
 		return err
 	}
 	printNetworks(w, nets)
-	patch, upToDate, err := o.admittedEntry(ctx, api, mesh, kept, secretName, key, &nets, w)
+	patch, upToDate, err := o.admittedEntry(ctx, j.api, j.mesh, kept, j.secretName, j.key, &nets, w)
 	if err != nil {
 		return err
 	}
 
-	services, err := o.chooseServices(ctx, memberClients.Dynamic, mesh)
+	services, err := o.chooseServices(ctx, j.member.Dynamic, j.mesh)
 	if err != nil {
 		return err
 	}
@@ -120,7 +181,7 @@ func (o *Options) Run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	identity, err := applyIdentity(ctx, memberClients.Dynamic, objs, o.DryRun)
+	identity, err := applyIdentity(ctx, j.member.Dynamic, objs, o.DryRun)
 	if err != nil {
 		return err
 	}
@@ -130,60 +191,51 @@ func (o *Options) Run(ctx context.Context) error {
 	}
 	services.report(w, o.ErrOut)
 
-	token, credMsg, err := o.credential(ctx, credSecret, key, memberCfg, memberClients.Kube, target)
+	token, credMsg, err := o.credential(ctx, credSecret, j.key, j.memberCfg, j.member.Kube, j.target)
 	if err != nil {
 		return err
 	}
 	fmt.Fprintf(w, "Credential: %s\n", credMsg)
-	kubeconfig, err := BuildKubeconfig(o.Name, target, token)
+	kubeconfig, err := BuildKubeconfig(o.Name, j.target, token)
 	if err != nil {
 		return err
 	}
-	secret := secretApply(ns, secretName, key, o.Name, kubeconfig)
+	secret := secretApply(j.ns, j.secretName, j.key, o.Name, kubeconfig)
 	if o.DryRun {
-		if err := printDryRun(o.Out, objs, ns, secretName, key, o.Name, kubeconfig, patch); err != nil {
+		if err := printDryRun(o.Out, objs, j.ns, j.secretName, j.key, o.Name, kubeconfig, patch); err != nil {
 			return err
 		}
 	}
-
-	secretOutcome, err := applySecret(ctx, host.Kube, secret, have, o.DryRun)
+	secretOutcome, err := applySecret(ctx, j.host.Kube, secret, j.have, o.DryRun)
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(w, "Secret %s/%s (key %s): %s\n", ns, secretName, key, secretOutcome)
+	fmt.Fprintf(w, "Secret %s/%s (key %s): %s\n", j.ns, j.secretName, j.key, secretOutcome)
+	return o.writeEntry(ctx, j, patch, upToDate)
+}
 
-	meshOutcome, generation := outcomeUnchanged, mesh.Generation
+// writeEntry applies the entry to the mesh unless it is up to date.
+func (o *Options) writeEntry(ctx context.Context, j *joining, patch []byte, upToDate bool) error {
+	meshOutcome := outcomeUnchanged
+	j.generation = j.mesh.Generation
 	switch {
 	case upToDate:
 	case o.DryRun:
 		meshOutcome = outcomeDryRun // preflightEntry's dry run
 	default:
-		applied, err := api.Apply(ctx, ns, o.Mesh, patch, cli.ApplyOptions{FieldManager: entryFieldManager(o.Name), Force: true})
+		applied, err := j.api.Apply(ctx, j.ns, o.Mesh, patch, cli.ApplyOptions{FieldManager: entryFieldManager(o.Name), Force: true})
 		if err != nil {
-			return fmt.Errorf("adding entry %s to clustermesh %s/%s: %w", o.Name, ns, o.Mesh, err)
+			return fmt.Errorf("adding entry %s to clustermesh %s/%s: %w", o.Name, j.ns, o.Mesh, err)
 		}
-		generation = applied.Generation
+		j.generation = applied.Generation
 		switch {
-		case entry == nil:
+		case j.entry == nil:
 			meshOutcome = fmt.Sprintf("entry %s added (generation %d)", o.Name, applied.Generation)
 		default:
 			meshOutcome = fmt.Sprintf("entry %s updated (generation %d)", o.Name, applied.Generation)
 		}
 	}
-	fmt.Fprintf(w, "ClusterMesh %s/%s: %s\n", ns, o.Mesh, meshOutcome)
-	if o.DryRun {
-		fmt.Fprintln(w, "\nDry run: nothing was written.")
-		return nil
-	}
-	if repoint != nil {
-		get := func(ctx context.Context) (*meshv1alpha1.ClusterMesh, error) { return api.Get(ctx, ns, o.Mesh) }
-		if err := repoint.wait(ctx, o.ErrOut, get, repoint.oldPeers(string(mesh.UID)), o.Name, generation, DefaultLeaveTimeout); err != nil {
-			return cli.WithExitCode(cli.ExitNotReady, fmt.Errorf("entry %s reaches %s now; %w (kubectl mesh status %s -n %s lists it under DEPARTED until done)",
-				o.Name, repoint.change.newServer, err, o.Mesh, ns))
-		}
-		repoint.done(w, ns, o.Mesh)
-	}
-	fmt.Fprintf(w, "\nNext: kubectl mesh status %s -n %s --wait\n", o.Mesh, ns)
+	fmt.Fprintf(j.w, "ClusterMesh %s/%s: %s\n", j.ns, o.Mesh, meshOutcome)
 	return nil
 }
 

@@ -68,11 +68,11 @@ func TestSecondPassFromAStaleCache(t *testing.T) {
 	stale := map[string]*kilov1alpha1.Peer{"updated": peer("updated", "old", "1"), "dropped": dropped}
 	target := &meshv1alpha1.TargetPlan{Create: []string{"created"}, Update: []meshv1alpha1.PeerUpdate{{Name: "updated"}}, Delete: []string{"dropped"}}
 	desired := []*kilov1alpha1.Peer{updated, created}
-	recent := newRecentWrites()
+	written := newWrittenPeers()
 	pass := func(cached map[string]*kilov1alpha1.Peer, desired []*kilov1alpha1.Peer) (*writes, targetResult) {
 		client := &writes{}
 		res := applyTarget(context.Background(), targetWork{mesh: mesh, cluster: "eu", target: target, desired: planner.PeerListOf(desired...),
-			cached: cached, client: client, recent: recent, writer: newFairWriter()})
+			cached: cached, client: client, written: written, writer: newFairWriter()})
 		return client, res
 	}
 
@@ -88,8 +88,8 @@ func TestSecondPassFromAStaleCache(t *testing.T) {
 	// The cache has seen the writes (their resourceVersions), the plan is
 	// still the old one.
 	seen := map[string]*kilov1alpha1.Peer{}
-	for k := range recent.m {
-		if w := recent.m[k]; w.want != nil {
+	for k := range written.m {
+		if w := written.m[k]; w.want != nil {
 			seen[k.peer] = peer(k.peer, "new", w.after)
 		}
 	}
@@ -108,14 +108,14 @@ func TestSecondPassFromAStaleCache(t *testing.T) {
 	}
 
 	// Past writeMemory, a cache that never caught up is written again.
-	recent.now = func() time.Time { return time.Now().Add(2 * writeMemory) }
+	written.now = func() time.Time { return time.Now().Add(2 * writeMemory) }
 	fifth, _ := pass(stale, desired)
 	if fifth.applies.Load() != 2 || fifth.deletes.Load() != 1 {
 		t.Errorf("after writeMemory: %d applies, %d deletes", fifth.applies.Load(), fifth.deletes.Load())
 	}
-	recent.forget(types.NamespacedName{Namespace: "ns", Name: "m"})
-	if len(recent.m) != 0 {
-		t.Errorf("forget left %d writes", len(recent.m))
+	written.forget(types.NamespacedName{Namespace: "ns", Name: "m"})
+	if len(written.m) != 0 {
+		t.Errorf("forget left %d writes", len(written.m))
 	}
 }
 
@@ -127,13 +127,13 @@ func TestWritesOfAnotherConnection(t *testing.T) {
 	mesh := &meshv1alpha1.ClusterMesh{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "m", UID: "uid-1"}}
 	desired := []*kilov1alpha1.Peer{{ObjectMeta: metav1.ObjectMeta{Name: "east", Labels: planner.ManagedLabels("ns", "m", "uid-1", "east")}}}
 	target := &meshv1alpha1.TargetPlan{Create: []string{"east"}}
-	recent := newRecentWrites()
+	written := newWrittenPeers()
 	at := time.Now()
-	recent.now = func() time.Time { return at } // well within writeMemory
+	written.now = func() time.Time { return at } // well within writeMemory
 	pass := func(conn string) (*writes, targetResult) {
 		client := &writes{conn: conn}
 		res := applyTarget(context.Background(), targetWork{mesh: mesh, cluster: "west", target: target, desired: planner.PeerListOf(desired...),
-			cached: map[string]*kilov1alpha1.Peer{}, client: client, recent: recent, writer: newFairWriter()})
+			cached: map[string]*kilov1alpha1.Peer{}, client: client, written: written, writer: newFairWriter()})
 		return client, res
 	}
 	for _, c := range []struct {
@@ -161,11 +161,11 @@ func TestWritesOfAnotherConnection(t *testing.T) {
 func TestWriteEchoes(t *testing.T) {
 	mesh := types.NamespacedName{Namespace: "ns", Name: "m"}
 	at := time.Unix(5000, 0)
-	recent := newRecentWrites()
-	recent.now = func() time.Time { return at }
+	written := newWrittenPeers()
+	written.now = func() time.Time { return at }
 	applied := &kilov1alpha1.Peer{ObjectMeta: metav1.ObjectMeta{Name: "applied"}}
-	recent.remember(recentKey{mesh: mesh, cluster: "eu", peer: "applied"}, "conn-eu", applied, "1", "2")
-	recent.remember(recentKey{mesh: mesh, cluster: "eu", peer: "deleted"}, "conn-eu", nil, "3", "")
+	written.remember(writtenPeerKey{mesh: mesh, cluster: "eu", peer: "applied"}, "conn-eu", applied, "1", "2")
+	written.remember(writtenPeerKey{mesh: mesh, cluster: "eu", peer: "deleted"}, "conn-eu", nil, "3", "")
 	seen := func(name, rv string) *kilov1alpha1.Peer {
 		return &kilov1alpha1.Peer{ObjectMeta: metav1.ObjectMeta{Name: name, ResourceVersion: rv}}
 	}
@@ -185,51 +185,51 @@ func TestWriteEchoes(t *testing.T) {
 		{"the apply's answer after writeMemory", "conn-eu", seen("applied", "2"), 2 * writeMemory, false},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			recent.now = func() time.Time { return at.Add(c.later) }
-			k, answered, echo := recent.echo(c.conn, c.peer)
+			written.now = func() time.Time { return at.Add(c.later) }
+			k, answered, echo := written.shows(c.conn, c.peer)
 			if echo != c.echo {
 				t.Fatalf("echo = %v, want %v", echo, c.echo)
 			}
-			if echo && (k != recentKey{mesh: mesh, cluster: "eu", peer: "applied"} || !answered.Equal(at)) {
+			if echo && (k != writtenPeerKey{mesh: mesh, cluster: "eu", peer: "applied"} || !answered.Equal(at)) {
 				t.Errorf("echo of %+v answered at %s, want the apply's key and %s", k, answered, at)
 			}
 		})
 	}
 	t.Run("shown before the answer", func(t *testing.T) {
-		recent.now = func() time.Time { return at }
-		k := recentKey{mesh: mesh, cluster: "eu", peer: "racing"}
+		written.now = func() time.Time { return at }
+		k := writtenPeerKey{mesh: mesh, cluster: "eu", peer: "racing"}
 		want := &kilov1alpha1.Peer{ObjectMeta: metav1.ObjectMeta{Name: "racing"}, Spec: kilov1alpha1.PeerSpec{PublicKey: "ours"}}
 		other := want.DeepCopy()
 		other.Spec.PublicKey = "someone else's"
-		recent.begin(k, "conn-eu", want)
-		if _, _, echo := recent.echo("conn-eu", other); echo {
+		written.begin(k, "conn-eu", want)
+		if _, _, echo := written.shows("conn-eu", other); echo {
 			t.Error("another Peer of the name, while the apply is in flight, was taken for its echo")
 		}
 		shown := want.DeepCopy()
 		shown.ResourceVersion = "7"
-		got, answered, echo := recent.echo("conn-eu", shown)
+		got, answered, echo := written.shows("conn-eu", shown)
 		if !echo || got != k || !answered.IsZero() {
 			t.Errorf("the applied Peer before the answer: echo %v of %+v answered %s, want an echo of %+v not answered yet", echo, got, answered, k)
 		}
-		if !recent.remember(k, "conn-eu", want, "", "7") {
+		if !written.remember(k, "conn-eu", want, "", "7") {
 			t.Error("the answer did not report the echo seen before it")
 		}
-		if _, _, echo := recent.echo("conn-eu", other); echo {
+		if _, _, echo := written.shows("conn-eu", other); echo {
 			t.Error("another Peer of the name, after the answer, was taken for its echo")
 		}
 	})
 	t.Run("a failed apply", func(t *testing.T) {
-		k := recentKey{mesh: mesh, cluster: "eu", peer: "failing"}
+		k := writtenPeerKey{mesh: mesh, cluster: "eu", peer: "failing"}
 		want := &kilov1alpha1.Peer{ObjectMeta: metav1.ObjectMeta{Name: "failing"}}
-		recent.begin(k, "conn-eu", want)
-		recent.abandon(k, "conn-eu")
-		if _, _, echo := recent.echo("conn-eu", want); echo {
+		written.begin(k, "conn-eu", want)
+		written.abandon(k, "conn-eu")
+		if _, _, echo := written.shows("conn-eu", want); echo {
 			t.Error("a Peer like the one a failed apply sent was taken for its echo")
 		}
 	})
-	recent.forget(mesh)
-	if len(recent.m) != 0 || len(recent.byConn) != 0 || len(recent.inflight) != 0 {
-		t.Errorf("forget left %d writes, %d by connection, %d in flight", len(recent.m), len(recent.byConn), len(recent.inflight))
+	written.forget(mesh)
+	if len(written.m) != 0 || len(written.byConn) != 0 || len(written.inflight) != 0 {
+		t.Errorf("forget left %d writes, %d by connection, %d in flight", len(written.m), len(written.byConn), len(written.inflight))
 	}
 }
 
@@ -241,7 +241,7 @@ func TestWriteEchoes(t *testing.T) {
 func TestWriteDeletedSince(t *testing.T) {
 	want := &kilov1alpha1.Peer{ObjectMeta: metav1.ObjectMeta{Name: "p"}}
 	want.Spec.PublicKey = "k"
-	k := recentKey{mesh: types.NamespacedName{Namespace: "ns", Name: "m"}, cluster: "eu", peer: "p"}
+	k := writtenPeerKey{mesh: types.NamespacedName{Namespace: "ns", Name: "m"}, cluster: "eu", peer: "p"}
 	for _, c := range []struct {
 		name     string
 		echo     string // "": none; "early": before the answer; "late": after it
@@ -252,18 +252,18 @@ func TestWriteDeletedSince(t *testing.T) {
 		{"shown after its answer, deleted since", "late", false},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			r := newRecentWrites()
+			r := newWrittenPeers()
 			shown := want.DeepCopy()
 			shown.ResourceVersion = "7"
 			r.begin(k, "conn", want)
 			if c.echo == "early" {
-				if _, _, ok := r.echo("conn", shown); !ok {
+				if _, _, ok := r.shows("conn", shown); !ok {
 					t.Fatal("the early echo was not recognised")
 				}
 			}
 			r.remember(k, "conn", want, "", "7")
 			if c.echo == "late" {
-				if _, _, ok := r.echo("conn", shown); !ok {
+				if _, _, ok := r.shows("conn", shown); !ok {
 					t.Fatal("the echo was not recognised")
 				}
 			}
@@ -279,15 +279,15 @@ func TestWriteDeletedSince(t *testing.T) {
 func TestOldWritesForgotten(t *testing.T) {
 	mesh := types.NamespacedName{Namespace: "ns", Name: "m"}
 	at := time.Unix(5000, 0)
-	recent := newRecentWrites()
-	recent.now = func() time.Time { return at }
+	written := newWrittenPeers()
+	written.now = func() time.Time { return at }
 	for i := range 1000 {
 		name := fmt.Sprintf("p%d", i)
-		recent.remember(recentKey{mesh: mesh, cluster: "eu", peer: name}, "conn-eu", &kilov1alpha1.Peer{ObjectMeta: metav1.ObjectMeta{Name: name}}, "", "2")
+		written.remember(writtenPeerKey{mesh: mesh, cluster: "eu", peer: name}, "conn-eu", &kilov1alpha1.Peer{ObjectMeta: metav1.ObjectMeta{Name: name}}, "", "2")
 	}
-	recent.now = func() time.Time { return at.Add(2 * writeMemory) }
-	recent.remember(recentKey{mesh: mesh, cluster: "eu", peer: "later"}, "conn-eu", &kilov1alpha1.Peer{ObjectMeta: metav1.ObjectMeta{Name: "later"}}, "", "3")
-	if len(recent.m) != 1 || len(recent.byConn) != 1 {
-		t.Errorf("%d writes and %d by connection remembered, want only the later one", len(recent.m), len(recent.byConn))
+	written.now = func() time.Time { return at.Add(2 * writeMemory) }
+	written.remember(writtenPeerKey{mesh: mesh, cluster: "eu", peer: "later"}, "conn-eu", &kilov1alpha1.Peer{ObjectMeta: metav1.ObjectMeta{Name: "later"}}, "", "3")
+	if len(written.m) != 1 || len(written.byConn) != 1 {
+		t.Errorf("%d writes and %d by connection remembered, want only the later one", len(written.m), len(written.byConn))
 	}
 }

@@ -33,15 +33,15 @@ func TestServicesWrites(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			now := time.Date(2026, 11, 26, 4, 0, 0, 0, time.UTC)
-			w := newServicesWrites()
+			w := newWrittenServices()
 			w.now = func() time.Time { return now }
 			w.remember("c1", "Service", mesh, svc("derived-a", "7"))
 			now = now.Add(tc.after)
-			got, ok := w.echo(tc.conn, tc.kind, tc.obj)
+			got, ok := w.shows(tc.conn, tc.kind, tc.obj)
 			if ok != tc.want || (ok && got != mesh) {
 				t.Errorf("echo = %v, %v; want %v", got, ok, tc.want)
 			}
-			if _, again := w.echo(tc.conn, tc.kind, tc.obj); again {
+			if _, again := w.shows(tc.conn, tc.kind, tc.obj); again {
 				t.Error("the same echo recognised twice")
 			}
 		})

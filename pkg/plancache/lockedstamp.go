@@ -8,10 +8,11 @@ import (
 	meshv1alpha1 "github.com/kilo-mesh/kilo-mesh-apiserver/pkg/apis/mesh/v1alpha1"
 )
 
-// stamp is what a cached result of a mesh (a plan, its services) records
-// to tell whether it is still current; its mutex makes concurrent requests
-// wait for one computation instead of each computing.
-type stamp struct {
+// lockedStamp is what a cached result of a mesh (a plan, its services)
+// records to tell whether it is still current, and the lock its holder
+// computes the result under: concurrent requests wait for one computation
+// instead of each computing.
+type lockedStamp struct {
 	mu              sync.Mutex
 	uid             types.UID
 	resourceVersion string
@@ -20,20 +21,20 @@ type stamp struct {
 	reported uint64 // changes reported so far, guarded by Cache.mu
 }
 
-func (s *stamp) base() *stamp { return s }
+func (s *lockedStamp) base() *lockedStamp { return s }
 
 // current reports whether the result was computed for this mesh object
 // with every change reported so far.
-func (s *stamp) current(mesh *meshv1alpha1.ClusterMesh, changes uint64) bool {
+func (s *lockedStamp) current(mesh *meshv1alpha1.ClusterMesh, changes uint64) bool {
 	return s.uid == mesh.UID && s.resourceVersion == mesh.ResourceVersion && s.changes == changes
 }
 
 // set records what the result now stored was computed for.
-func (s *stamp) set(mesh *meshv1alpha1.ClusterMesh, changes uint64) {
+func (s *lockedStamp) set(mesh *meshv1alpha1.ClusterMesh, changes uint64) {
 	s.uid, s.resourceVersion, s.changes = mesh.UID, mesh.ResourceVersion, changes
 }
 
-type stamped interface{ base() *stamp }
+type withLockedStamp interface{ base() *lockedStamp }
 
 // acquire returns the mesh's entry in entries, added when missing, with
 // its mutex held, and the changes reported to it so far. They are read
@@ -41,7 +42,7 @@ type stamped interface{ base() *stamp }
 // marked older than it, so the next call computes again.
 func acquire[E any, P interface {
 	*E
-	stamped
+	withLockedStamp
 }](c *Cache, entries map[types.NamespacedName]P, key types.NamespacedName) (P, uint64) {
 	c.mu.Lock()
 	e := entries[key]

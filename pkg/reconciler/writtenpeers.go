@@ -16,20 +16,20 @@ import (
 // made again.
 const writeMemory = 5 * time.Second
 
-// recentWrites remembers the Peer writes of this replica, so that a pass
+// writtenPeers remembers the Peer writes of this replica, so that a pass
 // planned from a member cache that has not yet seen them does not make them
 // again. A pass that starts right after another (queued by a change that
 // came during it) finds the old Peers in the cache, and may even reuse the
 // plan made before the writes, since nothing has reported them yet: without
 // this memory it would write every changed Peer twice.
-type recentWrites struct {
+type writtenPeers struct {
 	now func() time.Time
 
 	mu sync.Mutex
-	m  map[recentKey]recentWrite
+	m  map[writtenPeerKey]writtenPeer
 	// byConn finds a write by the connection it went through and its Peer,
 	// which is what a member cache's event tells.
-	byConn map[connPeer]recentKey
+	byConn map[connPeer]writtenPeerKey
 	// inflight are the applies sent and not answered yet: a member cache
 	// may show one before its answer arrives.
 	inflight map[connPeer]*inflightWrite
@@ -38,7 +38,7 @@ type recentWrites struct {
 }
 
 type inflightWrite struct {
-	key  recentKey
+	key  writtenPeerKey
 	want *kilov1alpha1.Peer
 	// seen: a member cache showed the write before its answer came.
 	seen bool
@@ -46,13 +46,13 @@ type inflightWrite struct {
 
 type connPeer struct{ conn, peer string }
 
-type recentKey struct {
+type writtenPeerKey struct {
 	mesh    types.NamespacedName
 	cluster string
 	peer    string
 }
 
-type recentWrite struct {
+type writtenPeer struct {
 	// want is what was applied; nil for a delete.
 	want *kilov1alpha1.Peer
 	// before is the resourceVersion of the cached Peer the write replaced
@@ -67,15 +67,15 @@ type recentWrite struct {
 	seen bool
 }
 
-func newRecentWrites() *recentWrites {
-	return &recentWrites{now: time.Now, m: map[recentKey]recentWrite{}, byConn: map[connPeer]recentKey{}, inflight: map[connPeer]*inflightWrite{}}
+func newWrittenPeers() *writtenPeers {
+	return &writtenPeers{now: time.Now, m: map[writtenPeerKey]writtenPeer{}, byConn: map[connPeer]writtenPeerKey{}, inflight: map[connPeer]*inflightWrite{}}
 }
 
-// remember records a successful write. A nil recentWrites remembers
+// remember records a successful write. A nil writtenPeers remembers
 // nothing (passes that need no memory, such as a deleted mesh's removal).
 // It reports whether a member cache showed the write before its answer
 // came (see begin).
-func (r *recentWrites) remember(k recentKey, conn string, want *kilov1alpha1.Peer, before, after string) (seenEarly bool) {
+func (r *writtenPeers) remember(k writtenPeerKey, conn string, want *kilov1alpha1.Peer, before, after string) (seenEarly bool) {
 	if r == nil {
 		return false
 	}
@@ -86,7 +86,7 @@ func (r *recentWrites) remember(k recentKey, conn string, want *kilov1alpha1.Pee
 		seenEarly = w.seen
 		delete(r.inflight, cp)
 	}
-	r.m[k] = recentWrite{want: want, before: before, after: after, at: r.now(), conn: conn, seen: seenEarly}
+	r.m[k] = writtenPeer{want: want, before: before, after: after, at: r.now(), conn: conn, seen: seenEarly}
 	r.byConn[cp] = k
 	r.sweepLocked()
 	return seenEarly
@@ -96,7 +96,7 @@ func (r *recentWrites) remember(k recentKey, conn string, want *kilov1alpha1.Pee
 // writeMemory. A write is otherwise forgotten only when its Peer is looked
 // at again, which a Peer planned unchanged never is: after a 250-cluster
 // mesh's first pass, 62,000 writes (37 MB) stayed for the mesh's life.
-func (r *recentWrites) sweepLocked() {
+func (r *writtenPeers) sweepLocked() {
 	now := r.now()
 	if now.Sub(r.swept) < writeMemory {
 		return
@@ -112,7 +112,7 @@ func (r *recentWrites) sweepLocked() {
 // begin records an apply about to be sent: until its answer, a Peer that
 // shows exactly what it applies is its echo (the member cache's watch may
 // be quicker than the answer).
-func (r *recentWrites) begin(k recentKey, conn string, want *kilov1alpha1.Peer) {
+func (r *writtenPeers) begin(k writtenPeerKey, conn string, want *kilov1alpha1.Peer) {
 	if r == nil {
 		return
 	}
@@ -122,7 +122,7 @@ func (r *recentWrites) begin(k recentKey, conn string, want *kilov1alpha1.Peer) 
 }
 
 // abandon forgets an apply that failed.
-func (r *recentWrites) abandon(k recentKey, conn string) {
+func (r *writtenPeers) abandon(k writtenPeerKey, conn string) {
 	if r == nil {
 		return
 	}
@@ -137,7 +137,7 @@ func (r *recentWrites) abandon(k recentKey, conn string) {
 // remembered apply left (its resourceVersion is the one the apply
 // answered with), with the write's key and when it was answered; or what
 // an apply not answered yet sends (answered is then zero).
-func (r *recentWrites) echo(conn string, peer *kilov1alpha1.Peer) (k recentKey, answered time.Time, ok bool) {
+func (r *writtenPeers) shows(conn string, peer *kilov1alpha1.Peer) (k writtenPeerKey, answered time.Time, ok bool) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	cp := connPeer{conn: conn, peer: peer.Name}
@@ -147,11 +147,11 @@ func (r *recentWrites) echo(conn string, peer *kilov1alpha1.Peer) (k recentKey, 
 	}
 	k, ok = r.byConn[cp]
 	if !ok {
-		return recentKey{}, time.Time{}, false
+		return writtenPeerKey{}, time.Time{}, false
 	}
 	w, ok := r.m[k]
 	if !ok || w.conn != conn || w.want == nil || w.after != peer.ResourceVersion || r.now().Sub(w.at) > writeMemory {
-		return recentKey{}, time.Time{}, false
+		return writtenPeerKey{}, time.Time{}, false
 	}
 	w.seen = true
 	r.m[k] = w
@@ -159,7 +159,7 @@ func (r *recentWrites) echo(conn string, peer *kilov1alpha1.Peer) (k recentKey, 
 }
 
 // dropLocked forgets the write at k.
-func (r *recentWrites) dropLocked(k recentKey) {
+func (r *writtenPeers) dropLocked(k writtenPeerKey) {
 	if w, ok := r.m[k]; ok {
 		if cp := (connPeer{conn: w.conn, peer: k.peer}); r.byConn[cp] == k {
 			delete(r.byConn, cp)
@@ -174,7 +174,7 @@ func (r *recentWrites) dropLocked(k recentKey) {
 // (the cache has not seen it yet; seen is false) or the one it left (seen).
 // A write through another connection is not done: the entry's Secret now
 // reaches another cluster, whose cache never held what was written.
-func (r *recentWrites) done(k recentKey, conn string, want, cached *kilov1alpha1.Peer) (done, seen bool) {
+func (r *writtenPeers) done(k writtenPeerKey, conn string, want, cached *kilov1alpha1.Peer) (done, seen bool) {
 	if r == nil {
 		return false, false
 	}
@@ -206,7 +206,7 @@ func (r *recentWrites) done(k recentKey, conn string, want, cached *kilov1alpha1
 }
 
 // forget drops what is remembered of a mesh that is gone.
-func (r *recentWrites) forget(mesh types.NamespacedName) {
+func (r *writtenPeers) forget(mesh types.NamespacedName) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	for k := range r.m {
