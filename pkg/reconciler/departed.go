@@ -14,6 +14,7 @@ import (
 	"k8s.io/klog/v2"
 
 	meshv1alpha1 "github.com/kilo-mesh/kilo-mesh-apiserver/pkg/apis/mesh/v1alpha1"
+	"github.com/kilo-mesh/kilo-mesh-apiserver/pkg/apis/mesh/validation"
 	"github.com/kilo-mesh/kilo-mesh-apiserver/pkg/clusters"
 	"github.com/kilo-mesh/kilo-mesh-apiserver/pkg/memberaccess"
 	"github.com/kilo-mesh/kilo-mesh-apiserver/pkg/planner"
@@ -311,9 +312,10 @@ func setDeparturesCondition(st *meshv1alpha1.ClusterMeshStatus, gen int64, now m
 }
 
 // maxDepartedRemembered bounds the completed departures remembered per
-// mesh (the validation limit of spec.clusters), so that a tenant editing
-// entries in and out cannot grow this memory without bound.
-const maxDepartedRemembered = 64
+// mesh (the validation limit of spec.clusters, so that a mesh whose every
+// entry leaves at once forgets none), so that a tenant editing entries in
+// and out cannot grow this memory without bound.
+const maxDepartedRemembered = validation.MaxClusters
 
 // departedHere remembers the departures this process completed, by mesh
 // and entry: the mesh cache may still show a status from before the
