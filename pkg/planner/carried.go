@@ -28,6 +28,14 @@ type Uncarried struct {
 // about those; so are pairs with no path (NoPath). What a relay Peer
 // carries of a cluster behind NAT counts as carried.
 func (p *Plan) Uncarried(local string) []Uncarried {
+	return p.uncarried(local, func(t *meshv1alpha1.TargetPlan) func(string) bool {
+		carried := p.carriedWithoutBlocked(t)
+		return func(s string) bool { return carried[s] > 0 }
+	})
+}
+
+// uncarried is Uncarried with what a target's Peers carry told by carries.
+func (p *Plan) uncarried(local string, carries func(t *meshv1alpha1.TargetPlan) func(source string) bool) []Uncarried {
 	hostWithheld := p.View.HostAccess != nil && !p.View.HostAccess.Granted && local != ""
 	var sources []string
 	for _, c := range p.View.Clusters {
@@ -48,9 +56,9 @@ func (p *Plan) Uncarried(local string) []Uncarried {
 		if c, ok := p.Cluster(t.Cluster); !ok || !c.Reachable {
 			continue
 		}
-		carried := p.carriedWithoutBlocked(t)
+		carried := carries(t)
 		for _, s := range sources {
-			if s == t.Cluster || carried[s] > 0 || hostWithheld && (s == local || t.Cluster == local) || noPath[pairKey(s, t.Cluster)] {
+			if s == t.Cluster || carried(s) || hostWithheld && (s == local || t.Cluster == local) || noPath[pairKey(s, t.Cluster)] {
 				continue
 			}
 			out = append(out, Uncarried{Source: s, Target: t.Cluster})

@@ -1,7 +1,6 @@
 package planner
 
 import (
-	"cmp"
 	"fmt"
 	"maps"
 	"slices"
@@ -110,23 +109,7 @@ func checkCarried(t testing.TB, p *Plan, local string) {
 // uncarriedFromPeers is Uncarried as it was, reading every desired Peer of
 // every target: the reference the counts must agree with.
 func uncarriedFromPeers(p *Plan, local string) []Uncarried {
-	hostWithheld := p.View.HostAccess != nil && !p.View.HostAccess.Granted && local != ""
-	var sources []string
-	for _, c := range p.View.Clusters {
-		if c.Reachable && hasCarriable(c.Summary.ReadyGroups, p.Groups[c.Name]) {
-			sources = append(sources, c.Name)
-		}
-	}
-	noPath := map[[2]string]bool{}
-	for _, u := range p.NoPath() {
-		noPath[pairKey(u.Source, u.Target)] = true
-	}
-	var out []Uncarried
-	for i := range p.View.Targets {
-		t := &p.View.Targets[i]
-		if c, ok := p.Cluster(t.Cluster); !ok || !c.Reachable {
-			continue
-		}
+	return p.uncarried(local, func(t *meshv1alpha1.TargetPlan) func(string) bool {
 		blockedKept := map[string]bool{}
 		for _, k := range t.Kept {
 			if k.Reason != KeptSourceUnreachable && k.Reason != KeptNoReadyGroups {
@@ -144,17 +127,8 @@ func uncarriedFromPeers(p *Plan, local string) []Uncarried {
 				}
 			}
 		}
-		for _, s := range sources {
-			if s == t.Cluster || carried[s] || hostWithheld && (s == local || t.Cluster == local) || noPath[pairKey(s, t.Cluster)] {
-				continue
-			}
-			out = append(out, Uncarried{Source: s, Target: t.Cluster})
-		}
-	}
-	slices.SortFunc(out, func(a, b Uncarried) int {
-		return cmp.Or(strings.Compare(a.Source, b.Source), strings.Compare(a.Target, b.Target))
+		return func(s string) bool { return carried[s] }
 	})
-	return out
 }
 
 // BenchmarkUncarried answers Uncarried for a full 3 x 5,000 mesh at rest
