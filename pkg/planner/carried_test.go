@@ -2,7 +2,9 @@ package planner
 
 import (
 	"fmt"
+	"maps"
 	"slices"
+	"strings"
 	"testing"
 
 	meshv1alpha1 "github.com/kilo-mesh/kilo-mesh-apiserver/pkg/apis/mesh/v1alpha1"
@@ -77,9 +79,76 @@ func TestUncarried(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			in := testInput(t)
 			tt.mutate(t, &in)
-			got := mustCompute(t, in).Uncarried(tt.local)
+			p := mustCompute(t, in)
+			got := p.Uncarried(tt.local)
 			if !slices.Equal(got, tt.want) {
 				t.Errorf("Uncarried = %v, want %v", got, tt.want)
+			}
+			checkCarried(t, p, tt.local)
+		})
+	}
+}
+
+// checkCarried requires Plan.Carried to count exactly what every target's
+// desired Peers carry, and Uncarried to answer as it does from every Peer.
+func checkCarried(t testing.TB, p *Plan, local string) {
+	t.Helper()
+	for target, list := range p.DesiredPeers {
+		if want := CarriedOf(list); !maps.Equal(p.Carried[target], want) {
+			t.Errorf("Carried[%s] = %v, counted from its Peers %v", target, p.Carried[target], want)
+		}
+	}
+	if len(p.Carried) != len(p.DesiredPeers) {
+		t.Errorf("Carried has %d targets, DesiredPeers %d", len(p.Carried), len(p.DesiredPeers))
+	}
+	if got, want := p.Uncarried(local), uncarriedFromPeers(p, local); !slices.Equal(got, want) {
+		t.Errorf("Uncarried = %v, from every Peer %v", got, want)
+	}
+}
+
+// uncarriedFromPeers is Uncarried as it was, reading every desired Peer of
+// every target: the reference the counts must agree with.
+func uncarriedFromPeers(p *Plan, local string) []Uncarried {
+	return p.uncarried(local, func(t *meshv1alpha1.TargetPlan) func(string) bool {
+		blockedKept := map[string]bool{}
+		for _, k := range t.Kept {
+			if k.Reason != KeptSourceUnreachable && k.Reason != KeptNoReadyGroups {
+				blockedKept[k.Name] = true
+			}
+		}
+		carried := map[string]bool{}
+		for _, peer := range p.DesiredPeers[t.Cluster].All() {
+			if !blockedKept[peer.Name] {
+				carried[peer.Labels[LabelSourceCluster]] = true
+				if r := peer.Annotations[AnnotationRelays]; r != "" {
+					for _, s := range strings.Split(r, ",") {
+						carried[s] = true
+					}
+				}
+			}
+		}
+		return func(s string) bool { return carried[s] }
+	})
+}
+
+// BenchmarkUncarried answers Uncarried for a full 3 x 5,000 mesh at rest
+// (30,000 desired Peers), as the reconciler does on every pass: counts
+// reads the plan's Carried, peers reads every desired Peer as before.
+func BenchmarkUncarried(b *testing.B) {
+	p, err := Compute(benchInput(3, 5000, "full"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	for _, bb := range []struct {
+		name      string
+		uncarried func(*Plan, string) []Uncarried
+	}{{"counts", (*Plan).Uncarried}, {"peers", uncarriedFromPeers}} {
+		b.Run(bb.name, func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				if u := bb.uncarried(p, ""); len(u) > 0 {
+					b.Fatalf("uncarried: %v", u)
+				}
 			}
 		})
 	}

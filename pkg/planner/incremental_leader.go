@@ -146,6 +146,7 @@ func (u *patch) replaceOnTargets(s *source, e *export, old, p *kilov1alpha1.Peer
 			now = &q
 		}
 		u.plan.DesiredPeers[t.name] = u.plan.DesiredPeers[t.name].with(now, peerName)
+		u.plan.Carried[t.name] = recarry(u.plan.Carried[t.name], was, now)
 		if t.reachable {
 			u.rediff(t, e.name, now)
 		}

@@ -26,7 +26,8 @@ type patch struct {
 
 func (st *State) begin(now time.Time) *patch {
 	old := st.plan
-	p := &Plan{View: old.View, DesiredPeers: maps.Clone(old.DesiredPeers), Unchanged: maps.Clone(old.Unchanged), Groups: maps.Clone(old.Groups), Nodes: maps.Clone(old.Nodes), Measured: old.Measured,
+	p := &Plan{View: old.View, DesiredPeers: maps.Clone(old.DesiredPeers), Carried: maps.Clone(old.Carried),
+		Unchanged: maps.Clone(old.Unchanged), Groups: maps.Clone(old.Groups), Nodes: maps.Clone(old.Nodes), Measured: old.Measured,
 		ServicesYielded: old.ServicesYielded}
 	p.View.GeneratedAt = metav1.NewTime(now.UTC())
 	p.View.Clusters = slices.Clone(old.View.Clusters)

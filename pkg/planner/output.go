@@ -22,6 +22,10 @@ type Plan struct {
 	// modifying it. The lists are chunked and shared between plans
 	// (list.go): iterate them with All.
 	DesiredPeers map[string]PeerList
+	// Carried holds, per target cluster, how many of its desired Peers
+	// carry each source cluster (CarriedOf), kept with DesiredPeers so
+	// that the Ready condition need not read every Peer of a pass.
+	Carried map[string]map[string]int
 	// Unchanged holds, per target cluster, the names of the Peers it holds
 	// as planned, sorted: View.Targets[].Unchanged, which a Plan leaves
 	// empty so that plans share these lists too. ServedView fills it in.

@@ -93,6 +93,7 @@ func compute(in Input, keepHeld bool) (*Plan, *planner, error) {
 			HostAccess:  hostAccessView(&in.HostAccess),
 		},
 		DesiredPeers:  make(map[string]PeerList, len(pl.sources)),
+		Carried:       make(map[string]map[string]int, len(pl.sources)),
 		Unchanged:     make(map[string]NameList, len(pl.sources)),
 		Groups:        make(map[string]GroupList, len(pl.sources)),
 		Nodes:         make(map[string]NodeList, len(pl.sources)),
@@ -116,6 +117,7 @@ func compute(in Input, keepHeld bool) (*Plan, *planner, error) {
 		plan.Unchanged[s.name], tp.Unchanged = listOf(tp.Unchanged, self), nil
 		plan.View.Targets = append(plan.View.Targets, tp)
 		plan.DesiredPeers[s.name] = listOf(peers, peerName)
+		plan.Carried[s.name] = CarriedOf(plan.DesiredPeers[s.name])
 	}
 	plan.ServicesYielded = pl.checkServicesShared()
 	plan.View.Conflicts, plan.View.Warnings = pl.issues.lists()

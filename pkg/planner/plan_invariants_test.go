@@ -79,6 +79,13 @@ func TestContainment(t *testing.T) {
 // networks, nothing outside the source's, one Peer per name, labels set.
 func checkPlanInvariants(t testing.TB, in Input, p *Plan) {
 	t.Helper()
+	local := ""
+	for _, c := range in.Spec.Clusters {
+		if c.Local {
+			local = c.Name
+		}
+	}
+	checkCarried(t, p, local)
 	nets := map[string]networks{}
 	for i := range in.Spec.Clusters {
 		n, _, _ := parseNetworks(&in.Spec.Clusters[i])

@@ -24,7 +24,7 @@ func TestBuildStatusRelay(t *testing.T) {
 		for i := range plan.View.Targets {
 			plan.View.Targets[i].DesiredPeers = 0
 		}
-		st := buildStatus(statusInput{mesh: testMesh(), plan: plan, outcomes: outcomes, now: t0})
+		st := buildStatus(statusInput{mesh: testMesh(), plan: counted(plan), outcomes: outcomes, now: t0})
 		c := wantCondition(t, st, meshv1alpha1.ConditionReady, metav1.ConditionFalse, planner.ConflictNoRelay)
 		if !strings.Contains(c.Message, "eu and us") || strings.Contains(c.Message, "nothing is carried") {
 			t.Errorf("Ready message %q", c.Message)
@@ -40,7 +40,7 @@ func TestBuildStatusRelay(t *testing.T) {
 		outcomes := allApplied()
 		outcomes["eu"] = targetOutcome{reconciled: true, applied: 1}
 		plan.View.Targets[0].DesiredPeers = 1
-		st := buildStatus(statusInput{mesh: testMesh(), plan: plan, outcomes: outcomes, now: t0})
+		st := buildStatus(statusInput{mesh: testMesh(), plan: counted(plan), outcomes: outcomes, now: t0})
 		wantCondition(t, st, meshv1alpha1.ConditionReady, metav1.ConditionTrue, ReasonReady)
 	})
 }

@@ -54,6 +54,16 @@ func testPlan(unreachable ...string) *planner.Plan {
 		p.View.Clusters = append(p.View.Clusters, cp)
 		p.View.Targets = append(p.View.Targets, tp)
 	}
+	return counted(p)
+}
+
+// counted sets what a plan's desired Peers carry, as Compute does, after a
+// test built or edited them.
+func counted(p *planner.Plan) *planner.Plan {
+	p.Carried = map[string]map[string]int{}
+	for target, peers := range p.DesiredPeers {
+		p.Carried[target] = planner.CarriedOf(peers)
+	}
 	return p
 }
 
@@ -237,7 +247,7 @@ func TestBuildStatusConflictsKeepPeersOut(t *testing.T) {
 				plan.View.Targets[slices.IndexFunc(plan.View.Targets, func(tp meshv1alpha1.TargetPlan) bool { return tp.Cluster == target })].DesiredPeers = 0
 				outcomes[target] = targetOutcome{reconciled: true}
 			}
-			st := buildStatus(statusInput{mesh: testMesh(), plan: plan, outcomes: outcomes, now: t0})
+			st := buildStatus(statusInput{mesh: testMesh(), plan: counted(plan), outcomes: outcomes, now: t0})
 			carried := condition(t, st, meshv1alpha1.ConditionPeersCarried)
 			ready := wantCondition(t, st, meshv1alpha1.ConditionReady, tt.ready, tt.reason)
 			if carried.Status != tt.carried {
