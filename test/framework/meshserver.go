@@ -363,6 +363,11 @@ func (m *MeshServer) Stop() error {
 	return err
 }
 
+// Terminate stops the server as the kubelet ends its pod: SIGTERM, then
+// SIGKILL after grace, without failing a slow stop. It is for an earlier
+// release's binary, whose stop this code base cannot mend.
+func (m *MeshServer) Terminate(grace time.Duration) error { return m.proc.stop(grace) }
+
 // Kill stops the server with SIGKILL.
 func (m *MeshServer) Kill() error { return m.proc.stop(0) }
 

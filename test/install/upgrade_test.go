@@ -78,6 +78,11 @@ func previousBinary(t *testing.T, ctx context.Context) string {
 	return bin
 }
 
+// previousGrace is the HA pod's terminationGracePeriodSeconds: v0.1.0 may
+// hold SIGTERM while a watch through the aggregation layer is open, so its
+// pod is killed at the end of that grace, as here.
+const previousGrace = 30 * time.Second
+
 // TestUpgrade: the previous release, with a grant, a mesh bounded by it
 // and its Peers in its store, is replaced by the image's server in each
 // install mode: the default one stopped and started again on its data
@@ -102,7 +107,7 @@ func TestUpgrade(t *testing.T) {
 		dataDir := filepath.Join(t.TempDir(), "data")
 		prev := startServer(t, framework.MeshServerOptions{Binary: old, DataDir: dataDir})
 		ns, name, check, stop := seedUpgrade(t, ctx, prev)
-		if err := prev.Stop(); err != nil {
+		if err := prev.Terminate(previousGrace); err != nil {
 			t.Fatal(err)
 		}
 		cur := startServer(t, framework.MeshServerOptions{DataDir: dataDir})
@@ -115,6 +120,9 @@ func TestUpgrade(t *testing.T) {
 		check(again)
 		stop()
 		deleteMesh(t, ctx, ns, name)
+		if err := again.Terminate(previousGrace); err != nil {
+			t.Fatal(err)
+		}
 	})
 
 	t.Run("ha", func(t *testing.T) {
@@ -129,7 +137,7 @@ func TestUpgrade(t *testing.T) {
 		// The rollout: a new replica is ready beside the old leader
 		// (maxUnavailable 0), then the old one stops and hands the Lease over.
 		cur := replica("")
-		if err := prev.Stop(); err != nil {
+		if err := prev.Terminate(previousGrace); err != nil {
 			t.Fatal(err)
 		}
 		check(cur)
