@@ -73,6 +73,12 @@ func (r *Reconciler) settleDepartures(ctx context.Context, mesh *meshv1alpha1.Cl
 	for _, mb := range r.departedHolds(mesh) {
 		held[mb.Entry] = mb
 	}
+	if !r.clusters.Settled(mesh) {
+		// The connections followed a newer spec during this pass: judged by
+		// this older one, a hold of an entry it still lists would read as
+		// not left and be let go. The pass of the newer spec follows.
+		return departureWork{items: slices.Clone(mesh.Status.DepartedClusters), next: settleRecheck}
+	}
 	names := map[string]bool{}
 	for n := range prev {
 		names[n] = true
