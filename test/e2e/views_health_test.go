@@ -6,6 +6,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"regexp"
 	"strings"
 	"testing"
 
@@ -18,8 +19,11 @@ import (
 	"github.com/kilo-mesh/kilo-mesh-apiserver/test/framework"
 )
 
+// plannedFor is the WireGuard rendering's header time.
+var plannedFor = regexp.MustCompile(`planned for [0-9TZ:-]+\.`)
+
 // testStatusPeers: the design's path of the peers view answers what the
-// peers view answers, byte for byte, and only to users who may get
+// peers view answers, byte for byte but for the plan's time, and only to users who may get
 // clustermeshes/peers (the server asks a SubjectAccessReview).
 func testStatusPeers(t *testing.T, v *viewsEnv) {
 	for _, query := range []string{"", "?cluster=east", "?cluster=west&format=wireguard", "?format=dot"} {
@@ -32,7 +36,8 @@ func testStatusPeers(t *testing.T, v *viewsEnv) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if got != want || got == "" {
+			// A plan is made again once it is plancache.MaxAge old, so the two GETs may see two.
+			if plannedFor.ReplaceAllString(got, "planned for T.") != plannedFor.ReplaceAllString(want, "planned for T.") || got == "" {
 				t.Errorf("status/peers%s differs from peers%s:\n%s\n---\n%s", query, query, got, want)
 			}
 		})
