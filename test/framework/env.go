@@ -295,8 +295,15 @@ func (e *Env) recordStopFailure(err error) {
 	e.stopFailures = append(e.stopFailures, err)
 }
 
+func (e *Env) stopFailed() bool {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return len(e.stopFailures) > 0
+}
+
 // Stop stops every process the environment started (mesh servers first,
-// then kube-controller-managers, kube-apiservers, then etcd) and removes Dir unless kept. It is
+// then kube-controller-managers, kube-apiservers, then etcd) and removes Dir
+// unless kept or a mesh server's stop failed. It is
 // idempotent. It fails if any mesh server, now or in an earlier
 // MeshServer.Stop, did not exit within ShutdownBound of SIGTERM.
 func (e *Env) Stop() error {
@@ -346,6 +353,10 @@ func (e *Env) Stop() error {
 	if e.opts.KeepDir || os.Getenv(KeepEnv) != "" {
 		os.Remove(filepath.Join(e.Dir, ownerFile))
 		e.log("kept environment dir %s", e.Dir)
+	} else if e.stopFailed() {
+		// The whole goroutine dump of a server that held SIGTERM is in its log there.
+		os.Remove(filepath.Join(e.Dir, ownerFile))
+		e.log("kept environment dir %s: a mesh server did not stop in time", e.Dir)
 	} else if e.opts.Dir == "" {
 		if err := os.RemoveAll(e.Dir); err != nil {
 			errs = append(errs, err)

@@ -20,10 +20,10 @@ const (
 )
 
 // heldBy summarizes the goroutine dump that a Go process wrote to its log
-// (at or after offset) on SIGQUIT: the main goroutine and those running code
-// of this repository, identical stacks counted once, functions only. Those
-// are where a process that does not exit waits; the whole dump stays in the
-// log.
+// (at or after offset) on SIGQUIT: the main goroutine, those running code
+// of this repository and those serving a request (an HTTP server's shutdown
+// waits for them), identical stacks counted once, functions only. Those are
+// where a process that does not exit waits; the whole dump stays in the log.
 func heldBy(logPath string, offset int64) string {
 	f, err := os.Open(logPath)
 	if err != nil {
@@ -85,7 +85,7 @@ func summarizeGoroutines(dump string) (string, bool) {
 			if strings.HasPrefix(l, "\t") || strings.HasPrefix(l, "runtime.") {
 				continue
 			}
-			ours = ours || strings.Contains(l, modulePath)
+			ours = ours || strings.Contains(l, modulePath) || strings.Contains(l, ".ServeHTTP(")
 			frame := goroutineFrom.ReplaceAllString(goroutineArgs.ReplaceAllString(l, ""), "")
 			if j+1 < len(lines) && strings.HasPrefix(lines[j+1], "\t") {
 				frame += " " + frameLine(lines[j+1])
@@ -108,7 +108,7 @@ func summarizeGoroutines(dump string) (string, bool) {
 		order = append(order, key)
 	}
 	var b strings.Builder
-	fmt.Fprintf(&b, "%d goroutines; the main one and those in this repository's code:\n", total)
+	fmt.Fprintf(&b, "%d goroutines; the main one, those in this repository's code and those serving a request:\n", total)
 	lines := 1
 	for _, key := range order {
 		s := stacks[key]

@@ -3,6 +3,10 @@ package framework
 import (
 	"context"
 	"fmt"
+	"net"
+	"net/http"
+	"net/http/httputil"
+	"net/url"
 	"os"
 	"os/signal"
 	"path/filepath"
@@ -13,7 +17,8 @@ import (
 )
 
 // stopHelperEnv makes the test binary, run as TestStopWithinHelper, a
-// stand-in server: "exit" exits on SIGTERM, "hang" ignores it.
+// stand-in server: "exit" exits on SIGTERM, "hang" ignores it, "serving"
+// ignores it while a request it serves waits on a backend that never answers.
 const stopHelperEnv = "KILO_MESH_STOP_HELPER"
 
 // TestStopWithin runs this test binary as a process that exits on SIGTERM
@@ -26,6 +31,7 @@ func TestStopWithin(t *testing.T) {
 	}{
 		{mode: "exit"},
 		{mode: "hang", wantErr: []string{"did not exit within 2s of SIGTERM", "3 x goroutine ", "test/framework.holdAfterSIGTERM"}},
+		{mode: "serving", wantErr: []string{"did not exit within 2s of SIGTERM", "net/http/httputil.(*ReverseProxy).ServeHTTP"}},
 	} {
 		t.Run(tc.mode, func(t *testing.T) {
 			t.Setenv(stopHelperEnv, tc.mode)
@@ -81,6 +87,9 @@ func TestStopWithinHelper(t *testing.T) {
 	if mode == "exit" {
 		os.Exit(0)
 	}
+	if mode == "serving" {
+		serveOneHeldRequest(t)
+	}
 	for range 3 {
 		go holdAfterSIGTERM()
 	}
@@ -89,3 +98,25 @@ func TestStopWithinHelper(t *testing.T) {
 
 // holdAfterSIGTERM is what a server that does not exit waits on.
 func holdAfterSIGTERM() { select {} }
+
+// serveOneHeldRequest serves, on loopback, a request that a reverse proxy
+// (code of no frame of this repository) forwards to a backend that never
+// answers, and returns once the proxy waits on it.
+func serveOneHeldRequest(t *testing.T) {
+	backend, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	accepted := make(chan net.Conn, 1)
+	go func() {
+		c, _ := backend.Accept()
+		accepted <- c
+	}()
+	front, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	go http.Serve(front, httputil.NewSingleHostReverseProxy(&url.URL{Scheme: "http", Host: backend.Addr().String()}))
+	go http.Get("http://" + front.Addr().String())
+	<-accepted
+}
