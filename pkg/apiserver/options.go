@@ -40,6 +40,12 @@ const etcdPathPrefix = "/registry/mesh.kilo.squat.ai"
 // to return, at 200 or more a second, well inside a pod's grace period.
 const watchDrainPeriod = 5 * time.Second
 
+// connDrainPeriod bounds how long, from when it stops listening, the HTTP
+// server waits for its connections to close: Go never tells one whose
+// handshake ends just after that to go away (golang/go#81153), and the
+// generic server would wait for it the whole request timeout.
+const connDrainPeriod = watchDrainPeriod + 3*time.Second
+
 // Options are the server's command-line settings: the generic ones of every
 // aggregated API server (serving, delegated authn/authz, admission, audit,
 // priority and fairness, etcd) and where the embedded etcd lives.
