@@ -112,7 +112,8 @@ func (c CompletedConfig) New() (*Server, error) {
 	if err != nil {
 		return nil, fmt.Errorf("building generic API server: %w", err)
 	}
-	// Requests drain, and watches get their grace, before this bound is awaited: it cuts only connections that outlive both.
+	// Requests drain, and watches get their grace, before this bound is
+	// awaited: it cuts only connections that outlive both.
 	generic.ShutdownTimeout = connDrainPeriod
 	bg := newBackground(generic)
 	meshes, status, err := clustermesh.NewREST(Scheme, c.GenericConfig.RESTOptionsGetter)

@@ -5,6 +5,7 @@ import (
 	"net/netip"
 	"slices"
 
+	kilov1alpha1 "github.com/kilo-mesh/kilo-mesh-apiserver/pkg/apis/kilo/v1alpha1"
 	meshv1alpha1 "github.com/kilo-mesh/kilo-mesh-apiserver/pkg/apis/mesh/v1alpha1"
 )
 
@@ -195,4 +196,42 @@ func (x *prefixIndex) overlap(p netip.Prefix) (netip.Prefix, int, bool) {
 	}
 	i := x.argmax[n-1]
 	return x.prefixes[i], x.owners[i], true
+}
+
+// frozenOwner describes who holds an address the plan may not take on a target.
+type frozenOwner struct {
+	kept bool
+	name string
+}
+
+// frozen indexes the addresses of the kept Peers and of the Peers this mesh
+// does not manage: the plan may not claim any of them on this target. Only
+// Peers kg accepts count; kg ignores the others.
+func (pl *planner) frozen(kept, foreign []*kilov1alpha1.Peer) (*prefixIndex, []frozenOwner) {
+	var prefixes []netip.Prefix
+	var ownerOf []int
+	var owners []frozenOwner
+	add := func(p *kilov1alpha1.Peer, isKept bool) {
+		if len(p.Validate()) > 0 {
+			return
+		}
+		o := len(owners)
+		owners = append(owners, frozenOwner{kept: isKept, name: p.Name})
+		for _, s := range p.Spec.AllowedIPs {
+			if q, err := netip.ParsePrefix(s); err == nil {
+				prefixes = append(prefixes, canonical(q))
+				ownerOf = append(ownerOf, o)
+			}
+		}
+	}
+	for _, k := range kept {
+		add(k, true)
+	}
+	for _, f := range foreign {
+		add(f, false)
+	}
+	if len(prefixes) == 0 {
+		return nil, nil
+	}
+	return newPrefixIndex(prefixes, ownerOf), owners
 }

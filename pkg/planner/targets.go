@@ -70,12 +70,6 @@ type keptPeer struct {
 	reason string
 }
 
-// frozenOwner describes who holds an address the plan may not take on a target.
-type frozenOwner struct {
-	kept bool
-	name string
-}
-
 // planTarget computes the Peers one cluster must hold, before relaying.
 func (pl *planner) planTarget(t *source) *draft {
 	tp := meshv1alpha1.TargetPlan{Cluster: t.name, DiffState: meshv1alpha1.DiffStateUnknown}
@@ -285,38 +279,6 @@ func (pl *planner) withheld(t *source, e *export, x *existingPeers) (reason, lea
 			fmt.Sprintf("group %s (leader key %s)", g, e.key)
 	}
 	return "", "", ""
-}
-
-// frozen indexes the addresses of the kept Peers and of the Peers this mesh
-// does not manage: the plan may not claim any of them on this target. Only
-// Peers kg accepts count; kg ignores the others.
-func (pl *planner) frozen(kept, foreign []*kilov1alpha1.Peer) (*prefixIndex, []frozenOwner) {
-	var prefixes []netip.Prefix
-	var ownerOf []int
-	var owners []frozenOwner
-	add := func(p *kilov1alpha1.Peer, isKept bool) {
-		if len(p.Validate()) > 0 {
-			return
-		}
-		o := len(owners)
-		owners = append(owners, frozenOwner{kept: isKept, name: p.Name})
-		for _, s := range p.Spec.AllowedIPs {
-			if q, err := netip.ParsePrefix(s); err == nil {
-				prefixes = append(prefixes, canonical(q))
-				ownerOf = append(ownerOf, o)
-			}
-		}
-	}
-	for _, k := range kept {
-		add(k, true)
-	}
-	for _, f := range foreign {
-		add(f, false)
-	}
-	if len(prefixes) == 0 {
-		return nil, nil
-	}
-	return newPrefixIndex(prefixes, ownerOf), owners
 }
 
 // keep decides what becomes of a kept Peer on target t. Intact, it is

@@ -74,9 +74,10 @@ func (r *Reconciler) settleDepartures(ctx context.Context, mesh *meshv1alpha1.Cl
 		held[mb.Entry] = mb
 	}
 	if !r.clusters.Settled(mesh) {
-		// The connections followed a newer spec during this pass: judged by
-		// this older one, a hold of an entry it still lists would read as
-		// not left and be let go. The pass of the newer spec follows.
+		// The connections followed a newer spec, or a member's caches began
+		// filling again, during this pass: judged now, a hold of an entry
+		// this spec still lists could read as not left and be let go. The
+		// next settled pass decides.
 		return departureWork{items: slices.Clone(mesh.Status.DepartedClusters), next: settleRecheck}
 	}
 	names := map[string]bool{}

@@ -5,7 +5,10 @@ package e2e
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -13,7 +16,9 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	kilov1alpha1 "github.com/kilo-mesh/kilo-mesh-apiserver/pkg/apis/kilo/v1alpha1"
+	meshv1alpha1 "github.com/kilo-mesh/kilo-mesh-apiserver/pkg/apis/mesh/v1alpha1"
 	"github.com/kilo-mesh/kilo-mesh-apiserver/pkg/planner"
+	"github.com/kilo-mesh/kilo-mesh-apiserver/pkg/reconciler"
 	"github.com/kilo-mesh/kilo-mesh-apiserver/test/framework"
 )
 
@@ -112,4 +117,67 @@ spec:
 		t.Errorf("another installation's Peer: %v", err)
 	}
 	_ = ts.dyn(1).Resource(kilov1alpha1.PeerResource).Delete(ctx, foreign.Name, metav1.DeleteOptions{})
+}
+
+// testDeletedWithoutFinalizer: a mesh deleted after a tenant removed its
+// finalizer leaves no Peer; the server notices it gone, not its finalizer.
+func (ts *tsEnv) testDeletedWithoutFinalizer(first *meshv1alpha1.ClusterMesh) func(t *testing.T) {
+	return func(t *testing.T) {
+		// An admission policy keeps the server from adding its finalizer
+		// back, as a tenant racing it could.
+		ts.denyFinalizer(t, "first")
+		before := 0
+		for i := range rcClusters {
+			peers, err := ts.peers(t, i, first.UID)
+			if err != nil {
+				t.Fatal(err)
+			}
+			before += len(peers)
+		}
+		if before == 0 {
+			t.Fatal("the mesh has no Peers: the test proves nothing")
+		}
+		// The server's admission compiles a new policy on its own ticker:
+		// until a dry run adding the finalizer back is refused, the server
+		// may still put it back, so it is removed again.
+		framework.EventuallyT(t, rcConverge, "the finalizer removed under the policy", func() error {
+			if _, err := ts.meshes().Patch(context.Background(), "first", "application/merge-patch+json",
+				[]byte(`{"metadata":{"finalizers":null}}`), metav1.PatchOptions{}); err != nil {
+				return err
+			}
+			back := fmt.Sprintf(`{"metadata":{"finalizers":[%q]}}`, reconciler.Finalizer)
+			_, err := ts.meshes().Patch(context.Background(), "first", "application/merge-patch+json", []byte(back),
+				metav1.PatchOptions{DryRun: []string{metav1.DryRunAll}})
+			switch {
+			case err == nil:
+				return errors.New("a dry run adding the finalizer back was allowed")
+			case !strings.Contains(err.Error(), "may not be added back"):
+				return err
+			}
+			return nil
+		})
+		time.Sleep(3 * time.Second)
+		if m := ts.mesh(t, "first"); slices.Contains(m.Finalizers, reconciler.Finalizer) {
+			t.Fatal("the server put its finalizer back despite the policy: the test proves nothing")
+		}
+		if err := ts.meshes().Delete(context.Background(), "first", metav1.DeleteOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		if ts.mesh(t, "first") != nil {
+			t.Fatal("the mesh is still there")
+		}
+		took := framework.EventuallyT(t, rcConverge, "every Peer of the deleted mesh removed", func() error {
+			for i := range rcClusters {
+				peers, err := ts.peers(t, i, first.UID)
+				if err != nil {
+					return err
+				}
+				if len(peers) > 0 {
+					return fmt.Errorf("cluster %d holds %d", i, len(peers))
+				}
+			}
+			return nil
+		})
+		t.Logf("%d Peers removed %s after the deletion", before, took.Round(time.Millisecond))
+	}
 }

@@ -75,7 +75,7 @@ func summarizeGoroutines(dump string) (string, bool) {
 		}
 		total++
 		main := strings.HasPrefix(lines[0], "goroutine 1 ")
-		ours := false
+		shown := false
 		out := []string{goroutineWait.ReplaceAllString(goroutineHead.ReplaceAllString(lines[0], "goroutine "), "]")}
 		frames := 0
 		for j := 1; j < len(lines); j++ {
@@ -85,7 +85,7 @@ func summarizeGoroutines(dump string) (string, bool) {
 			if strings.HasPrefix(l, "\t") || strings.HasPrefix(l, "runtime.") {
 				continue
 			}
-			ours = ours || strings.Contains(l, modulePath) || strings.Contains(l, ".ServeHTTP(")
+			shown = shown || strings.Contains(l, modulePath) || strings.Contains(l, ".ServeHTTP(")
 			frame := goroutineFrom.ReplaceAllString(goroutineArgs.ReplaceAllString(l, ""), "")
 			if j+1 < len(lines) && strings.HasPrefix(lines[j+1], "\t") {
 				frame += " " + frameLine(lines[j+1])
@@ -96,7 +96,7 @@ func summarizeGoroutines(dump string) (string, bool) {
 				out = append(out, "  ...")
 			}
 		}
-		if !main && !ours {
+		if !main && !shown {
 			continue
 		}
 		key := strings.Join(out, "\n")

@@ -9,8 +9,6 @@ import (
 	"testing"
 	"time"
 
-	authenticationv1 "k8s.io/api/authentication/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/rest"
 )
@@ -114,59 +112,12 @@ type MeshServer struct {
 	proc *process
 }
 
-// DeployManifest returns the path of a file in artifacts/deploy.
-func DeployManifest(name string) (string, error) {
-	root, err := RepoRoot()
-	if err != nil {
-		return "", err
-	}
-	return filepath.Join(root, "artifacts", "deploy", name), nil
-}
-
-// InstallServerRBAC applies the namespace (artifacts/namespace), the
-// server's RBAC, the aggregated user roles, the grant reader role and the
-// (empty) Secret of the self-managed serving certificate from
-// artifacts/deploy to the host cluster, then waits for the ClusterRoles to
-// aggregate. Idempotent; StartMeshServer calls it.
-func (e *Env) InstallServerRBAC(ctx context.Context) error {
-	root, err := RepoRoot()
-	if err != nil {
-		return err
-	}
-	paths := []string{filepath.Join(root, "artifacts", "namespace", "namespace.yaml")}
-	for _, name := range []string{"rbac.yaml", "user-roles.yaml", "grant-roles.yaml", "serving-cert.yaml"} {
-		path, err := DeployManifest(name)
-		if err != nil {
-			return err
-		}
-		paths = append(paths, path)
-	}
-	for _, path := range paths {
-		if _, _, err := e.Kubectl(ctx, HostCluster, UserAdmin, "apply", "-f", path); err != nil {
-			return err
-		}
-	}
-	return e.WaitClusterRolesAggregated(ctx, HostCluster)
-}
-
 // IssueMeshServingCert issues a serving certificate for the server's
 // Service from the CA that StartMeshServer puts into the APIService's
 // caBundle (without SelfManagedCert): what cert-manager's renewal of the
 // Certificate of the cert-manager installs hands the server.
 func (e *Env) IssueMeshServingCert() (*KeyPair, error) {
 	return e.meshCA.IssueServing("kilo-mesh-apiserver", MeshServiceDNSName, MeshServiceDNSName+".cluster.local")
-}
-
-// ServiceAccountToken returns a token of ServiceAccount ns/name on cluster i
-// from the TokenRequest API (what `kubectl create token` does).
-func (e *Env) ServiceAccountToken(ctx context.Context, cluster int, ns, name string, validity time.Duration) (string, error) {
-	seconds := int64(validity / time.Second)
-	tr, err := e.Client(cluster, UserAdmin).CoreV1().ServiceAccounts(ns).CreateToken(ctx, name,
-		&authenticationv1.TokenRequest{Spec: authenticationv1.TokenRequestSpec{ExpirationSeconds: &seconds}}, metav1.CreateOptions{})
-	if err != nil {
-		return "", fmt.Errorf("token for ServiceAccount %s/%s on cluster %d: %w", ns, name, cluster, err)
-	}
-	return tr.Status.Token, nil
 }
 
 // StartMeshServer installs the server's RBAC from artifacts/deploy, runs
