@@ -299,25 +299,6 @@ func peersOfDeparted(mesh *meshv1alpha1.ClusterMesh, entry string, inSpec bool, 
 	return n
 }
 
-// setDeparturesCondition summarises the departures of st.
-func setDeparturesCondition(st *meshv1alpha1.ClusterMeshStatus, gen int64, now metav1.Time) {
-	if len(st.DepartedClusters) == 0 {
-		setCondition(st, gen, now, meshv1alpha1.ConditionDeparturesComplete, metav1.ConditionTrue, ReasonDeparturesComplete,
-			"no cluster that left the mesh holds anything of it")
-		return
-	}
-	reason := meshv1alpha1.DepartureRemoving
-	var parts []string
-	for _, it := range st.DepartedClusters {
-		if it.Reason != meshv1alpha1.DepartureRemoving && reason == meshv1alpha1.DepartureRemoving {
-			reason = it.Reason
-		}
-		parts = append(parts, fmt.Sprintf("%s: %s", it.Name, it.Reason))
-	}
-	setCondition(st, gen, now, meshv1alpha1.ConditionDeparturesComplete, metav1.ConditionFalse, reason,
-		"clusters that left the mesh: "+summarize(parts, 5)+"; see status.departedClusters")
-}
-
 // maxDepartedRemembered bounds the completed departures remembered per
 // mesh (the validation limit of spec.clusters, so that a mesh whose every
 // entry leaves at once forgets none), so that a tenant editing entries in

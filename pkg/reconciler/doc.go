@@ -5,14 +5,21 @@
 //
 // Every replica keeps the caches (the ClusterMesh informer and the
 // member-cluster caches of clusters.Manager serve the views too); only the
-// replica holding the Lease reconciles. A pass over one mesh:
+// replica holding the Lease reconciles. A pass over one mesh (sync.go)
+// runs its stages in order, each in its own file:
 //
-//	sync.go          plan, then on every member at once:
-//	apply.go           the Peers the plan creates, updates or drops
-//	services.go        the ServiceImports, derived Services and EndpointSlices
-//	servicesapply.go   and the ServiceExport conditions the services computation shows
+//	sync.go          plan, on the connections the entries reach now
+//	applyplan.go     the Peers the plan creates, updates or drops, on every
+//	apply.go           member at once (one target's writes)
+//	services.go      the ServiceImports, derived Services and EndpointSlices,
+//	servicesapply.go   and the ServiceExport conditions, the services
+//	                   computation shows (servicescompare.go: what is current)
 //	departed.go      the entries that left the mesh
-//	status.go        the status and events, written only when they change
+//	status.go        the status, written only when it changes, with every
+//	conditions.go      condition it carries
+//	metrics.go       the per-mesh metrics
+//	events.go        what the pass did and the facts it found first
+//	requeue.go       when to look again without a change
 //
 // With nothing changing, a pass writes nothing. The plan already decides
 // what is safe: Peers of an unreachable cluster are kept, Peers owned by

@@ -75,6 +75,27 @@ func (f *eventFilter) forget(mesh types.NamespacedName) {
 	delete(f.last, mesh)
 }
 
+// announce sends what a pass did, every time, and the facts it found that
+// the previous pass did not have, the plan's among them.
+func (r *Reconciler) announce(mesh *meshv1alpha1.ClusterMesh, plan *planner.Plan, states map[string]clusters.ClusterState,
+	actions, facts []meshEvent) {
+	emit(r.recorder, mesh, actions)
+	key := types.NamespacedName{Namespace: mesh.Namespace, Name: mesh.Name}
+	emit(r.recorder, mesh, r.events.fresh(key, append(facts, passFacts(plan, states)...)))
+}
+
+// passFacts are the persistent facts of a pass's plan and member states
+// worth an event; nil without a plan.
+func passFacts(plan *planner.Plan, states map[string]clusters.ClusterState) []meshEvent {
+	if plan == nil {
+		return nil
+	}
+	out := planEvents(plan)
+	out = append(out, grantedEvents(plan)...)
+	out = append(out, servicesSharedEvents(plan)...)
+	return append(out, limitEvents(states)...)
+}
+
 // planEvents are the persistent facts of a plan worth an event: nodes left
 // out of the mesh (per cluster and reason), conflicts, and member
 // credentials that expire soon. Messages name nodes, never node messages,
@@ -142,4 +163,24 @@ func emit(rec record.EventRecorder, mesh *meshv1alpha1.ClusterMesh, events []mes
 	for _, e := range events {
 		rec.Event(mesh, e.Type, e.Reason, e.Message)
 	}
+}
+
+// grantedEvents announce what host access withholds. The filter of facts
+// sends each once, when it changes; the message names the grace period's
+// end, not the time left, so that it stays the same until something does.
+func grantedEvents(plan *planner.Plan) []meshEvent {
+	ha := plan.View.HostAccess
+	if ha == nil || ha.Granted {
+		return nil
+	}
+	return []meshEvent{{Type: corev1.EventTypeWarning, Reason: ha.Reason, Message: ha.Message}}
+}
+
+// servicesSharedEvents announce each shared cluster once, as a fact.
+func servicesSharedEvents(plan *planner.Plan) []meshEvent {
+	var out []meshEvent
+	for _, w := range sharedWarnings(plan) {
+		out = append(out, meshEvent{Type: corev1.EventTypeWarning, Reason: w.Reason, Message: issueText(w)})
+	}
+	return out
 }

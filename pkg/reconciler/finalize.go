@@ -153,3 +153,20 @@ func (r *Reconciler) writeDeletionStatus(ctx context.Context, mesh *meshv1alpha1
 	}
 	return r.meshAPI.applyStatus(ctx, mesh, st)
 }
+
+func hasFinalizer(mesh *meshv1alpha1.ClusterMesh) bool {
+	return slices.Contains(mesh.Finalizers, Finalizer)
+}
+
+func withoutFinalizer(list []string) []string {
+	return slices.DeleteFunc(slices.Clone(list), func(f string) bool { return f == Finalizer })
+}
+
+// deletionStatus is the status of a deleted mesh whose Peers are being
+// removed: Ready says what the deletion waits for.
+func deletionStatus(mesh *meshv1alpha1.ClusterMesh, reason, message string, now metav1.Time) meshv1alpha1.ClusterMeshStatus {
+	st := *mesh.Status.DeepCopy()
+	st.ObservedGeneration = mesh.Generation
+	setCondition(&st, mesh.Generation, now, meshv1alpha1.ConditionReady, metav1.ConditionFalse, reason, message)
+	return st
+}

@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"slices"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -82,14 +81,6 @@ func (a meshAPI) setFinalizers(ctx context.Context, mesh *meshv1alpha1.ClusterMe
 		return nil, fmt.Errorf("setting the finalizers of %s/%s: %w", mesh.Namespace, mesh.Name, err)
 	}
 	return out, nil
-}
-
-func hasFinalizer(mesh *meshv1alpha1.ClusterMesh) bool {
-	return slices.Contains(mesh.Finalizers, Finalizer)
-}
-
-func withoutFinalizer(list []string) []string {
-	return slices.DeleteFunc(slices.Clone(list), func(f string) bool { return f == Finalizer })
 }
 
 // get reads a mesh from storage through the server's own API, not a cache.

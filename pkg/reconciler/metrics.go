@@ -11,6 +11,9 @@ import (
 	"k8s.io/component-base/metrics/legacyregistry"
 	mcsv1beta1 "sigs.k8s.io/mcs-api/pkg/apis/v1beta1"
 
+	meshv1alpha1 "github.com/kilo-mesh/kilo-mesh-apiserver/pkg/apis/mesh/v1alpha1"
+	"github.com/kilo-mesh/kilo-mesh-apiserver/pkg/clusters"
+	"github.com/kilo-mesh/kilo-mesh-apiserver/pkg/planner"
 	"github.com/kilo-mesh/kilo-mesh-apiserver/pkg/planner/services"
 )
 
@@ -256,3 +259,52 @@ func (queueMetrics) NewLongestRunningProcessorSecondsMetric(string) workqueue.Se
 	return noopMetric{}
 }
 func (queueMetrics) NewRetriesMetric(string) workqueue.CounterMetric { return noopMetric{} }
+
+// reportCredentials exports the expiry of every member credential that
+// states one, so that alerts can be set on it at any distance, and drops
+// the series of a credential that no longer states one. states is nil when
+// the pass had no plan: nothing new is known then.
+func reportCredentials(mesh *meshv1alpha1.ClusterMesh, states map[string]clusters.ClusterState) {
+	name := mesh.Namespace + "/" + mesh.Name
+	for cluster, st := range states {
+		if exp := st.CredentialExpiry; !exp.IsZero() {
+			credentialExpiry.WithLabelValues(name, cluster).Set(float64(exp.Unix()))
+		} else {
+			credentialExpiry.DeleteLabelValues(name, cluster)
+		}
+	}
+}
+
+// reportPass feeds a pass into the per-mesh metrics: its Peers, member
+// credentials and conditions.
+func (r *Reconciler) reportPass(mesh *meshv1alpha1.ClusterMesh, plan *planner.Plan, outcomes map[string]targetOutcome,
+	states map[string]clusters.ClusterState, conds []metav1.Condition) {
+	r.report(mesh, plan, outcomes)
+	reportCredentials(mesh, states)
+	reportConditions(mesh.Namespace+"/"+mesh.Name, conds)
+}
+
+// report feeds a pass's Peers into the per-mesh metrics.
+func (r *Reconciler) report(mesh *meshv1alpha1.ClusterMesh, plan *planner.Plan, outcomes map[string]targetOutcome) {
+	if plan == nil {
+		return
+	}
+	name := mesh.Namespace + "/" + mesh.Name
+	for _, tp := range plan.View.Targets {
+		if tp.DiffState == meshv1alpha1.DiffStateComputed {
+			peersDesired.WithLabelValues(name, tp.Cluster).Set(float64(tp.DesiredPeers))
+		}
+	}
+	for _, c := range plan.View.Clusters {
+		// From 0, so that the first failure is an increase.
+		applyErrors.WithLabelValues(name, c.Name).Add(0)
+		v := 0.0
+		if c.Reachable {
+			v = 1
+		}
+		clusterReachable.WithLabelValues(name, c.Name).Set(v)
+		if out, ok := outcomes[c.Name]; ok && out.reconciled {
+			peersManaged.WithLabelValues(name, c.Name).Set(float64(out.applied))
+		}
+	}
+}

@@ -9,7 +9,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
@@ -53,18 +52,6 @@ func newServicesPass(ctx context.Context, mesh *meshv1alpha1.ClusterMesh, out *s
 	return &servicesPass{ctx: ctx, mesh: mesh, out: out, exports: exports, client: client, deletions: deletions,
 		imports: byKey(have.Imports), svcs: byKey(have.Services), slices: byKey(have.EndpointSlices), exps: byKey(have.Exports),
 		known: newClusterCurrent(0, 0), found: newClusterCurrent(len(out.Imports), len(exports))}
-}
-
-func byKey[T metav1.Object](objs []T) map[types.NamespacedName]T {
-	m := make(map[types.NamespacedName]T, len(objs))
-	for _, o := range objs {
-		m[types.NamespacedName{Namespace: o.GetNamespace(), Name: o.GetName()}] = o
-	}
-	return m
-}
-
-func keyOf(o metav1.Object) types.NamespacedName {
-	return types.NamespacedName{Namespace: o.GetNamespace(), Name: o.GetName()}
 }
 
 // run submits the writes that differ to the fair writer and waits for them.
@@ -184,48 +171,6 @@ func (p *servicesPass) exportStatus(have *mcsv1beta1.ServiceExport, conds []meta
 	p.done(&p.updated, "ServiceExport status", obj, err, "ServiceExport", answer)
 }
 
-// mergeConditions sets want into have, keeping lastTransitionTime where
-// the status did not change; changed is false when nothing moved.
-func mergeConditions(have, want []metav1.Condition) ([]metav1.Condition, bool) {
-	out := make([]metav1.Condition, len(have))
-	for i := range have {
-		out[i] = *have[i].DeepCopy()
-	}
-	changed := false
-	for _, c := range want {
-		old := meta.FindStatusCondition(out, c.Type)
-		if old != nil && old.Status == c.Status && old.Reason == c.Reason && old.Message == c.Message && old.ObservedGeneration == c.ObservedGeneration {
-			continue
-		}
-		meta.SetStatusCondition(&out, c)
-		changed = true
-	}
-	return out, changed
-}
-
-// importCurrent reports whether the cluster holds the import as wanted.
-func (p *servicesPass) importCurrent(imp *services.Import) bool {
-	si := p.imports[keyOf(imp.ServiceImport)]
-	if si == nil || !importSpecCurrent(imp.ServiceImport, si) {
-		return false
-	}
-	if _, changed := importStatus(si, imp.ServiceImport); changed {
-		return false
-	}
-	if d := imp.DerivedService; d != nil {
-		have := p.svcs[keyOf(d)]
-		if have == nil || !derivedCurrent(withOwner(d, si), have) {
-			return false
-		}
-	}
-	for _, es := range imp.EndpointSlices {
-		if have := p.slices[keyOf(es)]; have == nil || !sliceCurrent(es, have) {
-			return false
-		}
-	}
-	return true
-}
-
 // applyImport writes an import's ServiceImport, then its derived Service
 // (owned by the ServiceImport, so the garbage collector removes it with
 // it), then its EndpointSlices.
@@ -306,4 +251,12 @@ func (p *servicesPass) applySlice(want *discoveryv1.EndpointSlice) {
 	}
 	answer, err := slices.Create(p.ctx, want, metav1.CreateOptions{FieldManager: FieldManager})
 	p.done(&p.created, "EndpointSlice", want, err, "EndpointSlice", answer)
+}
+
+func byKey[T metav1.Object](objs []T) map[types.NamespacedName]T {
+	m := make(map[types.NamespacedName]T, len(objs))
+	for _, o := range objs {
+		m[types.NamespacedName{Namespace: o.GetNamespace(), Name: o.GetName()}] = o
+	}
+	return m
 }

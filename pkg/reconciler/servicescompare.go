@@ -8,8 +8,10 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
 	apiequality "k8s.io/apimachinery/pkg/api/equality"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
 	mcsv1beta1 "sigs.k8s.io/mcs-api/pkg/apis/v1beta1"
 
 	"github.com/kilo-mesh/kilo-mesh-apiserver/pkg/planner/services"
@@ -150,6 +152,52 @@ func sliceCurrent(want, have *discoveryv1.EndpointSlice) bool {
 		w, h := &want.Endpoints[i], &have.Endpoints[i]
 		if !apiequality.Semantic.DeepEqual(w.Addresses, h.Addresses) || !apiequality.Semantic.DeepEqual(w.Conditions, h.Conditions) ||
 			!apiequality.Semantic.DeepEqual(w.Hostname, h.Hostname) || !apiequality.Semantic.DeepEqual(w.Zone, h.Zone) {
+			return false
+		}
+	}
+	return true
+}
+
+func keyOf(o metav1.Object) types.NamespacedName {
+	return types.NamespacedName{Namespace: o.GetNamespace(), Name: o.GetName()}
+}
+
+// mergeConditions sets want into have, keeping lastTransitionTime where
+// the status did not change; changed is false when nothing moved.
+func mergeConditions(have, want []metav1.Condition) ([]metav1.Condition, bool) {
+	out := make([]metav1.Condition, len(have))
+	for i := range have {
+		out[i] = *have[i].DeepCopy()
+	}
+	changed := false
+	for _, c := range want {
+		old := meta.FindStatusCondition(out, c.Type)
+		if old != nil && old.Status == c.Status && old.Reason == c.Reason && old.Message == c.Message && old.ObservedGeneration == c.ObservedGeneration {
+			continue
+		}
+		meta.SetStatusCondition(&out, c)
+		changed = true
+	}
+	return out, changed
+}
+
+// importCurrent reports whether the cluster holds the import as wanted.
+func (p *servicesPass) importCurrent(imp *services.Import) bool {
+	si := p.imports[keyOf(imp.ServiceImport)]
+	if si == nil || !importSpecCurrent(imp.ServiceImport, si) {
+		return false
+	}
+	if _, changed := importStatus(si, imp.ServiceImport); changed {
+		return false
+	}
+	if d := imp.DerivedService; d != nil {
+		have := p.svcs[keyOf(d)]
+		if have == nil || !derivedCurrent(withOwner(d, si), have) {
+			return false
+		}
+	}
+	for _, es := range imp.EndpointSlices {
+		if have := p.slices[keyOf(es)]; have == nil || !sliceCurrent(es, have) {
 			return false
 		}
 	}

@@ -3,43 +3,18 @@ package reconciler
 import (
 	"context"
 	"fmt"
-	"maps"
 	"slices"
 	"strings"
-	"sync"
 	"time"
 
-	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/klog/v2"
 
-	kilov1alpha1 "github.com/kilo-mesh/kilo-mesh-apiserver/pkg/apis/kilo/v1alpha1"
 	meshv1alpha1 "github.com/kilo-mesh/kilo-mesh-apiserver/pkg/apis/mesh/v1alpha1"
 	"github.com/kilo-mesh/kilo-mesh-apiserver/pkg/clusters"
 	"github.com/kilo-mesh/kilo-mesh-apiserver/pkg/planner"
 )
-
-// cacheRecheck is when a mesh is looked at again after a pass that found
-// writes of its own the member caches had not shown yet.
-const cacheRecheck = time.Second
-
-// settleRecheck is when a mesh whose member caches have not settled is
-// looked at again if no change of theirs came first.
-const settleRecheck = 5 * time.Second
-
-// syncResult says when to look at a mesh again without a change.
-type syncResult struct {
-	requeueAfter time.Duration
-}
-
-// sooner is the shorter of two requeue delays, zero meaning none.
-func sooner(a, b time.Duration) time.Duration {
-	if a == 0 || (b > 0 && b < a) {
-		return b
-	}
-	return a
-}
 
 // sync reconciles one mesh, and removes what meshes of the same key that
 // are gone wrote: it is the only place that writes.
@@ -97,35 +72,22 @@ func (r *Reconciler) pass(ctx context.Context, mesh *meshv1alpha1.ClusterMesh, t
 		return syncResult{requeueAfter: cacheRecheck}, nil
 	}
 	plan, planErr := m.plan, m.err
-	peers := peersWritten{outcomes: map[string]targetOutcome{}}
-	if plan != nil {
-		peers = summarizeWrites(key, r.applyPlan(ctx, mesh, plan, m.members), trace)
-	}
+	peers := r.writePeers(ctx, mesh, plan, m.members, trace)
 	svcRes := r.syncServices(ctx, mesh, m.members)
 	// Recorded in the same write as observedGeneration: a client that
 	// waits for the generation sees the departures it caused.
 	departures := r.settleDepartures(ctx, mesh, plan, m.members, now)
 
-	facts := append(peers.facts, svcRes.facts...)
-	if plan != nil {
-		facts = append(facts, planEvents(plan)...)
-		facts = append(facts, grantedEvents(plan)...)
-		facts = append(facts, servicesSharedEvents(plan)...)
-		facts = append(facts, limitEvents(m.states)...)
-	}
-	facts = append(facts, departures.events...)
-	r.report(mesh, plan, peers.outcomes)
-	reportCredentials(mesh, m.states)
 	status := buildStatus(statusInput{mesh: mesh, plan: plan, planErr: planErr, outcomes: peers.outcomes, departed: departures.items,
 		servicesRemoving: svcRes.removing, now: metav1.NewTime(now)})
-	reportConditions(key.String(), status.Conditions)
+	r.reportPass(mesh, plan, peers.outcomes, m.states, status.Conditions)
 	if statusChanged(&mesh.Status, &status) {
 		if err := r.meshAPI.applyStatus(ctx, mesh, status); err != nil {
 			return syncResult{}, err
 		}
 	}
-	emit(r.recorder, mesh, append(peers.actions, svcRes.events...))
-	emit(r.recorder, mesh, r.events.fresh(key, facts))
+	facts := append(append(peers.facts, svcRes.facts...), departures.events...)
+	r.announce(mesh, plan, m.states, append(peers.actions, svcRes.events...), facts)
 
 	switch {
 	case planErr != nil:
@@ -135,161 +97,8 @@ func (r *Reconciler) pass(ctx context.Context, mesh *meshv1alpha1.ClusterMesh, t
 	case svcRes.err(key) != nil:
 		return syncResult{}, svcRes.err(key)
 	}
-	next := sooner(sooner(untilCheckInExpiry(plan, now), untilGraceEnds(plan, now)), departures.next)
-	if peers.unseen || svcRes.unseen {
-		// Writes of an earlier pass the member caches have not shown yet:
-		// their events requeue the mesh, this is the safety net.
-		next = sooner(next, cacheRecheck)
-	}
+	next := nextPass(plan, now, departures.next, peers.unseen || svcRes.unseen)
 	return syncResult{requeueAfter: next}, nil
-}
-
-// peersWritten is what a pass's Peer writes came to.
-type peersWritten struct {
-	outcomes map[string]targetOutcome
-	// facts persist (conflicts, skipped nodes) and are announced when they
-	// change; actions are what this pass did, announced every time.
-	facts, actions []meshEvent
-	errs           []string
-	unseen         bool
-}
-
-// summarizeWrites sums up the pass's Peer writes, cluster by cluster.
-func summarizeWrites(key types.NamespacedName, results map[string]targetResult, trace *passTrace) peersWritten {
-	w := peersWritten{outcomes: make(map[string]targetOutcome, len(results))}
-	for _, cluster := range slices.Sorted(maps.Keys(results)) {
-		res := results[cluster]
-		w.outcomes[cluster] = res.targetOutcome
-		trace.wrote(res)
-		w.unseen = w.unseen || res.unseen
-		w.facts = append(w.facts, res.events...)
-		if len(res.errors) > 0 {
-			msg := fmt.Sprintf("cluster %s: %d failed: %s", cluster, len(res.errors), summarize(res.errors, 3))
-			w.errs = append(w.errs, msg)
-			w.actions = append(w.actions, meshEvent{Type: corev1.EventTypeWarning, Reason: EventApplyFailed, Message: msg})
-		}
-		if res.created+res.updated+res.deleted > 0 {
-			w.actions = append(w.actions, meshEvent{Type: corev1.EventTypeNormal, Reason: EventPeersChanged,
-				Message: fmt.Sprintf("cluster %s: created %d, updated %d, deleted %d Peers", cluster, res.created, res.updated, res.deleted)})
-			klog.InfoS("Peers written", "mesh", key, "cluster", cluster, "created", res.created, "updated", res.updated, "deleted", res.deleted)
-		}
-	}
-	return w
-}
-
-// applyPlan reconciles every reachable target at the same time: a slow or
-// failing cluster does not hold up the others. Unreachable targets are left
-// alone; the plan keeps what represents them elsewhere.
-func (r *Reconciler) applyPlan(ctx context.Context, mesh *meshv1alpha1.ClusterMesh, plan *planner.Plan,
-	members map[string]clusters.Member) map[string]targetResult {
-	results := make(map[string]targetResult, len(plan.View.Targets))
-	var works []targetWork
-	for i := range plan.View.Targets {
-		tp := &plan.View.Targets[i]
-		if tp.DiffState != meshv1alpha1.DiffStateComputed {
-			continue
-		}
-		mb, ok := members[tp.Cluster]
-		if !usable(mb.State, ok) {
-			// The cluster went away between planning and writing.
-			continue
-		}
-		if len(tp.Create)+len(tp.Update)+len(tp.Delete) == 0 {
-			results[tp.Cluster] = targetResult{targetOutcome: targetOutcome{reconciled: true, applied: tp.DesiredPeers}}
-			continue
-		}
-		client, err := mb.Peers()
-		if err != nil {
-			results[tp.Cluster] = targetResult{targetOutcome: targetOutcome{reconciled: true, errors: []string{err.Error()}}}
-			continue
-		}
-		works = append(works, targetWork{
-			mesh:    mesh,
-			cluster: tp.Cluster,
-			target:  tp,
-			desired: plan.DesiredPeers[tp.Cluster],
-			cached:  cachedOf(mb.State.Peers, tp),
-			client:  client,
-			written: r.written,
-			writer:  r.writer,
-		})
-	}
-	applyTargets(ctx, works, results)
-	return results
-}
-
-// applyTargets writes every target of works at the same time and adds
-// their results to results, which only its goroutines touch meanwhile.
-func applyTargets(ctx context.Context, works []targetWork, results map[string]targetResult) {
-	var mu sync.Mutex
-	var wg sync.WaitGroup
-	for _, work := range works {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			res := applyTarget(ctx, work)
-			mu.Lock()
-			results[work.cluster] = res
-			mu.Unlock()
-		}()
-	}
-	wg.Wait()
-}
-
-// cachedOf is what a pass on target reads of its cached Peers (a
-// ClusterState's, sorted by name): those it creates, updates or deletes.
-// A map of every cached Peer, thousands on a large mesh, cost more than a
-// single change's writes.
-func cachedOf(peers []*kilov1alpha1.Peer, target *meshv1alpha1.TargetPlan) map[string]*kilov1alpha1.Peer {
-	m := make(map[string]*kilov1alpha1.Peer, len(target.Create)+len(target.Update)+len(target.Delete))
-	find := func(name string) {
-		if i, ok := slices.BinarySearchFunc(peers, name, func(p *kilov1alpha1.Peer, n string) int { return strings.Compare(p.Name, n) }); ok {
-			m[name] = peers[i]
-		}
-	}
-	for _, n := range target.Create {
-		find(n)
-	}
-	for _, u := range target.Update {
-		find(u.Name)
-	}
-	for _, n := range target.Delete {
-		find(n)
-	}
-	return m
-}
-
-func byName(peers []*kilov1alpha1.Peer) map[string]*kilov1alpha1.Peer {
-	m := make(map[string]*kilov1alpha1.Peer, len(peers))
-	for _, p := range peers {
-		m[p.Name] = p
-	}
-	return m
-}
-
-// report feeds a pass into the per-mesh metrics.
-func (r *Reconciler) report(mesh *meshv1alpha1.ClusterMesh, plan *planner.Plan, outcomes map[string]targetOutcome) {
-	if plan == nil {
-		return
-	}
-	name := mesh.Namespace + "/" + mesh.Name
-	for _, tp := range plan.View.Targets {
-		if tp.DiffState == meshv1alpha1.DiffStateComputed {
-			peersDesired.WithLabelValues(name, tp.Cluster).Set(float64(tp.DesiredPeers))
-		}
-	}
-	for _, c := range plan.View.Clusters {
-		// From 0, so that the first failure is an increase.
-		applyErrors.WithLabelValues(name, c.Name).Add(0)
-		v := 0.0
-		if c.Reachable {
-			v = 1
-		}
-		clusterReachable.WithLabelValues(name, c.Name).Set(v)
-		if out, ok := outcomes[c.Name]; ok && out.reconciled {
-			peersManaged.WithLabelValues(name, c.Name).Set(float64(out.applied))
-		}
-	}
 }
 
 // forget drops what the reconciler remembers of a mesh that is gone.
