@@ -157,6 +157,34 @@ func newCluster(id clusterID, cfg *rest.Config, opts clusterOptions, remote bool
 	if err != nil {
 		return nil, fmt.Errorf("building the transport: %w", err)
 	}
+	core, err := c.buildClients(cfg, opts)
+	if err != nil {
+		return nil, err
+	}
+
+	// The local cluster is the server's own, with a trusted control plane;
+	// its Peers are written by this server for every mesh with a grant, so
+	// a count or weight limit there would let one tenant's meshes stop all
+	// the others'. Its Nodes are counted all the same.
+	maxPeers := 0
+	if remote {
+		c.budget, maxPeers = newBudget(opts.maxCacheBytes), opts.maxPeers
+		c.budget.shared = opts.shared
+	}
+	c.nodeLimit = nodeLimit(core.Nodes(), opts.maxNodes, c.budget, opts.clock)
+	c.peerLimit = peerLimit(c.peerRead, maxPeers, c.budget, opts.clock, opts.interned)
+	c.nodeList = newSortedList[*corev1.Node]()
+	c.nodes, err = c.newListedInformer(resourceNodes, &corev1.Node{}, c.nodeLimit, c.nodeList.touched)
+	if err != nil {
+		return nil, err
+	}
+	c.nodeList.store = c.nodes.GetStore()
+	return c, nil
+}
+
+// buildClients builds the connection's clients and rate limiters on its
+// transport, and returns the Node client its cache lists with.
+func (c *cluster) buildClients(cfg *rest.Config, opts clusterOptions) (*corev1client.CoreV1Client, error) {
 	// One connection pool per cluster, released with it. The Peer writes
 	// have a rate limiter of their own, the caches another, and the probe
 	// another, so that none is queued behind the others' bursts (a change's
@@ -215,25 +243,7 @@ func newCluster(id clusterID, cfg *rest.Config, opts clusterOptions, remote bool
 	}
 	c.peerWrite = dynWrite.Resource(kilov1alpha1.PeerResource)
 	c.probeREST = probe.RESTClient()
-
-	// The local cluster is the server's own, with a trusted control plane;
-	// its Peers are written by this server for every mesh with a grant, so
-	// a count or weight limit there would let one tenant's meshes stop all
-	// the others'. Its Nodes are counted all the same.
-	maxPeers := 0
-	if remote {
-		c.budget, maxPeers = newBudget(opts.maxCacheBytes), opts.maxPeers
-		c.budget.shared = opts.shared
-	}
-	c.nodeLimit = nodeLimit(core.Nodes(), opts.maxNodes, c.budget, opts.clock)
-	c.peerLimit = peerLimit(c.peerRead, maxPeers, c.budget, opts.clock, opts.interned)
-	c.nodeList = newSortedList[*corev1.Node]()
-	c.nodes, err = c.newListedInformer(resourceNodes, &corev1.Node{}, c.nodeLimit, c.nodeList.touched)
-	if err != nil {
-		return nil, err
-	}
-	c.nodeList.store = c.nodes.GetStore()
-	return c, nil
+	return core, nil
 }
 
 // newInformer builds an informer of resource on what l reads; l cuts
