@@ -33,18 +33,31 @@ func TestShutdownWithLateConnection(t *testing.T) {
 	defer m.Stop()
 	addr := net.JoinHostPort("127.0.0.1", strconv.Itoa(m.Port))
 
+	type dials struct {
+		conns []net.Conn
+		err   error
+	}
+	dialed := make(chan dials, 1)
+	go func() {
+		conns, err := dialUntilRefused(ctx, addr)
+		dialed <- dials{conns, err}
+	}()
+	// Dialing well before SIGTERM: a server that stops listening at once
+	// would otherwise leave only connections its accept loop never took,
+	// which the kernel resets (CI at 89fc849).
+	time.Sleep(500 * time.Millisecond)
 	stopped := make(chan error, 1)
 	began := time.Now()
 	go func() { stopped <- m.Stop() }()
-	held, err := dialUntilRefused(ctx, addr)
-	if err != nil {
-		t.Fatal(err)
+	held := <-dialed
+	if held.err != nil {
+		t.Fatal(held.err)
 	}
 	// The sweep that tells connections to go away runs as the listener closes.
 	time.Sleep(200 * time.Millisecond)
-	late, err := handshakeH2(held, m.CABundle)
+	late, err := handshakeH2(held.conns, m.CABundle)
 	if err != nil {
-		t.Fatalf("no connection accepted before the server stopped listening completed its handshake: %v", err)
+		t.Fatalf("none of the %d connections made in the last 2 s before the server stopped listening completed its handshake: %v", len(held.conns), err)
 	}
 	defer late.Close()
 
