@@ -87,9 +87,18 @@ func (h *harness) testNodesPeersAndChanges(t *testing.T) {
 			Endpoint: &kilov1alpha1.PeerEndpoint{DNSOrIP: kilov1alpha1.DNSOrIP{IP: "192.0.2.1"}, Port: 51820}},
 	}
 	changes.reset()
-	created, err := pc.Apply(h.ctx, peer, metav1.ApplyOptions{FieldManager: "clusters-test"})
+	applied, err := pc.Apply(h.ctx, peer, metav1.ApplyOptions{FieldManager: "clusters-test"})
 	if err != nil {
 		t.Fatal(err)
+	}
+	created, err := applied.Live()
+	if err != nil {
+		t.Fatal(err)
+	}
+	// What a pass reads of the answer is what the whole answer says.
+	if applied.ResourceVersion == "" || applied.ResourceVersion != created.ResourceVersion || !applied.Endpoint || applied.Keepalive {
+		t.Errorf("the apply's answer read as resourceVersion %q, endpoint %v, keepalive %v; the whole answer says %q, an endpoint, no keepalive",
+			applied.ResourceVersion, applied.Endpoint, applied.Keepalive, created.ResourceVersion)
 	}
 	framework.EventuallyT(t, 5*time.Second, "change reported for a new peer", changes.seen(meshKey(mesh)))
 	framework.EventuallyT(t, 5*time.Second, "peer in the cache", func() error {

@@ -8,6 +8,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/rest"
+	sigsjson "sigs.k8s.io/json"
 
 	kilov1alpha1 "github.com/kilo-mesh/kilo-mesh-apiserver/pkg/apis/kilo/v1alpha1"
 	"github.com/kilo-mesh/kilo-mesh-apiserver/pkg/memberaccess"
@@ -21,10 +22,10 @@ import (
 type PeerClient interface {
 	// Apply is a server-side apply of peer, creating it if need be;
 	// opts.FieldManager is required.
-	Apply(ctx context.Context, peer *kilov1alpha1.Peer, opts metav1.ApplyOptions) (*kilov1alpha1.Peer, error)
+	Apply(ctx context.Context, peer *kilov1alpha1.Peer, opts metav1.ApplyOptions) (WrittenPeer, error)
 	// Update replaces a Peer at its resourceVersion: an apply cannot
 	// remove fields someone else set.
-	Update(ctx context.Context, peer *kilov1alpha1.Peer, opts metav1.UpdateOptions) (*kilov1alpha1.Peer, error)
+	Update(ctx context.Context, peer *kilov1alpha1.Peer, opts metav1.UpdateOptions) (WrittenPeer, error)
 	// Delete deletes a Peer; use opts.Preconditions (UID, resourceVersion)
 	// to delete only the object that was planned for deletion.
 	Delete(ctx context.Context, name string, opts metav1.DeleteOptions) error
@@ -39,20 +40,20 @@ type peerClient struct {
 
 var _ PeerClient = (*peerClient)(nil)
 
-func (p *peerClient) Apply(ctx context.Context, peer *kilov1alpha1.Peer, opts metav1.ApplyOptions) (*kilov1alpha1.Peer, error) {
+func (p *peerClient) Apply(ctx context.Context, peer *kilov1alpha1.Peer, opts metav1.ApplyOptions) (WrittenPeer, error) {
 	body, err := p.prepare(peer)
 	if err != nil {
-		return nil, err
+		return WrittenPeer{}, err
 	}
 	patchOpts := opts.ToPatchOptions()
 	return p.result(ctx, p.c.peerApply.Patch(types.ApplyPatchType).Resource(kilov1alpha1.PeerResource.Resource).Name(peer.Name).
 		VersionedParams(&patchOpts, metav1.ParameterCodec).Body(body))
 }
 
-func (p *peerClient) Update(ctx context.Context, peer *kilov1alpha1.Peer, opts metav1.UpdateOptions) (*kilov1alpha1.Peer, error) {
+func (p *peerClient) Update(ctx context.Context, peer *kilov1alpha1.Peer, opts metav1.UpdateOptions) (WrittenPeer, error) {
 	body, err := p.prepare(peer)
 	if err != nil {
-		return nil, err
+		return WrittenPeer{}, err
 	}
 	return p.result(ctx, p.c.peerApply.Put().Resource(kilov1alpha1.PeerResource.Resource).Name(peer.Name).
 		VersionedParams(&opts, metav1.ParameterCodec).Body(body))
@@ -84,13 +85,61 @@ func (p *peerClient) prepare(peer *kilov1alpha1.Peer) ([]byte, error) {
 	return body, nil
 }
 
-// result sends req and decodes the Peer it answers.
-func (p *peerClient) result(ctx context.Context, req *rest.Request) (*kilov1alpha1.Peer, error) {
-	var out kilov1alpha1.Peer
-	err := req.Do(ctx).Into(&out)
+// result sends req and reads the Peer it answers.
+func (p *peerClient) result(ctx context.Context, req *rest.Request) (WrittenPeer, error) {
+	body, err := req.Do(ctx).Raw()
 	p.observe(err)
 	if err != nil {
-		return nil, memberaccess.Sanitize(err)
+		return WrittenPeer{}, memberaccess.Sanitize(err)
+	}
+	return readWritten(body)
+}
+
+// WrittenPeer is a Peer write's answer, read for what a pass needs of it:
+// decoding every answer whole (its allowed IPs, its managed fields) was a
+// tenth of the server's CPU during a change at 100 member clusters.
+type WrittenPeer struct {
+	// ResourceVersion is the one the write left.
+	ResourceVersion string
+	// Keepalive and Endpoint say whether the live Peer holds these
+	// optional fields, which an apply cannot remove when someone else
+	// set them.
+	Keepalive, Endpoint bool
+
+	// body is the whole answer, which Live decodes.
+	body []byte
+}
+
+// writtenAnswer is the part of a Peer's JSON a WrittenPeer reads.
+type writtenAnswer struct {
+	metav1.TypeMeta `json:",inline"`
+	Metadata        struct {
+		ResourceVersion string `json:"resourceVersion"`
+	} `json:"metadata"`
+	Spec struct {
+		PersistentKeepalive int       `json:"persistentKeepalive"`
+		Endpoint            *struct{} `json:"endpoint"`
+	} `json:"spec"`
+}
+
+// readWritten reads a write's answer, which must be a Peer.
+func readWritten(body []byte) (WrittenPeer, error) {
+	var a writtenAnswer
+	if err := sigsjson.UnmarshalCaseSensitivePreserveInts(body, &a); err != nil {
+		return WrittenPeer{}, fmt.Errorf("reading the answer to a Peer write: %w", err)
+	}
+	if a.APIVersion != kilov1alpha1.SchemeGroupVersion.String() || a.Kind != kilov1alpha1.PeerKind {
+		return WrittenPeer{}, fmt.Errorf("the answer to a Peer write is not a Peer")
+	}
+	return WrittenPeer{ResourceVersion: a.Metadata.ResourceVersion, Keepalive: a.Spec.PersistentKeepalive != 0,
+		Endpoint: a.Spec.Endpoint != nil, body: body}, nil
+}
+
+// Live decodes the whole Peer the write answered.
+func (w WrittenPeer) Live() (*kilov1alpha1.Peer, error) {
+	var out kilov1alpha1.Peer
+	if err := sigsjson.UnmarshalCaseSensitivePreserveInts(w.body, &out); err != nil {
+		return nil, fmt.Errorf("reading the answer to a Peer write: %w", err)
 	}
 	return &out, nil
 }

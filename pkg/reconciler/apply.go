@@ -289,8 +289,8 @@ func nameTaken(cluster, name string) meshEvent {
 //
 // An apply configuration cannot say "absent": a keepalive or endpoint that
 // someone else set on a Peer that must have none survives the apply. The
-// apply returns the whole live object; such fields are then removed from it
-// with an update, at the resourceVersion the apply left.
+// apply's answer says whether the live Peer holds one; such fields are then
+// removed from it with an update, at the resourceVersion the apply left.
 func applyPeer(ctx context.Context, client clusters.PeerClient, want *kilov1alpha1.Peer, have *kilov1alpha1.Peer) (writes int, resourceVersion string, err error) {
 	opts := metav1.ApplyOptions{FieldManager: FieldManager}
 	if have != nil {
@@ -299,35 +299,41 @@ func applyPeer(ctx context.Context, client clusters.PeerClient, want *kilov1alph
 		want.UID = have.UID
 		opts.Force = true
 	}
-	live, err := client.Apply(ctx, want, opts)
+	applied, err := client.Apply(ctx, want, opts)
 	if err != nil {
 		return 1, "", err
 	}
-	fixed, ok := withoutStrays(want, live)
-	if !ok {
-		return 1, live.ResourceVersion, nil
+	keepalive, endpoint := strays(want, applied.Keepalive, applied.Endpoint)
+	if !keepalive && !endpoint {
+		return 1, applied.ResourceVersion, nil
 	}
-	updated, err := client.Update(ctx, fixed, metav1.UpdateOptions{FieldManager: FieldManager})
+	live, err := applied.Live()
+	if err != nil {
+		return 1, "", err
+	}
+	updated, err := client.Update(ctx, withoutStrays(live, keepalive, endpoint), metav1.UpdateOptions{FieldManager: FieldManager})
 	if err != nil {
 		return 2, "", err
 	}
 	return 2, updated.ResourceVersion, nil
 }
 
-// withoutStrays returns live without the optional fields want leaves out,
-// when live holds any.
-func withoutStrays(want, live *kilov1alpha1.Peer) (*kilov1alpha1.Peer, bool) {
+// strays says which of the optional fields a live Peer holds (keepalive,
+// endpoint) want leaves out.
+func strays(want *kilov1alpha1.Peer, keepalive, endpoint bool) (strayKeepalive, strayEndpoint bool) {
+	return keepalive && want.Spec.PersistentKeepalive == 0, endpoint && want.Spec.Endpoint == nil
+}
+
+// withoutStrays returns a copy of live without the fields strays named.
+func withoutStrays(live *kilov1alpha1.Peer, keepalive, endpoint bool) *kilov1alpha1.Peer {
 	fixed := live.DeepCopy()
-	stray := false
-	if want.Spec.PersistentKeepalive == 0 && live.Spec.PersistentKeepalive != 0 {
+	if keepalive {
 		fixed.Spec.PersistentKeepalive = 0
-		stray = true
 	}
-	if want.Spec.Endpoint == nil && live.Spec.Endpoint != nil {
+	if endpoint {
 		fixed.Spec.Endpoint = nil
-		stray = true
 	}
-	return fixed, stray
+	return fixed
 }
 
 // deletePeer deletes a managed Peer, only if it is still the object the

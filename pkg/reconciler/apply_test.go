@@ -41,11 +41,14 @@ func TestWithoutStrays(t *testing.T) {
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			before := c.live.DeepCopy()
-			fixed, ok := withoutStrays(c.want, c.live)
-			if ok != (c.fixed != nil) {
+			keepalive, endpoint := strays(c.want, c.live.Spec.PersistentKeepalive != 0, c.live.Spec.Endpoint != nil)
+			if ok := keepalive || endpoint; ok != (c.fixed != nil) {
 				t.Fatalf("stray fields found = %v, want %v", ok, c.fixed != nil)
 			}
-			if ok && !equality.Semantic.DeepEqual(fixed, c.fixed) {
+			if c.fixed == nil {
+				return
+			}
+			if fixed := withoutStrays(c.live, keepalive, endpoint); !equality.Semantic.DeepEqual(fixed, c.fixed) {
 				t.Errorf("fixed = %+v, want %+v (metadata kept)", fixed, c.fixed)
 			}
 			if !equality.Semantic.DeepEqual(before, c.live) {
@@ -77,12 +80,12 @@ func (d *deletes) Delete(context.Context, string, metav1.DeleteOptions) error {
 	return d.err
 }
 
-func (d *deletes) Update(context.Context, *kilov1alpha1.Peer, metav1.UpdateOptions) (*kilov1alpha1.Peer, error) {
-	return nil, errors.New("not a delete")
+func (d *deletes) Update(context.Context, *kilov1alpha1.Peer, metav1.UpdateOptions) (clusters.WrittenPeer, error) {
+	return clusters.WrittenPeer{}, errors.New("not a delete")
 }
 
-func (d *deletes) Apply(context.Context, *kilov1alpha1.Peer, metav1.ApplyOptions) (*kilov1alpha1.Peer, error) {
-	return nil, errors.New("not a delete")
+func (d *deletes) Apply(context.Context, *kilov1alpha1.Peer, metav1.ApplyOptions) (clusters.WrittenPeer, error) {
+	return clusters.WrittenPeer{}, errors.New("not a delete")
 }
 
 func (d *deletes) Connection() string { return "deletes" }

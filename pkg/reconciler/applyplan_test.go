@@ -46,10 +46,8 @@ func TestApplyPlanTargetsAtOnce(t *testing.T) {
 	}
 }
 
-func (quickPeers) Apply(_ context.Context, peer *kilov1alpha1.Peer, _ metav1.ApplyOptions) (*kilov1alpha1.Peer, error) {
-	out := peer.DeepCopy()
-	out.ResourceVersion = "2"
-	return out, nil
+func (quickPeers) Apply(context.Context, *kilov1alpha1.Peer, metav1.ApplyOptions) (clusters.WrittenPeer, error) {
+	return clusters.WrittenPeer{ResourceVersion: "2"}, nil
 }
 
 // BenchmarkOneChangeOnATarget: a pass that writes one Peer of a target

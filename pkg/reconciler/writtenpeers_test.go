@@ -28,15 +28,13 @@ type writes struct {
 
 var _ clusters.PeerClient = (*writes)(nil)
 
-func (w *writes) Apply(_ context.Context, p *kilov1alpha1.Peer, _ metav1.ApplyOptions) (*kilov1alpha1.Peer, error) {
+func (w *writes) Apply(context.Context, *kilov1alpha1.Peer, metav1.ApplyOptions) (clusters.WrittenPeer, error) {
 	w.applies.Add(1)
-	live := p.DeepCopy()
-	live.ResourceVersion = "w" + strconv.FormatInt(w.rv.Add(1), 10)
-	return live, nil
+	return clusters.WrittenPeer{ResourceVersion: "w" + strconv.FormatInt(w.rv.Add(1), 10)}, nil
 }
 
-func (w *writes) Update(_ context.Context, p *kilov1alpha1.Peer, _ metav1.UpdateOptions) (*kilov1alpha1.Peer, error) {
-	return p, nil
+func (w *writes) Update(_ context.Context, p *kilov1alpha1.Peer, _ metav1.UpdateOptions) (clusters.WrittenPeer, error) {
+	return clusters.WrittenPeer{ResourceVersion: p.ResourceVersion}, nil
 }
 
 func (w *writes) Connection() string {
