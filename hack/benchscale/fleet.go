@@ -15,7 +15,6 @@ import (
 
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/serializer"
-	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 
@@ -35,7 +34,7 @@ type fleet struct {
 	// floorWrite is the floor's writer, at the server's default rate.
 	kube       []kubernetes.Interface
 	peerRead   []rest.Interface
-	floorWrite []dynamic.ResourceInterface
+	floorWrite []rest.Interface
 }
 
 // startFleet runs the hollowmembers binary and waits for its manifest.
@@ -75,6 +74,7 @@ func startFleet(ctx context.Context, c config, tokens int) (*fleet, error) {
 	if err := kilov1alpha1.AddToScheme(s); err != nil {
 		return nil, err
 	}
+	peerCodecs := serializer.NewCodecFactory(s).WithoutConversion()
 	for _, mm := range f.manifest.Members {
 		cfg := mm.RESTConfig()
 		cfg.QPS, cfg.Burst = 2000, 4000 // the benchmark never throttles itself
@@ -85,15 +85,18 @@ func startFleet(ctx context.Context, c config, tokens int) (*fleet, error) {
 		peerCfg := rest.CopyConfig(cfg)
 		peerCfg.GroupVersion = &kilov1alpha1.SchemeGroupVersion
 		peerCfg.APIPath = "/apis"
-		peerCfg.NegotiatedSerializer = serializer.NewCodecFactory(s).WithoutConversion()
+		peerCfg.NegotiatedSerializer = peerCodecs
 		rc, err := rest.RESTClientFor(peerCfg)
 		if err != nil {
 			return nil, err
 		}
 		f.peerRead = append(f.peerRead, rc)
-		floorCfg := mm.RESTConfig()
+		floorCfg := rest.CopyConfig(peerCfg)
 		floorCfg.QPS, floorCfg.Burst = clusters.DefaultQPS, clusters.DefaultBurst
-		f.floorWrite = append(f.floorWrite, dynamic.NewForConfigOrDie(floorCfg).Resource(kilov1alpha1.PeerResource))
+		if rc, err = rest.RESTClientFor(floorCfg); err != nil {
+			return nil, err
+		}
+		f.floorWrite = append(f.floorWrite, rc)
 	}
 	return f, nil
 }
