@@ -72,6 +72,10 @@ func self(s string) string { return s }
 // PeerListOf lists peers; they must be sorted by name for a plan to find one.
 func PeerListOf(peers ...*kilov1alpha1.Peer) PeerList { return listOf(peers, peerName) }
 
+// FindPeer returns the Peer of l named name, in the time of a search: a
+// pass writes one Peer of thousands on a target.
+func FindPeer(l PeerList, name string) (*kilov1alpha1.Peer, bool) { return l.get(name, peerName) }
+
 // NameListOf lists names; they must be sorted for a plan to find one.
 func NameListOf(names ...string) NameList { return listOf(names, self) }
 

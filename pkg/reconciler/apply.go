@@ -119,29 +119,22 @@ func (p *targetPass) record(f func(*targetResult)) {
 
 // applyDesired applies the desired Peers the plan creates or updates.
 func (p *targetPass) applyDesired() {
-	write := make(map[string]bool, len(p.target.Create)+len(p.target.Update))
-	for _, n := range p.target.Create {
-		write[n] = true
-	}
+	names := slices.Clone(p.target.Create)
 	for _, u := range p.target.Update {
-		write[u.Name] = true
+		names = append(names, u.Name)
 		klog.V(4).InfoS("Peer differs from the plan", "cluster", p.cluster, "peer", u.Name, "fields", u.Fields)
 	}
+	slices.Sort(names)
 	// Most of a target's Peers are as planned: they are counted, not
-	// recorded one by one, and the loop ends with the last one to write (a
-	// change writes one Peer of thousands).
-	asPlanned, toFind := 0, len(write)
+	// recorded one by one, and those to write are looked up by name.
+	asPlanned := p.desired.Len()
 	defer func() { p.record(func(r *targetResult) { r.applied += int32(asPlanned) }) }()
-	for i, want := range p.desired.All() {
-		if toFind == 0 {
-			asPlanned += p.desired.Len() - i
-			break
-		}
-		if !write[want.Name] {
-			asPlanned++ // unchanged or kept: as planned
+	for _, name := range slices.Compact(names) {
+		want, ok := planner.FindPeer(p.desired, name)
+		if !ok {
 			continue
 		}
-		toFind--
+		asPlanned--
 		have := p.cached[want.Name]
 		if have != nil && !p.owns(have) {
 			p.record(func(r *targetResult) { r.events = append(r.events, nameTaken(p.cluster, want.Name)) })

@@ -65,7 +65,7 @@ func TestSecondPassFromAStaleCache(t *testing.T) {
 	updated, created, dropped := peer("updated", "new", ""), peer("created", "new", ""), peer("dropped", "old", "3")
 	stale := map[string]*kilov1alpha1.Peer{"updated": peer("updated", "old", "1"), "dropped": dropped}
 	target := &meshv1alpha1.TargetPlan{Create: []string{"created"}, Update: []meshv1alpha1.PeerUpdate{{Name: "updated"}}, Delete: []string{"dropped"}}
-	desired := []*kilov1alpha1.Peer{updated, created}
+	desired := []*kilov1alpha1.Peer{created, updated} // sorted by name, as a plan holds them
 	written := newWrittenPeers()
 	pass := func(cached map[string]*kilov1alpha1.Peer, desired []*kilov1alpha1.Peer) (*writes, targetResult) {
 		client := &writes{}
@@ -99,7 +99,7 @@ func TestSecondPassFromAStaleCache(t *testing.T) {
 	// Someone edited the updated Peer since; and the plan wants something
 	// else for the created one: both are written.
 	edited := map[string]*kilov1alpha1.Peer{"updated": peer("updated", "edited", "99"), "created": seen["created"]}
-	changed := []*kilov1alpha1.Peer{updated, peer("created", "newer", "")}
+	changed := []*kilov1alpha1.Peer{peer("created", "newer", ""), updated}
 	fourth, _ := pass(edited, changed)
 	if fourth.applies.Load() != 2 {
 		t.Errorf("an edited Peer and a new plan: %d applies, want 2", fourth.applies.Load())
