@@ -42,7 +42,7 @@ func (h *harness) testNodesPeersAndChanges(t *testing.T) {
 	if hasNode(snap["two"], node) || hasNode(snap["host"], node) {
 		t.Error("node of member 1 shows up in another cluster")
 	}
-	for _, n := range snap["one"].Nodes {
+	for _, n := range snap["one"].Nodes.All() {
 		if n.Name != node {
 			continue
 		}
@@ -63,7 +63,7 @@ func (h *harness) testNodesPeersAndChanges(t *testing.T) {
 	framework.EventuallyT(t, 5*time.Second, "change reported for a node annotation", changes.seen(meshKey(mesh)))
 	t.Logf("node change reported %s after the update", time.Since(start).Round(time.Millisecond))
 	framework.EventuallyT(t, 5*time.Second, "annotation in the cache", func() error {
-		for _, n := range m.Snapshot(mesh)["one"].Nodes {
+		for _, n := range m.Snapshot(mesh)["one"].Nodes.All() {
 			if n.Name == node && n.Annotations[kilov1alpha1.AnnotationLocation] == "elsewhere" {
 				return nil
 			}

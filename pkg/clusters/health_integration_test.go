@@ -30,8 +30,8 @@ func (h *harness) testNoPeerCRD(t *testing.T) {
 	}
 	framework.EventuallyT(t, 30*time.Second, "missing Peer CRD reported", func() error {
 		st := m.Snapshot(mesh)["member"]
-		if st.PeerCRD || !st.Synced || !st.Reachable || st.Peers != nil || st.Reason != "" {
-			return fmt.Errorf("peerCRD=%v synced=%v reachable=%v peers=%d reason=%q err=%q", st.PeerCRD, st.Synced, st.Reachable, len(st.Peers), st.Reason, st.LastError)
+		if st.PeerCRD || !st.Synced || !st.Reachable || st.Peers.Len() != 0 || st.Reason != "" {
+			return fmt.Errorf("peerCRD=%v synced=%v reachable=%v peers=%d reason=%q err=%q", st.PeerCRD, st.Synced, st.Reachable, st.Peers.Len(), st.Reason, st.LastError)
 		}
 		return nil
 	})
@@ -89,7 +89,7 @@ func (h *harness) testStoppedCluster(t *testing.T) {
 		}
 		return nil
 	})
-	oneNodes := len(m.Snapshot(mesh)["one"].Nodes)
+	oneNodes := m.Snapshot(mesh)["one"].Nodes.Len()
 
 	changes.reset()
 	// StopCluster sends SIGTERM and waits for the exit (SIGKILL after 5s):
@@ -134,8 +134,8 @@ func (h *harness) testStoppedCluster(t *testing.T) {
 		t0 := time.Now()
 		snap := m.Snapshot(mesh)
 		slowest = max(slowest, time.Since(t0))
-		if err := usable(snap["one"]); err != nil || len(snap["one"].Nodes) != oneNodes {
-			t.Errorf("member 1 while member 2 is down: %v nodes=%d", err, len(snap["one"].Nodes))
+		if err := usable(snap["one"]); err != nil || snap["one"].Nodes.Len() != oneNodes {
+			t.Errorf("member 1 while member 2 is down: %v nodes=%d", err, snap["one"].Nodes.Len())
 		}
 		two := snap["two"]
 		if two.Reachable || two.Reason != memberaccess.ErrUnreachable || two.LastError == "" || !two.Synced || !hasNode(two, before) {

@@ -208,7 +208,7 @@ func allUsable(m *Manager, mesh *meshv1alpha1.ClusterMesh) func() error {
 }
 
 func hasNode(st ClusterState, name string) bool {
-	for _, n := range st.Nodes {
+	for _, n := range st.Nodes.All() {
 		if n.Name == name {
 			return true
 		}
@@ -217,7 +217,7 @@ func hasNode(st ClusterState, name string) bool {
 }
 
 func hasPeer(st ClusterState, name string) *kilov1alpha1.Peer {
-	for _, p := range st.Peers {
+	for _, p := range st.Peers.All() {
 		if p.Name == name {
 			return p
 		}

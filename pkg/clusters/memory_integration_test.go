@@ -43,7 +43,7 @@ func TestCacheMemory(t *testing.T) {
 	client := kubernetes.NewForConfigOrDie(writer)
 	cached := func(n int) func() error {
 		return func() error {
-			if got := len(m.Snapshot(mesh)["member"].Nodes); got < n {
+			if got := m.Snapshot(mesh)["member"].Nodes.Len(); got < n {
 				return fmt.Errorf("%d nodes cached", got)
 			}
 			return nil

@@ -26,7 +26,7 @@ func (h *harness) testSecretRotation(t *testing.T) {
 	if st := m.Snapshot(mesh)["member"]; !hasNode(st, on1) || hasNode(st, on2) {
 		t.Fatalf("member shows the wrong cluster before rotation")
 	}
-	hostNodes := len(m.Snapshot(mesh)["host"].Nodes)
+	hostNodes := m.Snapshot(mesh)["host"].Nodes.Len()
 	// Admission reads the Secrets of stored meshes from these watches.
 	if data, known := m.CachedKubeconfig(types.NamespacedName{Namespace: ns, Name: "member"}, meshv1alpha1.DefaultKubeconfigKey); !known || len(data) == 0 {
 		t.Errorf("the watched Secret: %d bytes, known %v", len(data), known)
@@ -48,8 +48,8 @@ func (h *harness) testSecretRotation(t *testing.T) {
 			case <-time.After(5 * time.Millisecond):
 			}
 			st := m.Snapshot(mesh)["host"]
-			if err := usable(st); err != nil || len(st.Nodes) != hostNodes {
-				gaps = append(gaps, fmt.Sprintf("%v nodes=%d", err, len(st.Nodes)))
+			if err := usable(st); err != nil || st.Nodes.Len() != hostNodes {
+				gaps = append(gaps, fmt.Sprintf("%v nodes=%d", err, st.Nodes.Len()))
 			}
 		}
 	}()

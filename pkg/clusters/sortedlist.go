@@ -1,28 +1,28 @@
 package clusters
 
 import (
-	"cmp"
-	"slices"
-	"strings"
 	"sync"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/cache"
+
+	"github.com/kilo-mesh/kilo-mesh-apiserver/pkg/chunklist"
 )
 
-// sortedList is an informer store's objects sorted by namespace and name,
-// kept between changes: listing and sorting every Node and Peer of a
-// cluster for each plan was most of a single change's planning
-// time. The informer's event handler marks the keys it hears of
-// (touched) before it reports the change, so a plan made after a change
-// was reported reads it; list re-reads only those keys from the store.
+// sortedList is an informer store's cluster-scoped objects sorted by name,
+// kept between changes in a chunklist.List: each version shares every chunk
+// no change reached with the last, so a plan after a change copies and
+// compares a chunk per change, not every Node and Peer of the mesh (under
+// Kilo's check-in stream every cache changes between two plans). The
+// informer's event handler marks the keys it hears of (touched) before it
+// reports the change, so a plan made after a change was reported reads it;
+// list re-reads only those keys from the store.
 type sortedList[T metav1.Object] struct {
 	store cache.Store
 
 	mu    sync.Mutex
 	valid bool
-	// items is shared with the readers of list: replaced, never modified.
-	items []T
+	items chunklist.List[T]
 	dirty map[string]struct{}
 }
 
@@ -44,59 +44,33 @@ func (l *sortedList[T]) touched(obj any) {
 	}
 }
 
-// list returns the store's objects sorted by namespace and name; read
-// them, never modify them or the slice.
-func (l *sortedList[T]) list() []T {
+// list returns the store's objects sorted by name; read them, never modify
+// them.
+func (l *sortedList[T]) list() chunklist.List[T] {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	switch {
-	case !l.valid || len(l.dirty) > len(l.items)/4:
+	case !l.valid || len(l.dirty) > l.items.Len()/4:
 		// A relist, or many changes since the last plan: one sort is cheaper.
-		l.items, l.valid = listByKey[T](l.store), true
+		// Cluster-scoped: sorted by namespace and name is sorted by name.
+		l.items, l.valid = chunklist.Of(listByKey[T](l.store), chunklist.ByName[T]), true
 		clear(l.dirty)
 	case len(l.dirty) > 0:
-		l.items = l.patched()
+		for key := range l.dirty {
+			l.items = l.reread(key)
+		}
 		clear(l.dirty)
 	}
 	return l.items
 }
 
-// patched is items with the dirty keys read again from the store.
-func (l *sortedList[T]) patched() []T {
-	out := slices.Clone(l.items)
-	var added []T
-	var removed map[int]bool
-	for key := range l.dirty {
-		namespace, name, _ := cache.SplitMetaNamespaceKey(key)
-		i, found := slices.BinarySearchFunc(out, [2]string{namespace, name}, func(o T, k [2]string) int {
-			return cmp.Or(strings.Compare(o.GetNamespace(), k[0]), strings.Compare(o.GetName(), k[1]))
-		})
-		item, exists, _ := l.store.GetByKey(key)
-		obj, ok := item.(T)
-		exists = exists && ok
-		switch {
-		case found && exists:
-			out[i] = obj
-		case found:
-			if removed == nil {
-				removed = map[int]bool{}
-			}
-			removed[i] = true
-		case exists:
-			added = append(added, obj)
-		}
+// reread is items with key read again from the store.
+func (l *sortedList[T]) reread(key string) chunklist.List[T] {
+	item, exists, _ := l.store.GetByKey(key)
+	if obj, ok := item.(T); exists && ok {
+		return l.items.With(obj, chunklist.ByName[T])
 	}
-	if len(removed) > 0 {
-		kept := out[:0]
-		for i, o := range out {
-			if !removed[i] {
-				kept = append(kept, o)
-			}
-		}
-		out = kept
-	}
-	if len(added) > 0 {
-		out = sortedByKey(append(out, added...))
-	}
-	return out
+	_, name, _ := cache.SplitMetaNamespaceKey(key)
+	without, _ := l.items.Without(name, chunklist.ByName[T])
+	return without
 }

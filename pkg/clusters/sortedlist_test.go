@@ -9,6 +9,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/cache"
+
+	"github.com/kilo-mesh/kilo-mesh-apiserver/pkg/chunklist"
 )
 
 // TestSortedList: after any sequence of store changes, each reported to
@@ -45,10 +47,7 @@ func TestSortedList(t *testing.T) {
 			l := newSortedList[*corev1.Node]()
 			l.store = store
 			first := l.list()
-			kept := slices.Clone(first)
-			if again := l.list(); &again[0] != &first[0] {
-				t.Errorf("list without a change made a new slice")
-			}
+			kept := first.Slice()
 			for i, s := range c.steps {
 				var obj any = node(s.name, fmt.Sprint(i+2))
 				var err error
@@ -68,11 +67,11 @@ func TestSortedList(t *testing.T) {
 				}
 				l.touched(obj)
 			}
-			got, want := l.list(), listByKey[*corev1.Node](store)
+			got, want := l.list().Slice(), listByKey[*corev1.Node](store)
 			if !slices.Equal(got, want) {
 				t.Errorf("list = %v, want %v", nodeNames(got), nodeNames(want))
 			}
-			if !slices.Equal(first, kept) {
+			if !slices.Equal(first.Slice(), kept) {
 				t.Errorf("the list handed out before the changes was modified")
 			}
 		})
@@ -87,7 +86,7 @@ func TestSortedListRandom(t *testing.T) {
 	l.store = store
 	for step := range 2000 {
 		if step%7 == 0 {
-			if got, want := l.list(), listByKey[*corev1.Node](store); !slices.Equal(got, want) {
+			if got, want := l.list().Slice(), listByKey[*corev1.Node](store); !slices.Equal(got, want) {
 				t.Fatalf("step %d: list = %v, want %v", step, nodeNames(got), nodeNames(want))
 			}
 		}
@@ -115,6 +114,37 @@ func nodeNames(nodes []*corev1.Node) []string {
 		out[i] = n.Name + "@" + n.ResourceVersion
 	}
 	return out
+}
+
+// TestSortedListShares: a list read after a few changes shares the rest
+// with the list read before them, so that comparing the two (what a plan
+// does) reads about the chunks the changes reached, not every node.
+func TestSortedListShares(t *testing.T) {
+	const n = 5000
+	store := cache.NewStore(cache.MetaNamespaceKeyFunc)
+	for i := range n {
+		if err := store.Add(&corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("node-%05d", i)}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	l := newSortedList[*corev1.Node]()
+	l.store = store
+	before := l.list()
+	for _, i := range []int{7, 2500, 4999} {
+		obj := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("node-%05d", i), ResourceVersion: "2"}}
+		if err := store.Update(obj); err != nil {
+			t.Fatal(err)
+		}
+		l.touched(obj)
+	}
+	reads, changed := 0, 0
+	chunklist.Diff(before, l.list(), func(n *corev1.Node) string { reads++; return n.Name }, func(o, n *corev1.Node) bool {
+		changed++
+		return true
+	})
+	if limit := 3 * 4 * chunklist.ChunkMean; changed != 3 || reads > limit {
+		t.Errorf("comparing the lists before and after 3 changes of %d nodes found %d changes, reading %d names; want 3 reading at most %d", n, changed, reads, limit)
+	}
 }
 
 // BenchmarkSortedList is what a plan pays to read one cluster's Nodes

@@ -6,6 +6,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	kilov1alpha1 "github.com/kilo-mesh/kilo-mesh-apiserver/pkg/apis/kilo/v1alpha1"
+	"github.com/kilo-mesh/kilo-mesh-apiserver/pkg/chunklist"
 	"github.com/kilo-mesh/kilo-mesh-apiserver/pkg/memberaccess"
 )
 
@@ -43,8 +44,10 @@ type ClusterState struct {
 	// memberaccess.ReadIdentity): equal for two connections exactly when they
 	// reach one cluster. Empty when not known: such a cluster claims nothing.
 	Identity string
-	Nodes    []*corev1.Node
-	Peers    []*kilov1alpha1.Peer
+	// Nodes and Peers share every chunk that no change reached with the
+	// lists of the last state read (see sortedList).
+	Nodes chunklist.List[*corev1.Node]
+	Peers chunklist.List[*kilov1alpha1.Peer]
 	// Services is what the services caches hold; nil when no mesh using
 	// the cluster has spec.multiClusterServices Enabled.
 	Services *ServicesState

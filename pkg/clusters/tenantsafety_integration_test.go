@@ -76,8 +76,8 @@ func (h *harness) testIdentity(t *testing.T) {
 		if st := m.Snapshot(mesh)["b1"]; st.Reason != memberaccess.ErrUnauthorized {
 			return fmt.Errorf("bogus credentials: %q", st.Reason)
 		}
-		if st := m.Snapshot(mesh)["h0"]; st.Reason != memberaccess.ErrIsLocalCluster || st.Synced || len(st.Nodes) > 0 {
-			return fmt.Errorf("the host behind a remote entry: %q, synced %v, %d nodes", st.Reason, st.Synced, len(st.Nodes))
+		if st := m.Snapshot(mesh)["h0"]; st.Reason != memberaccess.ErrIsLocalCluster || st.Synced || st.Nodes.Len() > 0 {
+			return fmt.Errorf("the host behind a remote entry: %q, synced %v, %d nodes", st.Reason, st.Synced, st.Nodes.Len())
 		}
 		return nil
 	})
@@ -119,8 +119,8 @@ func (h *harness) testNodeLimit(t *testing.T) {
 	m.Follow(mesh)
 	framework.EventuallyT(t, 30*time.Second, "too many nodes reported", func() error {
 		st := m.Snapshot(mesh)["two"]
-		if st.Reason != memberaccess.ErrTooManyNodes || st.Synced || len(st.Nodes) != 0 {
-			return fmt.Errorf("reason %q synced %v nodes %d: %s", st.Reason, st.Synced, len(st.Nodes), st.LastError)
+		if st.Reason != memberaccess.ErrTooManyNodes || st.Synced || st.Nodes.Len() != 0 {
+			return fmt.Errorf("reason %q synced %v nodes %d: %s", st.Reason, st.Synced, st.Nodes.Len(), st.LastError)
 		}
 		return nil
 	})
@@ -150,8 +150,8 @@ func (h *harness) testPeerLimit(t *testing.T) {
 	m.Follow(mesh)
 	framework.EventuallyT(t, 30*time.Second, "too many Peers reported", func() error {
 		st := m.Snapshot(mesh)["one"]
-		if st.Reason != memberaccess.ErrTooManyPeers || st.Synced || len(st.Peers) != 0 || !strings.Contains(st.LastError, "--max-member-peers") {
-			return fmt.Errorf("reason %q synced %v peers %d: %s", st.Reason, st.Synced, len(st.Peers), st.LastError)
+		if st.Reason != memberaccess.ErrTooManyPeers || st.Synced || st.Peers.Len() != 0 || !strings.Contains(st.LastError, "--max-member-peers") {
+			return fmt.Errorf("reason %q synced %v peers %d: %s", st.Reason, st.Synced, st.Peers.Len(), st.LastError)
 		}
 		return nil
 	})
@@ -161,7 +161,7 @@ func (h *harness) testPeerLimit(t *testing.T) {
 			return err
 		}
 		if hasPeer(st, prefix+"-3") == nil {
-			return fmt.Errorf("%d Peers cached of the local cluster, not %s-3", len(st.Peers), prefix)
+			return fmt.Errorf("%d Peers cached of the local cluster, not %s-3", st.Peers.Len(), prefix)
 		}
 		return nil
 	})

@@ -12,6 +12,7 @@ import (
 	clocktesting "k8s.io/utils/clock/testing"
 
 	meshv1alpha1 "github.com/kilo-mesh/kilo-mesh-apiserver/pkg/apis/mesh/v1alpha1"
+	"github.com/kilo-mesh/kilo-mesh-apiserver/pkg/chunklist"
 	"github.com/kilo-mesh/kilo-mesh-apiserver/pkg/clusters"
 	"github.com/kilo-mesh/kilo-mesh-apiserver/pkg/planner"
 )
@@ -106,7 +107,7 @@ func TestFollowMeshes(t *testing.T) {
 
 // TestSnapshot: what the planner may rely on of a member cluster's caches.
 func TestSnapshot(t *testing.T) {
-	nodes := []*corev1.Node{{ObjectMeta: metav1.ObjectMeta{Name: "n"}}}
+	nodes := chunklist.Of([]*corev1.Node{{ObjectMeta: metav1.ObjectMeta{Name: "n"}}}, chunklist.ByName[*corev1.Node])
 	expiry := time.Date(2027, 1, 2, 3, 4, 5, 0, time.UTC)
 	for _, tc := range []struct {
 		name string
@@ -128,7 +129,7 @@ func TestSnapshot(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			got := snapshot(tc.in)
-			if got.Reachable != tc.want.Reachable || got.Error != tc.want.Error || len(got.Nodes) != len(tc.want.Nodes) || len(got.Peers) != 0 ||
+			if got.Reachable != tc.want.Reachable || got.Error != tc.want.Error || got.Nodes.Len() != tc.want.Nodes.Len() || got.Peers.Len() != 0 ||
 				!got.CredentialExpiry.Equal(tc.want.CredentialExpiry) {
 				t.Errorf("snapshot = %+v, want %+v", got, tc.want)
 			}

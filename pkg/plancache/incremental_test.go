@@ -6,7 +6,6 @@ import (
 	"reflect"
 	"slices"
 	"strconv"
-	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -18,6 +17,7 @@ import (
 
 	kilov1alpha1 "github.com/kilo-mesh/kilo-mesh-apiserver/pkg/apis/kilo/v1alpha1"
 	meshv1alpha1 "github.com/kilo-mesh/kilo-mesh-apiserver/pkg/apis/mesh/v1alpha1"
+	"github.com/kilo-mesh/kilo-mesh-apiserver/pkg/chunklist"
 	"github.com/kilo-mesh/kilo-mesh-apiserver/pkg/clusters"
 	"github.com/kilo-mesh/kilo-mesh-apiserver/pkg/planner"
 )
@@ -43,16 +43,18 @@ func (m *listedMembers) Identities(*meshv1alpha1.ClusterMesh) map[string]string 
 
 func (m *listedMembers) AddChangeHandler(func(types.NamespacedName)) {}
 
-// edit replaces the state of one cluster, as a member cache replaces an
-// object it updates.
+// edit replaces the state of one cluster; f changes its lists with With and
+// Without, as a member cache does.
 func (m *listedMembers) edit(cluster string, f func(*clusters.ClusterState)) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	st := m.states[cluster]
-	st.Nodes, st.Peers = slices.Clone(st.Nodes), slices.Clone(st.Peers)
 	f(&st)
 	m.states[cluster] = st
 }
+
+// nodeName and peerName are the keys member caches list Nodes and Peers by.
+var nodeName, peerName = chunklist.ByName[*corev1.Node], chunklist.ByName[*kilov1alpha1.Peer]
 
 func kiloNode(name string, i int, now time.Time, key byte) *corev1.Node {
 	k := make([]byte, 32)
@@ -89,7 +91,7 @@ func TestCacheIncremental(t *testing.T) {
 		for i := range 3 {
 			nodes = append(nodes, kiloNode(fmt.Sprintf("%s-%d", name, i), i, now, byte(1+c)))
 		}
-		members.states[name] = clusters.ClusterState{Name: name, Reachable: true, Synced: true, Nodes: nodes}
+		members.states[name] = clusters.ClusterState{Name: name, Reachable: true, Synced: true, Nodes: chunklist.Sorted(nodes, nodeName)}
 	}
 	c, err := New(Config{Members: members, Clock: clk})
 	if err != nil {
@@ -117,29 +119,29 @@ func TestCacheIncremental(t *testing.T) {
 		{"nothing but the clock", func() { clk.SetTime(clk.Now().Add(MaxAge)) }, true},
 		{"a node's key", func() {
 			members.edit("a", func(s *clusters.ClusterState) {
-				n := s.Nodes[0].DeepCopy()
+				first, _ := s.Nodes.Get("a-0", nodeName)
+				n := first.DeepCopy()
 				n.Annotations[kilov1alpha1.AnnotationKey] = base64.StdEncoding.EncodeToString(slices.Repeat([]byte{9}, 32))
-				s.Nodes[0] = n
+				s.Nodes = s.Nodes.With(n, nodeName)
 			})
 		}, true},
 		{"the reconciler applies the plan on b", func() {
 			members.edit("b", func(s *clusters.ClusterState) {
 				for _, p := range last.DesiredPeers["b"].All() {
-					s.Peers = append(s.Peers, p.DeepCopy())
+					s.Peers = s.Peers.With(p.DeepCopy(), peerName)
 				}
 			})
 		}, true},
 		{"a Peer edited on b", func() {
 			members.edit("b", func(s *clusters.ClusterState) {
-				p := s.Peers[0].DeepCopy()
+				p := s.Peers.Slice()[0].DeepCopy()
 				p.Spec.PersistentKeepalive = 7
-				s.Peers[0] = p
+				s.Peers = s.Peers.With(p, peerName)
 			})
 		}, true},
 		{"a node appears: WireGuard IPs are renumbered", func() {
 			members.edit("a", func(s *clusters.ClusterState) {
-				s.Nodes = append([]*corev1.Node{kiloNode("a-0a", 7, clk.Now(), 1)}, s.Nodes...)
-				slices.SortFunc(s.Nodes, func(x, y *corev1.Node) int { return strings.Compare(x.Name, y.Name) })
+				s.Nodes = s.Nodes.With(kiloNode("a-0a", 7, clk.Now(), 1), nodeName)
 			})
 		}, false},
 		{"b becomes unreachable", func() {

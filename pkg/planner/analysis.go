@@ -6,8 +6,6 @@ import (
 	"slices"
 	"strings"
 
-	corev1 "k8s.io/api/core/v1"
-
 	kilov1alpha1 "github.com/kilo-mesh/kilo-mesh-apiserver/pkg/apis/kilo/v1alpha1"
 	meshv1alpha1 "github.com/kilo-mesh/kilo-mesh-apiserver/pkg/apis/mesh/v1alpha1"
 	"github.com/kilo-mesh/kilo-mesh-apiserver/pkg/apis/mesh/validation"
@@ -43,13 +41,7 @@ type source struct {
 // granularity, groups, leaders, WireGuard IPs, node containment, and one
 // export candidate per group with the addresses it would claim.
 func (pl *planner) analyze(s *source, snap *ClusterSnapshot) {
-	nodes := make([]*corev1.Node, 0, len(snap.Nodes))
-	for _, n := range snap.Nodes {
-		if n != nil {
-			nodes = append(nodes, n)
-		}
-	}
-	slices.SortStableFunc(nodes, func(a, b *corev1.Node) int { return strings.Compare(a.Name, b.Name) })
+	nodes := snap.Nodes.Slice()
 
 	topologyLabel := topologyLabelOf(s.entry)
 	s.nodes = make([]nodeInfo, len(nodes))

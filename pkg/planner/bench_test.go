@@ -62,7 +62,7 @@ func benchInput(clusters, nodes int, granularity string) Input {
 				}},
 			}
 		}
-		in.Clusters[name] = ClusterSnapshot{Reachable: true, Nodes: list}
+		in.Clusters[name] = ClusterSnapshot{Reachable: true, Nodes: nodesOf(list...)}
 	}
 	return in
 }

@@ -81,7 +81,7 @@ func (p *Plan) carriedWithoutBlocked(t *meshv1alpha1.TargetPlan) map[string]int 
 			continue
 		}
 		blocked[k.Name] = true
-		peer, ok := p.DesiredPeers[t.Cluster].get(k.Name, peerName)
+		peer, ok := p.DesiredPeers[t.Cluster].Get(k.Name, peerName)
 		if !ok {
 			continue
 		}

@@ -60,7 +60,7 @@ func TestUncarried(t *testing.T) {
 			name: "a cluster without groups has nothing to carry",
 			mutate: func(t *testing.T, in *Input) {
 				snap := in.Clusters["home"]
-				snap.Nodes = nil
+				snap.Nodes = nodesOf()
 				in.Clusters["home"] = snap
 			},
 		},

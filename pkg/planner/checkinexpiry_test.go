@@ -14,11 +14,13 @@ import (
 // keeps the earliest moment seen until the clock passes it.
 func TestCheckInExpiry(t *testing.T) {
 	in := benchInput(3, 4, "location")
-	older := in.Clusters["cluster-01"].Nodes[2].DeepCopy()
+	c1, c2 := in.Clusters["cluster-01"], in.Clusters["cluster-02"]
+	older := node(t, in, "cluster-01", "cluster-01-node-00002").DeepCopy()
 	older.Annotations[kilov1alpha1.AnnotationLastSeen] = strconv.FormatInt(in.Now.Unix()-40, 10)
-	silent := in.Clusters["cluster-02"].Nodes[3].DeepCopy()
+	silent := node(t, in, "cluster-02", "cluster-02-node-00003").DeepCopy()
 	silent.Annotations[kilov1alpha1.AnnotationLastSeen] = strconv.FormatInt(in.Now.Add(-time.Hour).Unix(), 10)
-	in.Clusters["cluster-01"].Nodes[2], in.Clusters["cluster-02"].Nodes[3] = older, silent
+	c1.Nodes, c2.Nodes = c1.Nodes.With(older, nodeName), c2.Nodes.With(silent, nodeName)
+	in.Clusters["cluster-01"], in.Clusters["cluster-02"] = c1, c2
 	wantFirst, err := kilov1alpha1.CheckInExpires(older)
 	if err != nil {
 		t.Fatal(err)
@@ -36,7 +38,8 @@ func TestCheckInExpiry(t *testing.T) {
 	// second later keeps the moment it saw.
 	fresh := older.DeepCopy()
 	fresh.Annotations[kilov1alpha1.AnnotationLastSeen] = strconv.FormatInt(in.Now.Unix(), 10)
-	in.Clusters["cluster-01"].Nodes[2] = fresh
+	c1.Nodes = c1.Nodes.With(fresh, nodeName)
+	in.Clusters["cluster-01"] = c1
 	in.Now = in.Now.Add(time.Second)
 	plan, st, _, err = st.Next(in, Changes{})
 	if err != nil {
@@ -52,7 +55,7 @@ func TestCheckInExpiry(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if want, _ := kilov1alpha1.CheckInExpires(in.Clusters["cluster-00"].Nodes[0]); !plan.CheckInExpiry.Equal(want) {
+	if want, _ := kilov1alpha1.CheckInExpires(node(t, in, "cluster-00", "cluster-00-node-00000")); !plan.CheckInExpiry.Equal(want) {
 		t.Errorf("past it: CheckInExpiry = %v, want %v, the other nodes'", plan.CheckInExpiry, want)
 	}
 	if whole := mustCompute(t, in); !whole.CheckInExpiry.Equal(plan.CheckInExpiry) {

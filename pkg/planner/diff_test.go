@@ -21,7 +21,7 @@ func applied(t *testing.T) Input {
 
 func addPeer(in *Input, cluster string, p *kilov1alpha1.Peer) {
 	snap := in.Clusters[cluster]
-	snap.Peers = append(snap.Peers, p)
+	snap.Peers = snap.Peers.With(p, peerName)
 	in.Clusters[cluster] = snap
 }
 
@@ -149,7 +149,7 @@ func TestDiff(t *testing.T) {
 		{
 			name: "every node of a source looks dead at once: its Peers are kept", target: "eu",
 			mutate: func(t *testing.T, in *Input) {
-				for _, n := range in.Clusters["us"].Nodes {
+				for _, n := range in.Clusters["us"].Nodes.All() {
 					annotate(n, kilov1alpha1.AnnotationLastSeen, "1")
 				}
 			},
@@ -188,7 +188,7 @@ func TestDiff(t *testing.T) {
 			name: "a name held by an earlier mesh of the same name", target: "us",
 			mutate: func(t *testing.T, in *Input) {
 				snap := in.Clusters["us"]
-				snap.Peers = nil
+				snap.Peers = heldPeers()
 				in.Clusters["us"] = snap
 				stale := foreignPeer(fra, "wsAkfjicLBzvHI1CmlzZEymVWGRFGd/gC+nalls4Kdk=", "10.202.0.0/16")
 				stale.Labels = ManagedLabels(testNamespace, testMesh, "an-earlier-uid", "eu")
@@ -230,12 +230,10 @@ func TestDiff(t *testing.T) {
 		{
 			name: "a managed Peer edited by hand is put back", target: "eu",
 			mutate: func(t *testing.T, in *Input) {
-				for _, p := range in.Clusters["eu"].Peers {
-					if p.Name == home {
-						p.Spec.Endpoint = nil
-						p.Labels[LabelSourceCluster] = "elsewhere"
-						p.Spec.PresharedKey = "user-set, not ours"
-					}
+				if p, ok := in.Clusters["eu"].Peers.Get(home, peerName); ok {
+					p.Spec.Endpoint = nil
+					p.Labels[LabelSourceCluster] = "elsewhere"
+					p.Spec.PresharedKey = "user-set, not ours"
 				}
 			},
 			update:    []string{home + ":metadata.labels+spec.endpoint"},
@@ -284,17 +282,8 @@ func TestDiff(t *testing.T) {
 			// Kept Peers stay in the desired list exactly as they were, so
 			// applying the plan leaves them alone.
 			for _, k := range tp.Kept {
-				var have, want *kilov1alpha1.Peer
-				for _, e := range in.Clusters[tc.target].Peers {
-					if e.Name == k.Name {
-						have = e
-					}
-				}
-				for _, d := range p.DesiredPeers[tc.target].All() {
-					if d.Name == k.Name {
-						want = d
-					}
-				}
+				have, _ := in.Clusters[tc.target].Peers.Get(k.Name, peerName)
+				want, _ := p.DesiredPeers[tc.target].Get(k.Name, peerName)
 				if have == nil || want == nil || len(changedFields(want, have)) > 0 {
 					t.Errorf("kept Peer %s not carried over unchanged", k.Name)
 				}
@@ -333,10 +322,8 @@ func TestKeptInvalidPeerIsNeitherAppliedNorDeleted(t *testing.T) {
 	in := applied(t)
 	in.Clusters["us"] = ClusterSnapshot{Error: "timeout"}
 	us1 := PeerName(testNamespace, testMesh, "us", "node:us-1")
-	for _, p := range in.Clusters["eu"].Peers {
-		if p.Name == us1 {
-			p.Spec.PublicKey = "broken"
-		}
+	if p, ok := in.Clusters["eu"].Peers.Get(us1, peerName); ok {
+		p.Spec.PublicKey = "broken"
 	}
 	p := mustCompute(t, in)
 	tp := target(t, p, "eu")

@@ -11,6 +11,7 @@ import (
 
 	kilov1alpha1 "github.com/kilo-mesh/kilo-mesh-apiserver/pkg/apis/kilo/v1alpha1"
 	meshv1alpha1 "github.com/kilo-mesh/kilo-mesh-apiserver/pkg/apis/mesh/v1alpha1"
+	"github.com/kilo-mesh/kilo-mesh-apiserver/pkg/chunklist"
 )
 
 // fixtureNow is the time the fixtures' last-seen annotations are relative to.
@@ -44,6 +45,13 @@ func loadNodes(t testing.TB, file string) []*corev1.Node {
 	return out
 }
 
+// nodesOf lists nodes as a member cache would hand them over: sorted by
+// name, nil left out.
+func nodesOf(nodes ...*corev1.Node) List[*corev1.Node] { return chunklist.Sorted(nodes, nodeName) }
+
+// heldPeers lists the Peers held on a cluster as its cache would hand them over.
+func heldPeers(peers ...*kilov1alpha1.Peer) PeerList { return chunklist.Sorted(peers, peerName) }
+
 // testSpec declares the three fixture clusters with disjoint networks.
 func testSpec() meshv1alpha1.ClusterMeshSpec {
 	return meshv1alpha1.ClusterMeshSpec{Clusters: []meshv1alpha1.ClusterEntry{
@@ -71,9 +79,9 @@ func testInput(t testing.TB) Input {
 		MeshNamespace: testNamespace, MeshName: testMesh, MeshUID: testUID,
 		Spec: testSpec(),
 		Clusters: map[string]ClusterSnapshot{
-			"eu":   {Reachable: true, Nodes: loadNodes(t, "eu.yaml")},
-			"us":   {Reachable: true, Nodes: loadNodes(t, "us.yaml")},
-			"home": {Reachable: true, Nodes: loadNodes(t, "home.yaml")},
+			"eu":   {Reachable: true, Nodes: nodesOf(loadNodes(t, "eu.yaml")...)},
+			"us":   {Reachable: true, Nodes: nodesOf(loadNodes(t, "us.yaml")...)},
+			"home": {Reachable: true, Nodes: nodesOf(loadNodes(t, "home.yaml")...)},
 		},
 		Now: fixtureNow,
 		// The local cluster's access is the subject of hostaccess_test.go.
@@ -97,12 +105,13 @@ func withPeers(in Input, plan *Plan) Input {
 	out := in
 	out.Clusters = make(map[string]ClusterSnapshot, len(in.Clusters))
 	for name, snap := range in.Clusters {
-		snap.Peers = nil
+		var peers []*kilov1alpha1.Peer
 		for _, d := range plan.DesiredPeers[name].All() {
 			p := d.DeepCopy()
 			p.ResourceVersion = "1"
-			snap.Peers = append(snap.Peers, p)
+			peers = append(peers, p)
 		}
+		snap.Peers = heldPeers(peers...)
 		out.Clusters[name] = snap
 	}
 	return out
@@ -111,10 +120,8 @@ func withPeers(in Input, plan *Plan) Input {
 // node returns the named node of a snapshot.
 func node(t testing.TB, in Input, cluster, name string) *corev1.Node {
 	t.Helper()
-	for _, n := range in.Clusters[cluster].Nodes {
-		if n.Name == name {
-			return n
-		}
+	if n, ok := in.Clusters[cluster].Nodes.Get(name, nodeName); ok {
+		return n
 	}
 	t.Fatalf("no node %s in cluster %s", name, cluster)
 	return nil

@@ -161,7 +161,7 @@ func TestHostAccessRemovesPeers(t *testing.T) {
 			tp, _ := p.Target(tt.target)
 			source := tt.deleted + tt.trimmed
 			var have []string
-			for _, peer := range applied.Clusters[tt.target].Peers {
+			for _, peer := range applied.Clusters[tt.target].Peers.All() {
 				if peer.Labels[LabelSourceCluster] == source {
 					have = append(have, peer.Name)
 				}

@@ -7,6 +7,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	kilov1alpha1 "github.com/kilo-mesh/kilo-mesh-apiserver/pkg/apis/kilo/v1alpha1"
+	"github.com/kilo-mesh/kilo-mesh-apiserver/pkg/chunklist"
 )
 
 // Incremental planning. A State keeps the working state of the
@@ -109,13 +110,7 @@ func Start(in Input) (*Plan, *State, error) {
 		for k := range x.foreignKeys {
 			st.foreignKeys[k] = struct{}{}
 		}
-		listed := 0
-		for _, p := range s.snapshot.Peers {
-			if p != nil {
-				listed++
-			}
-		}
-		st.peerDups[s.idx] = listed != len(x.managed)+len(x.foreign)
+		st.peerDups[s.idx] = s.snapshot.Peers.Len() != len(x.managed)+len(x.foreign)
 	}
 	st.expiry = plan.CheckInExpiry
 	ha := &in.HostAccess
@@ -162,8 +157,9 @@ func (st *State) Plan() *Plan { return st.plan }
 
 // Diff finds what differs between the input of the last plan and in: Nodes
 // and Peers are compared by pointer, as member caches replace an object
-// they update, and a list whose length changed is compared by name, when
-// both are sorted by name. Anything else is Whole.
+// they update, and what two snapshots share of a list is skipped, so a
+// change costs about what it changed, not the size of the mesh. A node
+// appearing or going, or anything else, is Whole.
 func (st *State) Diff(in *Input) Changes {
 	prev := st.pl.in
 	if prev.MeshNamespace != in.MeshNamespace || prev.MeshName != in.MeshName || prev.MeshUID != in.MeshUID ||
@@ -182,59 +178,19 @@ func (st *State) Diff(in *Input) Changes {
 		if !snap.Reachable {
 			continue // the planner reads nothing else of it
 		}
-		if len(old.Nodes) != len(snap.Nodes) {
-			return Changes{Whole: true}
-		}
-		for i, n := range snap.Nodes {
-			if o := old.Nodes[i]; o != n {
-				if o == nil || n == nil || o.Name != n.Name {
-					return Changes{Whole: true}
-				}
-				ch.Nodes = append(ch.Nodes, NodeChange{Cluster: name, Old: o, New: n})
-			}
-		}
-		if !diffPeers(name, old.Peers, snap.Peers, &ch) {
+		nodesOK := chunklist.Diff(old.Nodes, snap.Nodes, nodeName, func(o, n *corev1.Node) bool {
+			ch.Nodes = append(ch.Nodes, NodeChange{Cluster: name, Old: o, New: n})
+			return o != nil && n != nil
+		})
+		peersOK := nodesOK && chunklist.Diff(old.Peers, snap.Peers, peerName, func(o, n *kilov1alpha1.Peer) bool {
+			ch.Peers = append(ch.Peers, PeerChange{Cluster: name, Old: o, New: n})
+			return true
+		})
+		if !peersOK {
 			return Changes{Whole: true}
 		}
 	}
 	return ch
-}
-
-// diffPeers adds the Peer changes of one cluster; false when they cannot
-// be told apart by position or by a merge of two sorted lists.
-func diffPeers(cluster string, old, cur []*kilov1alpha1.Peer, ch *Changes) bool {
-	if len(old) == len(cur) {
-		for i, p := range cur {
-			if o := old[i]; o != p {
-				if o == nil || p == nil || o.Name != p.Name {
-					return false
-				}
-				ch.Peers = append(ch.Peers, PeerChange{Cluster: cluster, Old: o, New: p})
-			}
-		}
-		return true
-	}
-	i, j := 0, 0
-	for i < len(old) || j < len(cur) {
-		if (i < len(old) && (old[i] == nil || (i > 0 && old[i-1].Name >= old[i].Name))) ||
-			(j < len(cur) && (cur[j] == nil || (j > 0 && cur[j-1].Name >= cur[j].Name))) {
-			return false // not sorted, or a name twice
-		}
-		switch c := headOrder(old, i, cur, j); {
-		case c < 0:
-			ch.Peers = append(ch.Peers, PeerChange{Cluster: cluster, Old: old[i]})
-			i++
-		case c > 0:
-			ch.Peers = append(ch.Peers, PeerChange{Cluster: cluster, New: cur[j]})
-			j++
-		default:
-			if old[i] != cur[j] {
-				ch.Peers = append(ch.Peers, PeerChange{Cluster: cluster, Old: old[i], New: cur[j]})
-			}
-			i, j = i+1, j+1
-		}
-	}
-	return true
 }
 
 // Next plans in, whose differences from the last plan's input are ch

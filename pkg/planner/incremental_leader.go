@@ -70,10 +70,10 @@ func (u *patch) reexport(s *source, gi, from, changed int, was *nodeInfo) bool {
 	if k, ok := slices.BinarySearchFunc(pl.order, e.name, func(x *export, name string) int { return strings.Compare(x.name, name) }); ok {
 		pl.templates[k] = &p
 	}
-	if v, _ := u.plan.Groups[s.name].get(g.name, groupPlanName); moved || v.Endpoint != hostPort || v.PersistentKeepalive != int32(keepalive) {
+	if v, _ := u.plan.Groups[s.name].Get(g.name, groupPlanName); moved || v.Endpoint != hostPort || v.PersistentKeepalive != int32(keepalive) {
 		w := *v // shares its members, which stay
 		w.Leader, w.Endpoint, w.PersistentKeepalive = n.name, hostPort, int32(keepalive)
-		u.plan.Groups[s.name] = u.plan.Groups[s.name].with(&w, groupPlanName)
+		u.plan.Groups[s.name] = u.plan.Groups[s.name].With(&w, groupPlanName)
 	}
 	if moved {
 		u.ledBy(s, gi, from)
@@ -135,7 +135,7 @@ func (u *patch) replaceOnTargets(s *source, e *export, old, p *kilov1alpha1.Peer
 		if t.idx == s.idx {
 			continue
 		}
-		was, ok := u.plan.DesiredPeers[t.name].get(e.name, peerName)
+		was, ok := u.plan.DesiredPeers[t.name].Get(e.name, peerName)
 		if !ok {
 			continue // not planned there: withheld by policy, or no address left
 		}
@@ -145,7 +145,7 @@ func (u *patch) replaceOnTargets(s *source, e *export, old, p *kilov1alpha1.Peer
 			q.Spec.AllowedIPs = was.Spec.AllowedIPs
 			now = &q
 		}
-		u.plan.DesiredPeers[t.name] = u.plan.DesiredPeers[t.name].with(now, peerName)
+		u.plan.DesiredPeers[t.name] = u.plan.DesiredPeers[t.name].With(now, peerName)
 		u.plan.Carried[t.name] = recarry(u.plan.Carried[t.name], was, now)
 		if t.reachable {
 			u.rediff(t, e.name, now)

@@ -10,6 +10,7 @@ import (
 
 	kilov1alpha1 "github.com/kilo-mesh/kilo-mesh-apiserver/pkg/apis/kilo/v1alpha1"
 	meshv1alpha1 "github.com/kilo-mesh/kilo-mesh-apiserver/pkg/apis/mesh/v1alpha1"
+	"github.com/kilo-mesh/kilo-mesh-apiserver/pkg/chunklist"
 )
 
 // patch builds the next plan from the last one. The last plan may still
@@ -41,12 +42,12 @@ func (st *State) begin(now time.Time) *patch {
 // chunk per decision.
 func (u *patch) decide(s *source, idx []int, edit func(i int, d *meshv1alpha1.NodeDecision)) {
 	list := u.plan.Nodes[s.name]
-	if len(idx)*chunkMean < list.Len() {
+	if len(idx)*chunklist.ChunkMean < list.Len() {
 		for _, i := range idx {
-			d, _ := list.get(s.nodes[i].name, nodeDecisionName)
+			d, _ := list.Get(s.nodes[i].name, nodeDecisionName)
 			c := *d // shares its notes, which stay
 			edit(i, &c)
-			list = list.with(&c, nodeDecisionName)
+			list = list.With(&c, nodeDecisionName)
 		}
 	} else {
 		all := list.Slice()
@@ -55,7 +56,7 @@ func (u *patch) decide(s *source, idx []int, edit func(i int, d *meshv1alpha1.No
 			edit(i, &c)
 			all[i] = &c
 		}
-		list = listOf(all, nodeDecisionName)
+		list = chunklist.Of(all, nodeDecisionName)
 	}
 	u.plan.Nodes[s.name] = list
 }
@@ -199,7 +200,7 @@ func (u *patch) peer(c *PeerChange) bool {
 	default:
 		x.managed = slices.Insert(x.managed, k, c.New)
 	}
-	want, _ := u.plan.DesiredPeers[t.name].get(name, peerName)
+	want, _ := u.plan.DesiredPeers[t.name].Get(name, peerName)
 	u.rediff(t, name, want)
 	return true
 }
@@ -248,11 +249,11 @@ func (u *patch) rediff(t *source, name string, want *kilov1alpha1.Peer) {
 	tp.Create = placed(tp.Create, name, want != nil && have == nil)
 	tp.Delete = placed(tp.Delete, name, want == nil && have != nil)
 	unchanged := u.plan.Unchanged[t.name]
-	if _, ok := unchanged.get(name, self); ok != (want != nil && have != nil && len(fields) == 0) {
+	if _, ok := unchanged.Get(name, self); ok != (want != nil && have != nil && len(fields) == 0) {
 		if ok {
-			unchanged, _ = unchanged.without(name, self)
+			unchanged, _ = unchanged.Without(name, self)
 		} else {
-			unchanged = unchanged.with(name, self)
+			unchanged = unchanged.With(name, self)
 		}
 		u.plan.Unchanged[t.name] = unchanged
 	}

@@ -7,7 +7,6 @@ import (
 	"net/netip"
 	"slices"
 	"strconv"
-	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -102,16 +101,15 @@ var stepKinds = []struct {
 		c := slices.IndexFunc(in.Spec.Clusters, func(e meshv1alpha1.ClusterEntry) bool { return e.Name == name })
 		n := randomNode(r, fmt.Sprintf("%s-x%d", name, r.Intn(1000)), c, testKeys(r))
 		annotate(n, kilov1alpha1.AnnotationLastSeen, strconv.FormatInt(in.Now.Unix()-int64(r.Intn(20)), 10))
-		snap.Nodes = append(slices.Clone(snap.Nodes), n)
-		return withSnapshot(in, name, sortedSnapshot(snap))
+		snap.Nodes = snap.Nodes.With(n, nodeName) // a name already held is replaced, as in a cache
+		return withSnapshot(in, name, snap)
 	}},
 	{"delnode", 2, func(r *rand.Rand, in Input) Input {
 		name, snap := pickCluster(r, in)
-		if name == "" || len(snap.Nodes) == 0 {
+		if name == "" || snap.Nodes.Len() == 0 {
 			return in
 		}
-		i := r.Intn(len(snap.Nodes))
-		snap.Nodes = slices.Delete(slices.Clone(snap.Nodes), i, i+1)
+		snap.Nodes, _ = snap.Nodes.Without(snap.Nodes.Slice()[r.Intn(snap.Nodes.Len())].Name, nodeName)
 		return withSnapshot(in, name, snap)
 	}},
 	{"tick", 10, func(r *rand.Rand, in Input) Input {
@@ -124,33 +122,25 @@ var stepKinds = []struct {
 	}},
 	{"peeredit", 5, func(r *rand.Rand, in Input) Input {
 		name, snap := pickCluster(r, in)
-		if name == "" || len(snap.Peers) == 0 {
+		if name == "" || snap.Peers.Len() == 0 {
 			return in
 		}
-		i := r.Intn(len(snap.Peers))
-		peers := slices.Clone(snap.Peers)
+		p := snap.Peers.Slice()[r.Intn(snap.Peers.Len())].DeepCopy()
 		switch r.Intn(5) {
 		case 0:
-			peers = slices.Delete(peers, i, i+1)
+			snap.Peers, _ = snap.Peers.Without(p.Name, peerName)
+			return withSnapshot(in, name, snap)
 		case 1:
-			p := peers[i].DeepCopy()
 			p.Spec.AllowedIPs = append(p.Spec.AllowedIPs, fmt.Sprintf("10.%d.9.0/24", 10+r.Intn(4)))
-			peers[i] = p
 		case 2:
-			p := peers[i].DeepCopy()
 			p.Spec.Endpoint = &kilov1alpha1.PeerEndpoint{DNSOrIP: kilov1alpha1.DNSOrIP{IP: "192.0.2.1"}, Port: 51820}
-			peers[i] = p
 		case 3:
 			// A keepalive kg refuses: the Peer no longer counts for kg.
-			p := peers[i].DeepCopy()
 			p.Spec.PersistentKeepalive = -1
-			peers[i] = p
 		default:
-			p := peers[i].DeepCopy()
 			p.ResourceVersion = strconv.Itoa(r.Intn(1000)) // an echo: nothing planned changes
-			peers[i] = p
 		}
-		snap.Peers = peers
+		snap.Peers = snap.Peers.With(p, peerName)
 		return withSnapshot(in, name, snap)
 	}},
 	{"apply", 4, func(r *rand.Rand, in Input) Input {
@@ -160,19 +150,37 @@ var stepKinds = []struct {
 		if name == "" || err != nil {
 			return in
 		}
-		snap.Peers = appliedPeers(&in, snap.Peers, p.DesiredPeers[name].Slice())
-		return withSnapshot(in, name, sortedSnapshot(snap))
+		desired := p.DesiredPeers[name]
+		for _, e := range snap.Peers.All() {
+			if _, ok := desired.Get(e.Name, peerName); !ok && IsManagedBy(e, in.MeshNamespace, in.MeshName, in.MeshUID) {
+				snap.Peers, _ = snap.Peers.Without(e.Name, peerName)
+			}
+		}
+		for _, d := range desired.All() {
+			snap.Peers = snap.Peers.With(d.DeepCopy(), peerName)
+		}
+		return withSnapshot(in, name, snap)
 	}},
 	{"foreign", 1, func(r *rand.Rand, in Input) Input {
 		name, snap := pickCluster(r, in)
 		if name == "" {
 			return in
 		}
-		snap.Peers = append(slices.Clone(snap.Peers), &kilov1alpha1.Peer{
+		snap.Peers = snap.Peers.With(&kilov1alpha1.Peer{
 			ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("other-%d", r.Intn(100))},
 			Spec:       kilov1alpha1.PeerSpec{PublicKey: randomKey(r), AllowedIPs: []string{fmt.Sprintf("10.%d.%d.0/24", 10+r.Intn(4), r.Intn(8))}},
-		})
-		return withSnapshot(in, name, sortedSnapshot(snap))
+		}, peerName)
+		return withSnapshot(in, name, snap)
+	}},
+	// The member cache lists everything again (its watch restarted): the
+	// same objects in a list that shares nothing with the last one.
+	{"relist", 1, func(r *rand.Rand, in Input) Input {
+		name, snap := pickCluster(r, in)
+		if name == "" {
+			return in
+		}
+		snap.Nodes, snap.Peers = nodesOf(snap.Nodes.Slice()...), heldPeers(snap.Peers.Slice()...)
+		return withSnapshot(in, name, snap)
 	}},
 	{"reach", 2, func(r *rand.Rand, in Input) Input {
 		name := in.Spec.Clusters[r.Intn(len(in.Spec.Clusters))].Name
@@ -250,17 +258,15 @@ func pickCluster(r *rand.Rand, in Input) (string, ClusterSnapshot) {
 // editNode replaces one node of a random cluster by an edited copy.
 func editNode(r *rand.Rand, in Input, edit func(*corev1.Node)) Input {
 	name, snap := pickCluster(r, in)
-	if name == "" || len(snap.Nodes) == 0 {
+	if name == "" || snap.Nodes.Len() == 0 {
 		return in
 	}
-	i := r.Intn(len(snap.Nodes))
-	n := snap.Nodes[i].DeepCopy()
+	n := snap.Nodes.Slice()[r.Intn(snap.Nodes.Len())].DeepCopy()
 	if n.Annotations == nil {
 		n.Annotations = map[string]string{}
 	}
 	edit(n)
-	snap.Nodes = slices.Clone(snap.Nodes)
-	snap.Nodes[i] = n
+	snap.Nodes = snap.Nodes.With(n, nodeName)
 	return withSnapshot(in, name, snap)
 }
 
@@ -274,16 +280,21 @@ func withSnapshot(in Input, name string, snap ClusterSnapshot) Input {
 	return in
 }
 
-// sortedSnapshot orders a snapshot's lists by name, as the member caches
-// list them, keeping one object per name.
-func sortedSnapshot(snap ClusterSnapshot) ClusterSnapshot {
-	snap.Nodes = slices.Clone(snap.Nodes)
-	slices.SortStableFunc(snap.Nodes, func(a, b *corev1.Node) int { return strings.Compare(a.Name, b.Name) })
-	snap.Nodes = slices.CompactFunc(snap.Nodes, func(a, b *corev1.Node) bool { return a.Name == b.Name })
-	snap.Peers = slices.Clone(snap.Peers)
-	slices.SortStableFunc(snap.Peers, func(a, b *kilov1alpha1.Peer) int { return strings.Compare(a.Name, b.Name) })
-	snap.Peers = slices.CompactFunc(snap.Peers, func(a, b *kilov1alpha1.Peer) bool { return a.Name == b.Name })
+// cachedSnapshot lists a snapshot's objects as a member cache does, one at a
+// time with With, so that a name is held once (its first object).
+func cachedSnapshot(snap ClusterSnapshot) ClusterSnapshot {
+	snap.Nodes, snap.Peers = cachedList(snap.Nodes, nodeName), cachedList(snap.Peers, peerName)
 	return snap
+}
+
+func cachedList[T any](l List[T], key func(T) string) List[T] {
+	var out List[T]
+	for _, v := range l.All() {
+		if _, ok := out.Get(key(v), key); !ok {
+			out = out.With(v, key)
+		}
+	}
+	return out
 }
 
 // sequenceMesh is the first input of a sequence: randomMesh's meshes, full
@@ -297,7 +308,7 @@ func sequenceMesh(r *rand.Rand) Input {
 		in = benchInput(clusters, nodes, []string{"location", "full"}[r.Intn(2)])
 		in.Now = fixtureNow
 		for _, snap := range in.Clusters {
-			for k, n := range snap.Nodes { // two locations, so that leaders can move
+			for k, n := range snap.Nodes.All() { // two locations, so that leaders can move
 				n.Labels[meshv1alpha1.DefaultTopologyLabel] = fmt.Sprintf("zone-%d", k%2)
 			}
 		}
@@ -310,8 +321,11 @@ func sequenceMesh(r *rand.Rand) Input {
 		in.Spec.Clusters[0].Local = true
 		in.HostAccess = HostAccess{Mode: HostUnrestricted}
 	}
+	if r.Intn(8) == 0 {
+		return in // randomMesh's lists as drawn, which may hold a name twice, as no cache does
+	}
 	for name, snap := range in.Clusters {
-		in.Clusters[name] = sortedSnapshot(snap)
+		in.Clusters[name] = cachedSnapshot(snap)
 	}
 	return in
 }

@@ -147,7 +147,7 @@ func planDifference(got, want *Plan) string {
 // input, or that Next cannot pin down, are planned whole, never guessed.
 func TestNextPlansWholeWhenUnsure(t *testing.T) {
 	base := benchInput(3, 2, "full")
-	stranger := base.Clusters["cluster-01"].Nodes[0].DeepCopy()
+	stranger := node(t, base, "cluster-01", "cluster-01-node-00000").DeepCopy()
 	for _, tc := range []struct {
 		name   string
 		in     func(Input) Input
@@ -160,7 +160,7 @@ func TestNextPlansWholeWhenUnsure(t *testing.T) {
 			}, 0},
 		{"a node object the last plan did not read", func(in Input) Input { return in },
 			func(in Input) Changes {
-				return Changes{Nodes: []NodeChange{{Cluster: "cluster-01", Old: stranger, New: in.Clusters["cluster-01"].Nodes[0]}}}
+				return Changes{Nodes: []NodeChange{{Cluster: "cluster-01", Old: stranger, New: in.Clusters["cluster-01"].Nodes.Slice()[0]}}}
 			}, 0},
 		{"a cluster without nodes", func(in Input) Input {
 			return withSnapshot(in, "cluster-02", ClusterSnapshot{Reachable: true})
@@ -171,7 +171,7 @@ func TestNextPlansWholeWhenUnsure(t *testing.T) {
 			func(Input) Changes { return Changes{} }, -time.Second},
 		{"a Peer the last plan did not read", func(in Input) Input { return in },
 			func(in Input) Changes {
-				p := in.Clusters["cluster-00"].Peers[0]
+				p := in.Clusters["cluster-00"].Peers.Slice()[0]
 				return Changes{Peers: []PeerChange{{Cluster: "cluster-00", Old: p.DeepCopy(), New: p}}}
 			}, 0},
 	} {

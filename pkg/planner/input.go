@@ -7,7 +7,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 
-	kilov1alpha1 "github.com/kilo-mesh/kilo-mesh-apiserver/pkg/apis/kilo/v1alpha1"
 	meshv1alpha1 "github.com/kilo-mesh/kilo-mesh-apiserver/pkg/apis/mesh/v1alpha1"
 )
 
@@ -66,10 +65,11 @@ type ClusterSnapshot struct {
 	// Error is why the cluster could not be read. It is shown in the plan,
 	// so it must not carry secrets.
 	Error string
-	// Nodes are all the cluster's Nodes.
-	Nodes []*corev1.Node
+	// Nodes are all the cluster's Nodes, in a list that the next snapshot
+	// shares except where Nodes changed (chunklist.Sorted makes one).
+	Nodes List[*corev1.Node]
 	// Peers are all the Kilo Peers on the cluster now, managed or not.
-	Peers []*kilov1alpha1.Peer
+	Peers PeerList
 	// CredentialExpiry is when the credential the cluster is reached with
 	// expires, as the credential itself states; zero when it states none.
 	// Known whether or not the cluster is reachable: an expired credential

@@ -1,37 +1,19 @@
 package planner
 
 import (
-	"encoding/json"
-	"iter"
-	"slices"
-	"sort"
-	"strings"
+	corev1 "k8s.io/api/core/v1"
 
 	kilov1alpha1 "github.com/kilo-mesh/kilo-mesh-apiserver/pkg/apis/kilo/v1alpha1"
 	meshv1alpha1 "github.com/kilo-mesh/kilo-mesh-apiserver/pkg/apis/mesh/v1alpha1"
+	"github.com/kilo-mesh/kilo-mesh-apiserver/pkg/chunklist"
 )
 
-// List is a read-only list sorted by name, held in chunks that plans share:
-// changing one element copies its chunk, its group of chunks and the list
-// of groups, not the list (a change at full granularity used to touch
-// every target's lists). A chunk ends after each name whose hash is a
-// multiple of chunkMean, a group after each whose hash is a multiple of
-// groupMean chunkMeans, so the layout depends on the names alone and
-// equal lists are reflect.DeepEqual.
-type List[T any] struct {
-	groups [][][]T // never empty groups nor chunks
-	n      int
-}
+// List is a read-only list sorted by name in chunks that plans share:
+// changing one element copies its chunk, not the list (a change at full
+// granularity used to touch every target's lists).
+type List[T any] = chunklist.List[T]
 
-// chunkMean is the mean chunk length and groupMean the mean number of
-// chunks in a group: a change copies about chunkMean elements, groupMean
-// chunk headers and one group header per chunkMean*groupMean elements.
-const (
-	chunkMean = 256
-	groupMean = 64
-)
-
-// PeerList lists the Peers desired on one target.
+// PeerList lists the Peers desired on one target, or held on a cluster.
 type PeerList = List[*kilov1alpha1.Peer]
 
 // NameList lists the names of Peers.
@@ -48,7 +30,7 @@ func groupListOf(groups []meshv1alpha1.GroupPlan) GroupList {
 	for i := range groups {
 		ptrs[i] = &groups[i]
 	}
-	return listOf(ptrs, groupPlanName)
+	return chunklist.Of(ptrs, groupPlanName)
 }
 
 // NodeList lists the decisions on a cluster's nodes.
@@ -62,221 +44,24 @@ func NodeListOf(decisions ...meshv1alpha1.NodeDecision) NodeList {
 	for i := range decisions {
 		ptrs[i] = &decisions[i]
 	}
-	return listOf(ptrs, nodeDecisionName)
+	return chunklist.Of(ptrs, nodeDecisionName)
 }
 
-func peerName(p *kilov1alpha1.Peer) string { return p.Name }
+// peerName and nodeName are the keys of Peers and Nodes in a list: both
+// are cluster-scoped.
+var (
+	peerName = chunklist.ByName[*kilov1alpha1.Peer]
+	nodeName = chunklist.ByName[*corev1.Node]
+)
 
 func self(s string) string { return s }
 
 // PeerListOf lists peers; they must be sorted by name for a plan to find one.
-func PeerListOf(peers ...*kilov1alpha1.Peer) PeerList { return listOf(peers, peerName) }
+func PeerListOf(peers ...*kilov1alpha1.Peer) PeerList { return chunklist.Of(peers, peerName) }
 
 // FindPeer returns the Peer of l named name, in the time of a search: a
 // pass writes one Peer of thousands on a target.
-func FindPeer(l PeerList, name string) (*kilov1alpha1.Peer, bool) { return l.get(name, peerName) }
+func FindPeer(l PeerList, name string) (*kilov1alpha1.Peer, bool) { return l.Get(name, peerName) }
 
 // NameListOf lists names; they must be sorted for a plan to find one.
-func NameListOf(names ...string) NameList { return listOf(names, self) }
-
-// Len is the number of elements.
-func (l List[T]) Len() int { return l.n }
-
-// All yields the elements in order with their index.
-func (l List[T]) All() iter.Seq2[int, T] {
-	return func(yield func(int, T) bool) {
-		i := 0
-		for _, g := range l.groups {
-			for _, c := range g {
-				for _, v := range c {
-					if !yield(i, v) {
-						return
-					}
-					i++
-				}
-			}
-		}
-	}
-}
-
-// Slice returns the elements in a new slice, nil when there are none.
-func (l List[T]) Slice() []T {
-	if l.n == 0 {
-		return nil
-	}
-	out := make([]T, 0, l.n)
-	for _, g := range l.groups {
-		for _, c := range g {
-			out = append(out, c...)
-		}
-	}
-	return out
-}
-
-// MarshalJSON writes the list as a JSON array, null when empty.
-func (l List[T]) MarshalJSON() ([]byte, error) { return json.Marshal(l.Slice()) }
-
-// listOf chunks s, sorted by key, sharing its array: s must not change.
-func listOf[T any](s []T, key func(T) string) List[T] {
-	return List[T]{groups: grouped(chunked(s, key), key), n: len(s)}
-}
-
-func chunked[T any](s []T, key func(T) string) [][]T {
-	var chunks [][]T
-	start := 0
-	for i, v := range s {
-		if hashOf(key(v))%chunkMean == 0 {
-			chunks = append(chunks, s[start:i+1:i+1])
-			start = i + 1
-		}
-	}
-	if start < len(s) {
-		chunks = append(chunks, s[start:len(s):len(s)])
-	}
-	return chunks
-}
-
-func grouped[T any](chunks [][]T, key func(T) string) [][][]T {
-	var groups [][][]T
-	start := 0
-	for i, c := range chunks {
-		if hashOf(key(c[len(c)-1]))%(chunkMean*groupMean) == 0 {
-			groups = append(groups, chunks[start:i+1:i+1])
-			start = i + 1
-		}
-	}
-	if start < len(chunks) {
-		groups = append(groups, chunks[start:len(chunks):len(chunks)])
-	}
-	return groups
-}
-
-// hashOf is FNV-1a with MurmurHash3's finalizer, whose low bits FNV-1a
-// alone leaves uneven: fixed, so that plans stay deterministic.
-func hashOf(name string) uint64 {
-	h := uint64(14695981039346656037)
-	for i := 0; i < len(name); i++ {
-		h ^= uint64(name[i])
-		h *= 1099511628211
-	}
-	h ^= h >> 33
-	h *= 0xff51afd7ed558ccd
-	h ^= h >> 33
-	h *= 0xc4ceb9fe1a85ec53
-	return h ^ h>>33
-}
-
-// lastKey is the name of the last element of a group.
-func lastKey[T any](g [][]T, key func(T) string) string {
-	c := g[len(g)-1]
-	return key(c[len(c)-1])
-}
-
-// search finds name: its group, chunk and index there, or where it would
-// go (g == len(l.groups): after every element).
-func (l List[T]) search(name string, key func(T) string) (g, c, i int, found bool) {
-	g = sort.Search(len(l.groups), func(k int) bool { return lastKey(l.groups[k], key) >= name })
-	if g == len(l.groups) {
-		return g, 0, 0, false
-	}
-	chunks := l.groups[g]
-	c = sort.Search(len(chunks), func(k int) bool { return key(chunks[k][len(chunks[k])-1]) >= name })
-	i, found = slices.BinarySearchFunc(chunks[c], name, func(v T, name string) int { return strings.Compare(key(v), name) })
-	return g, c, i, found
-}
-
-// get returns the element named name.
-func (l List[T]) get(name string, key func(T) string) (T, bool) {
-	g, c, i, found := l.search(name, key)
-	if !found {
-		var zero T
-		return zero, false
-	}
-	return l.groups[g][c][i], true
-}
-
-// with returns the list with v added, or in place of the element of its
-// name. Only v's hash can add a chunk or group end.
-func (l List[T]) with(v T, key func(T) string) List[T] {
-	g, c, i, found := l.search(key(v), key)
-	if found { // the same name: the chunks stay as they are
-		groups := slices.Clone(l.groups)
-		groups[g] = slices.Clone(groups[g])
-		groups[g][c] = slices.Clone(groups[g][c])
-		groups[g][c][i] = v
-		return List[T]{groups: groups, n: l.n}
-	}
-	if g == len(l.groups) { // after every element: a chunk or group of its own when the last ends one
-		if g == 0 {
-			return listOf([]T{v}, key)
-		}
-		g--
-		c = len(l.groups[g]) - 1
-		i = len(l.groups[g][c])
-		switch h := hashOf(key(l.groups[g][c][i-1])); {
-		case h%(chunkMean*groupMean) == 0:
-			return List[T]{groups: slices.Concat(l.groups, [][][]T{{{v}}}), n: l.n + 1}
-		case h%chunkMean == 0:
-			return l.replaced(g, g+1, slices.Concat(l.groups[g], [][]T{{v}}), -1, l.n+1)
-		}
-	}
-	old := l.groups[g][c]
-	elems := make([]T, len(old)+1)
-	copy(elems, old[:i])
-	elems[i] = v
-	copy(elems[i+1:], old[i:])
-	h := hashOf(key(v))
-	mid := [][]T{elems}
-	if h%chunkMean == 0 && i < len(old) {
-		mid = [][]T{elems[: i+1 : i+1], elems[i+1:]}
-	}
-	split := -1
-	if h%(chunkMean*groupMean) == 0 {
-		split = c // the group ends with the chunk v ends
-	}
-	return l.replaced(g, g+1, slices.Concat(l.groups[g][:c], mid, l.groups[g][c+1:]), split, l.n+1)
-}
-
-// without returns the list without the element named name, and whether it
-// held it. Only a chunk or group end taken out changes the chunks.
-func (l List[T]) without(name string, key func(T) string) (List[T], bool) {
-	g, c, i, found := l.search(name, key)
-	if !found {
-		return l, false
-	}
-	old := l.groups[g][c]
-	var next []T
-	g1 := g + 1
-	rest := l.groups[g][c+1:]
-	if i == len(old)-1 { // it ended its chunk, maybe its group: the next chunk joins
-		switch {
-		case c+1 < len(l.groups[g]):
-			next, rest = l.groups[g][c+1], l.groups[g][c+2:]
-		case g+1 < len(l.groups):
-			next, rest, g1 = l.groups[g+1][0], l.groups[g+1][1:], g+2
-		}
-	}
-	elems := make([]T, 0, len(old)-1+len(next))
-	elems = append(append(append(elems, old[:i]...), old[i+1:]...), next...)
-	var mid [][]T
-	if len(elems) > 0 {
-		mid = [][]T{elems}
-	}
-	return l.replaced(g, g1, slices.Concat(l.groups[g][:c], mid, rest), -1, l.n-1), true
-}
-
-// replaced replaces groups g0 to g1 by one group of chunks, or two when
-// split is the index of the chunk ending the first, or none.
-func (l List[T]) replaced(g0, g1 int, chunks [][]T, split, n int) List[T] {
-	if n == 0 {
-		return List[T]{}
-	}
-	var mid [][][]T
-	switch {
-	case split >= 0 && split+1 < len(chunks):
-		mid = [][][]T{chunks[: split+1 : split+1], chunks[split+1:]}
-	case len(chunks) > 0:
-		mid = [][][]T{chunks}
-	}
-	return List[T]{groups: slices.Concat(l.groups[:g0], mid, l.groups[g1:]), n: n}
-}
+func NameListOf(names ...string) NameList { return chunklist.Of(names, self) }

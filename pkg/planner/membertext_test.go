@@ -58,7 +58,7 @@ func TestMemberStringsBounded(t *testing.T) {
 	annotate(node(t, in, "us", "us-3"), kilov1alpha1.AnnotationPersistentKeepalive, long+"\x1b", kilov1alpha1.AnnotationForceEndpoint, "\x1b[1m"+long,
 		kilov1alpha1.AnnotationAllowedLocationIPs, strings.Repeat("x,", 5000))
 	evil := readyNode("evil\x1b[2J", nil)
-	in.Clusters["us"] = ClusterSnapshot{Reachable: true, Nodes: append(in.Clusters["us"].Nodes, evil)}
+	in.Clusters["us"] = ClusterSnapshot{Reachable: true, Nodes: in.Clusters["us"].Nodes.With(evil, nodeName)}
 	p := mustCompute(t, in)
 	if notes := len(decision(t, p, "us", "us-3").Notes); notes == 0 || notes > maxNodeNotes+1 {
 		t.Fatalf("us-3's malformed annotations made %d notes, want 1 to %d", notes, maxNodeNotes+1)

@@ -10,6 +10,7 @@ import (
 
 	kilov1alpha1 "github.com/kilo-mesh/kilo-mesh-apiserver/pkg/apis/kilo/v1alpha1"
 	meshv1alpha1 "github.com/kilo-mesh/kilo-mesh-apiserver/pkg/apis/mesh/v1alpha1"
+	"github.com/kilo-mesh/kilo-mesh-apiserver/pkg/chunklist"
 )
 
 // planner holds the state of one Compute call.
@@ -114,9 +115,9 @@ func compute(in Input, keepHeld bool) (*Plan, *planner, error) {
 	plan.View.Relay, plan.View.Paths = pl.relay(drafts)
 	for _, s := range pl.sources {
 		tp, peers := drafts[s.idx].finish(s)
-		plan.Unchanged[s.name], tp.Unchanged = listOf(tp.Unchanged, self), nil
+		plan.Unchanged[s.name], tp.Unchanged = chunklist.Of(tp.Unchanged, self), nil
 		plan.View.Targets = append(plan.View.Targets, tp)
-		plan.DesiredPeers[s.name] = listOf(peers, peerName)
+		plan.DesiredPeers[s.name] = chunklist.Of(peers, peerName)
 		plan.Carried[s.name] = CarriedOf(plan.DesiredPeers[s.name])
 	}
 	plan.ServicesYielded = pl.checkServicesShared()

@@ -130,7 +130,7 @@ func TestNodeDecisions(t *testing.T) {
 			mutate: func(t *testing.T, in *Input) {
 				snap := in.Clusters["us"]
 				dup := node(t, *in, "us", "us-2").DeepCopy()
-				snap.Nodes = append(snap.Nodes, dup)
+				snap.Nodes = nodesOf(append(snap.Nodes.Slice(), dup)...) // With would replace it
 				in.Clusters["us"] = snap
 			},
 		},

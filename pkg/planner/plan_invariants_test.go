@@ -38,7 +38,7 @@ func TestContainment(t *testing.T) {
 	t.Run("two clusters on Kilo's default subnet", func(t *testing.T) {
 		in := testInput(t)
 		entry(&in, "us").WireguardCIDR = "10.34.0.0/16" // home's
-		for _, n := range in.Clusters["us"].Nodes {
+		for _, n := range in.Clusters["us"].Nodes.All() {
 			annotate(n, kilov1alpha1.AnnotationWireGuardIP, "<delete>")
 		}
 		p := mustCompute(t, in)

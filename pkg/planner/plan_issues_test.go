@@ -84,7 +84,7 @@ func TestWarnings(t *testing.T) {
 		{
 			name: "extra networks with no group to carry them", reason: WarningExtraNetworksUnattached, cluster: "us",
 			mutate: func(t *testing.T, in *Input) {
-				for _, n := range in.Clusters["us"].Nodes {
+				for _, n := range in.Clusters["us"].Nodes.All() {
 					annotate(n, kilov1alpha1.AnnotationLastSeen, "1")
 				}
 			},
@@ -92,7 +92,7 @@ func TestWarnings(t *testing.T) {
 		{
 			name: "all groups down", reason: WarningNoReadyGroups, cluster: "us",
 			mutate: func(t *testing.T, in *Input) {
-				for _, n := range in.Clusters["us"].Nodes {
+				for _, n := range in.Clusters["us"].Nodes.All() {
 					annotate(n, kilov1alpha1.AnnotationLastSeen, "1")
 				}
 			},

@@ -212,7 +212,7 @@ func TestExtraNetworks(t *testing.T) {
 
 	// The holder's group stops being ready: the networks move to another group.
 	was := c.ExtraNetworksGroup
-	for _, n := range in.Clusters["eu"].Nodes {
+	for _, n := range in.Clusters["eu"].Nodes.All() {
 		if groupOfNode(t, p, "eu", n.Name) == was {
 			annotate(n, kilov1alpha1.AnnotationLastSeen, "1")
 		}

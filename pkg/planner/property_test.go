@@ -23,8 +23,8 @@ const propertySeeds = 300
 
 // randomMesh draws a small mesh with everything that can go wrong going
 // wrong now and then: overlapping declarations, duplicate keys and pod
-// CIDRs, malformed annotations, dead nodes, foreign and stale Peers,
-// unreachable clusters.
+// CIDRs, malformed annotations, dead nodes, a node name held twice,
+// foreign and stale Peers, unreachable clusters.
 func randomMesh(r *rand.Rand) Input {
 	pick := func(p float64) bool { return r.Float64() < p }
 	keys := make([]string, 12)
@@ -69,7 +69,11 @@ func randomMesh(r *rand.Rand) Input {
 		for n := 0; n < r.Intn(9); n++ {
 			nodes = append(nodes, randomNode(r, fmt.Sprintf("%s-n%d", name, n), base, keys))
 		}
-		in.Clusters[name] = ClusterSnapshot{Reachable: true, Nodes: nodes}
+		if len(nodes) > 0 && pick(0.1) {
+			// A name held twice is the one order of a list left to shuffle.
+			nodes = append(nodes, randomNode(r, nodes[r.Intn(len(nodes))].Name, base, keys))
+		}
+		in.Clusters[name] = ClusterSnapshot{Reachable: true, Nodes: nodesOf(nodes...)}
 	}
 
 	// Reachability: some clusters behind NAT, sometimes a relay named
@@ -89,14 +93,14 @@ func randomMesh(r *rand.Rand) Input {
 		earlier.Clusters = map[string]ClusterSnapshot{}
 		for name, snap := range in.Clusters {
 			var nodes []*corev1.Node
-			for _, n := range snap.Nodes {
+			for _, n := range snap.Nodes.All() {
 				n = n.DeepCopy()
 				if pick(0.3) {
 					annotate(n, kilov1alpha1.AnnotationLastSeen, strconv.FormatInt(fixtureNow.Unix()-int64(r.Intn(120)), 10))
 				}
 				nodes = append(nodes, n)
 			}
-			earlier.Clusters[name] = ClusterSnapshot{Reachable: true, Nodes: nodes}
+			earlier.Clusters[name] = ClusterSnapshot{Reachable: true, Nodes: nodesOf(nodes...)}
 		}
 		if p, err := Compute(earlier); err == nil {
 			in = withPeers(in, p)
@@ -109,6 +113,7 @@ func randomMesh(r *rand.Rand) Input {
 		}
 	}
 	for name, snap := range in.Clusters {
+		peers := snap.Peers.Slice()
 		for f := 0; f < r.Intn(3); f++ {
 			p := &kilov1alpha1.Peer{
 				ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("foreign-%d", f)},
@@ -121,8 +126,9 @@ func randomMesh(r *rand.Rand) Input {
 				p.Labels = ManagedLabels("ns", "m", "older-uid", "c0")
 				p.Name = PeerName("ns", "m", "c0", "location:a")
 			}
-			snap.Peers = append(snap.Peers, p)
+			peers = append(peers, p)
 		}
+		snap.Peers = heldPeers(peers...) // may hold a name twice, after the one withPeers put there
 		if pick(0.15) {
 			snap = ClusterSnapshot{Error: "unreachable", Peers: snap.Peers, Nodes: snap.Nodes}
 		}
@@ -183,8 +189,9 @@ func randomNode(r *rand.Rand, name string, base int, keys []string) *corev1.Node
 	return n
 }
 
-// shuffled returns in with every list whose order carries no meaning
-// shuffled: clusters in the spec, nodes, Peers, and map insertion order.
+// shuffled returns in with every order that carries no meaning shuffled:
+// clusters in the spec, map insertion order, and the order in which a
+// snapshot's list holds the objects of a name it holds twice.
 func shuffled(r *rand.Rand, in Input) Input {
 	out := in
 	out.Spec.Clusters = append([]meshv1alpha1.ClusterEntry(nil), in.Spec.Clusters...)
@@ -199,10 +206,12 @@ func shuffled(r *rand.Rand, in Input) Input {
 	out.Clusters = make(map[string]ClusterSnapshot, len(names))
 	for _, name := range names {
 		snap := in.Clusters[name]
-		snap.Nodes = append([]*corev1.Node(nil), snap.Nodes...)
-		r.Shuffle(len(snap.Nodes), func(i, j int) { snap.Nodes[i], snap.Nodes[j] = snap.Nodes[j], snap.Nodes[i] })
-		snap.Peers = append([]*kilov1alpha1.Peer(nil), snap.Peers...)
-		r.Shuffle(len(snap.Peers), func(i, j int) { snap.Peers[i], snap.Peers[j] = snap.Peers[j], snap.Peers[i] })
+		nodes := snap.Nodes.Slice()
+		r.Shuffle(len(nodes), func(i, j int) { nodes[i], nodes[j] = nodes[j], nodes[i] })
+		snap.Nodes = nodesOf(nodes...)
+		peers := snap.Peers.Slice()
+		r.Shuffle(len(peers), func(i, j int) { peers[i], peers[j] = peers[j], peers[i] })
+		snap.Peers = heldPeers(peers...)
 		out.Clusters[name] = snap
 	}
 	return out
@@ -294,7 +303,7 @@ func appliedInput(in Input, p *Plan) Input {
 	next.Clusters = map[string]ClusterSnapshot{}
 	for name, snap := range in.Clusters {
 		if snap.Reachable {
-			snap.Peers = appliedPeers(&in, snap.Peers, p.DesiredPeers[name].Slice())
+			snap.Peers = heldPeers(appliedPeers(&in, snap.Peers.Slice(), p.DesiredPeers[name].Slice())...)
 		}
 		next.Clusters[name] = snap
 	}

@@ -89,7 +89,7 @@ func TestGoldenPlans(t *testing.T) {
 func TestRenderPeerList(t *testing.T) {
 	in := applied(t)
 	in.Clusters["us"] = ClusterSnapshot{Error: "timeout"} // kept Peers come from the cluster: server fields must go
-	for _, p := range in.Clusters["eu"].Peers {
+	for _, p := range in.Clusters["eu"].Peers.All() {
 		p.UID, p.Generation, p.Spec.PresharedKey = "1234", 3, ""
 	}
 	p := mustCompute(t, in)

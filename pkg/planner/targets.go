@@ -30,12 +30,7 @@ func (x *existingPeers) managedNamed(name string) *kilov1alpha1.Peer {
 
 func (pl *planner) existing(snap *ClusterSnapshot) existingPeers {
 	var x existingPeers
-	peers := make([]*kilov1alpha1.Peer, 0, len(snap.Peers))
-	for _, p := range snap.Peers {
-		if p != nil {
-			peers = append(peers, p)
-		}
-	}
+	peers := snap.Peers.Slice()
 	// Names are unique on a live cluster; the tie-break only keeps a
 	// malformed snapshot from making the plan depend on input order.
 	slices.SortFunc(peers, func(a, b *kilov1alpha1.Peer) int {

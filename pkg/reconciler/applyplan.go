@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"maps"
 	"slices"
-	"strings"
 	"sync"
 
 	corev1 "k8s.io/api/core/v1"
@@ -125,11 +124,11 @@ func applyTargets(ctx context.Context, works []targetWork, results map[string]ta
 // ClusterState's, sorted by name): those it creates, updates or deletes.
 // A map of every cached Peer, thousands on a large mesh, cost more than a
 // single change's writes.
-func cachedOf(peers []*kilov1alpha1.Peer, target *meshv1alpha1.TargetPlan) map[string]*kilov1alpha1.Peer {
+func cachedOf(peers planner.PeerList, target *meshv1alpha1.TargetPlan) map[string]*kilov1alpha1.Peer {
 	m := make(map[string]*kilov1alpha1.Peer, len(target.Create)+len(target.Update)+len(target.Delete))
 	find := func(name string) {
-		if i, ok := slices.BinarySearchFunc(peers, name, func(p *kilov1alpha1.Peer, n string) int { return strings.Compare(p.Name, n) }); ok {
-			m[name] = peers[i]
+		if p, ok := planner.FindPeer(peers, name); ok {
+			m[name] = p
 		}
 	}
 	for _, n := range target.Create {

@@ -14,7 +14,6 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/klog/v2"
 
-	kilov1alpha1 "github.com/kilo-mesh/kilo-mesh-apiserver/pkg/apis/kilo/v1alpha1"
 	meshv1alpha1 "github.com/kilo-mesh/kilo-mesh-apiserver/pkg/apis/mesh/v1alpha1"
 	"github.com/kilo-mesh/kilo-mesh-apiserver/pkg/clusters"
 	"github.com/kilo-mesh/kilo-mesh-apiserver/pkg/planner"
@@ -242,8 +241,10 @@ func (r *Reconciler) mayHoldWritten(mesh *meshv1alpha1.ClusterMesh, mb clusters.
 	st := mb.State
 	cs := findClusterStatus(mesh.Status.Clusters, mb.Entry)
 	if st.Synced {
-		if slices.ContainsFunc(st.Peers, func(p *kilov1alpha1.Peer) bool { return planner.IsManagedBy(p, mesh.Namespace, mesh.Name, mesh.UID) }) {
-			return true
+		for _, p := range st.Peers.All() {
+			if planner.IsManagedBy(p, mesh.Namespace, mesh.Name, mesh.UID) {
+				return true
+			}
 		}
 	} else if cs != nil && cs.PeersApplied > 0 {
 		return true

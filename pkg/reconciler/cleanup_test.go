@@ -95,8 +95,8 @@ func TestMayHoldWritten(t *testing.T) {
 		st   clusters.ClusterState
 		want bool
 	}{
-		{"last known cache holds the mesh's Peers", mesh, clusters.ClusterState{Synced: true, Peers: []*kilov1alpha1.Peer{earlier, ours}}, true},
-		{"last known cache holds none of them", withApplied(3), clusters.ClusterState{Synced: true, Peers: []*kilov1alpha1.Peer{earlier}}, false},
+		{"last known cache holds the mesh's Peers", mesh, clusters.ClusterState{Synced: true, Peers: planner.PeerListOf(ours, earlier)}, true},
+		{"last known cache holds none of them", withApplied(3), clusters.ClusterState{Synced: true, Peers: planner.PeerListOf(earlier)}, false},
 		{"never read, status says Peers were applied", withApplied(3), clusters.ClusterState{}, true},
 		{"never read, nothing applied (a missing Secret)", withApplied(0), clusters.ClusterState{}, false},
 		{"never read, no status", mesh, clusters.ClusterState{}, false},

@@ -290,7 +290,7 @@ func peersOfDeparted(mesh *meshv1alpha1.ClusterMesh, entry string, inSpec bool, 
 		for _, p := range plan.DesiredPeers[cluster].All() {
 			desired[p.Name] = true
 		}
-		for _, p := range st.Peers {
+		for _, p := range st.Peers.All() {
 			if planner.IsManagedBy(p, mesh.Namespace, mesh.Name, mesh.UID) && p.Labels[planner.LabelSourceCluster] == entry && !desired[p.Name] {
 				n++
 			}

@@ -14,6 +14,7 @@ import (
 
 	kilov1alpha1 "github.com/kilo-mesh/kilo-mesh-apiserver/pkg/apis/kilo/v1alpha1"
 	meshv1alpha1 "github.com/kilo-mesh/kilo-mesh-apiserver/pkg/apis/mesh/v1alpha1"
+	"github.com/kilo-mesh/kilo-mesh-apiserver/pkg/chunklist"
 	"github.com/kilo-mesh/kilo-mesh-apiserver/pkg/clusters"
 	"github.com/kilo-mesh/kilo-mesh-apiserver/pkg/planner"
 	"github.com/kilo-mesh/kilo-mesh-apiserver/test/framework"
@@ -32,12 +33,12 @@ func (l laggingHolds) Held(mesh types.NamespacedName) []clusters.Member {
 	out := l.Clusters.Held(mesh)
 	for i := range out {
 		var kept []*kilov1alpha1.Peer
-		for _, p := range out[i].State.Peers {
+		for _, p := range out[i].State.Peers.All() {
 			if p.Labels[planner.LabelMeshUID] != string(l.hide) {
 				kept = append(kept, p)
 			}
 		}
-		out[i].State.Peers = kept
+		out[i].State.Peers = chunklist.Of(kept, chunklist.ByName[*kilov1alpha1.Peer])
 	}
 	return out
 }

@@ -125,7 +125,7 @@ func (r *Reconciler) leftBehind(mesh *meshv1alpha1.ClusterMesh, members map[stri
 	var parts []string
 	for _, cluster := range unreachable {
 		set := map[string]struct{}{}
-		for _, p := range members[cluster].State.Peers {
+		for _, p := range members[cluster].State.Peers.All() {
 			if planner.IsManagedBy(p, mesh.Namespace, mesh.Name, mesh.UID) {
 				set[p.Name] = struct{}{}
 			}

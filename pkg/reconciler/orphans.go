@@ -9,7 +9,6 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/klog/v2"
 
-	kilov1alpha1 "github.com/kilo-mesh/kilo-mesh-apiserver/pkg/apis/kilo/v1alpha1"
 	meshv1alpha1 "github.com/kilo-mesh/kilo-mesh-apiserver/pkg/apis/mesh/v1alpha1"
 	"github.com/kilo-mesh/kilo-mesh-apiserver/pkg/clusters"
 	"github.com/kilo-mesh/kilo-mesh-apiserver/pkg/planner"
@@ -204,10 +203,10 @@ func installationOwner(l map[string]string, installation string) (meshOwner, boo
 
 // installationOwners are the meshes that Peers of this installation among
 // peers (a cache's) name, each once, in the order first named.
-func installationOwners(peers []*kilov1alpha1.Peer, installation string) []meshOwner {
+func installationOwners(peers planner.PeerList, installation string) []meshOwner {
 	seen := map[meshOwner]bool{}
 	var out []meshOwner
-	for _, p := range peers {
+	for _, p := range peers.All() {
 		if o, ok := installationOwner(p.Labels, installation); ok && !seen[o] {
 			seen[o] = true
 			out = append(out, o)

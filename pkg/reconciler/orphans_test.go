@@ -7,6 +7,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	kilov1alpha1 "github.com/kilo-mesh/kilo-mesh-apiserver/pkg/apis/kilo/v1alpha1"
+	"github.com/kilo-mesh/kilo-mesh-apiserver/pkg/chunklist"
 	"github.com/kilo-mesh/kilo-mesh-apiserver/pkg/planner"
 )
 
@@ -31,12 +32,12 @@ func TestInstallationOwners(t *testing.T) {
 		peer("hand-made", map[string]string{planner.LabelMeshUID: "uid-5", planner.LabelMeshNamespace: "ns", planner.LabelMeshName: "m"}, ours),
 		peer("no-uid", planner.ManagedLabels("ns", "m", "", "eu"), ours),
 	}
-	got := installationOwners(peers, ours)
+	got := installationOwners(chunklist.Sorted(peers, chunklist.ByName[*kilov1alpha1.Peer]), ours)
 	want := []meshOwner{{"ns", "m", "uid-1"}, {"ns", "m", "uid-2"}}
 	if !slices.Equal(got, want) {
 		t.Errorf("owners %+v, want %+v", got, want)
 	}
-	if got := installationOwners(peers, "ns-uid-nobody"); len(got) != 0 {
+	if got := installationOwners(chunklist.Sorted(peers, chunklist.ByName[*kilov1alpha1.Peer]), "ns-uid-nobody"); len(got) != 0 {
 		t.Errorf("owners of another installation: %+v", got)
 	}
 }

@@ -36,7 +36,7 @@ func TestCachedOf(t *testing.T) {
 			[]string{"p001", "p002", "p003"}},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			got := cachedOf(peers, &c.target)
+			got := cachedOf(planner.PeerListOf(peers...), &c.target)
 			if names := slices.Sorted(maps.Keys(got)); !slices.Equal(names, c.want) {
 				t.Errorf("cachedOf = %v, want %v", names, c.want)
 			}

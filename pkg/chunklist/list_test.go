@@ -1,4 +1,4 @@
-package planner
+package chunklist
 
 import (
 	"fmt"
@@ -6,8 +6,6 @@ import (
 	"reflect"
 	"slices"
 	"testing"
-
-	meshv1alpha1 "github.com/kilo-mesh/kilo-mesh-apiserver/pkg/apis/mesh/v1alpha1"
 )
 
 // TestListChanges adds and removes names at random and checks after each
@@ -25,7 +23,7 @@ func TestListChanges(t *testing.T) {
 			}
 			slices.Sort(want)
 			want = slices.Compact(want)
-			l := listOf(slices.Clone(want), self)
+			l := Of(slices.Clone(want), self)
 			if len(l.groups) < tc.groups {
 				t.Fatalf("%d groups, want %d or more: the test would not change a group", len(l.groups), tc.groups)
 			}
@@ -43,15 +41,15 @@ func TestListChanges(t *testing.T) {
 					name, remove, ends = ends[len(ends)-1], false, ends[:len(ends)-1]
 				}
 				k, held := slices.BinarySearch(want, name)
-				if _, ok := l.get(name, self); ok != held {
+				if _, ok := l.Get(name, self); ok != held {
 					t.Fatalf("step %d: get(%s) %v, want %v", step, name, ok, held)
 				}
-				if hashOf(name)%chunkMean == 0 && remove {
+				if hashOf(name)%ChunkMean == 0 && remove {
 					ends = append(ends, name)
 				}
 				if remove {
 					var removed bool
-					l, removed = l.without(name, self)
+					l, removed = l.Without(name, self)
 					if removed != held {
 						t.Fatalf("step %d: without(%s) removed %v, want %v", step, name, removed, held)
 					}
@@ -59,7 +57,7 @@ func TestListChanges(t *testing.T) {
 						want = slices.Delete(want, k, k+1)
 					}
 				} else {
-					l = l.with(name, self)
+					l = l.With(name, self)
 					if !held {
 						want = slices.Insert(want, k, name)
 					}
@@ -67,7 +65,7 @@ func TestListChanges(t *testing.T) {
 				if got := l.Slice(); !slices.Equal(got, want) || l.Len() != len(want) {
 					t.Fatalf("step %d: list %d long, want %d; or elements differ", step, l.Len(), len(want))
 				}
-				if whole := listOf(slices.Clone(want), self); !reflect.DeepEqual(l, whole) {
+				if whole := Of(slices.Clone(want), self); !reflect.DeepEqual(l, whole) {
 					t.Fatalf("step %d (%s, remove %v): %d groups, a list built at once %d, or their chunks differ\n%v\n%v", step, name, remove, len(l.groups), len(whole.groups), lens(l), lens(whole))
 				}
 			}
@@ -93,7 +91,7 @@ func TestListAfterEnd(t *testing.T) {
 	for _, tc := range []struct {
 		name string
 		mod  uint64
-	}{{"chunk", chunkMean}, {"group", chunkMean * groupMean}} {
+	}{{"chunk", ChunkMean}, {"group", ChunkMean * groupMean}} {
 		t.Run(tc.name, func(t *testing.T) {
 			end := ""
 			for k := 0; end == ""; k++ {
@@ -102,8 +100,8 @@ func TestListAfterEnd(t *testing.T) {
 				}
 			}
 			names := []string{"peer-", end}
-			l := listOf(slices.Clone(names), self).with(end+"x", self)
-			if whole := listOf(append(names, end+"x"), self); !reflect.DeepEqual(l, whole) {
+			l := Of(slices.Clone(names), self).With(end+"x", self)
+			if whole := Of(append(names, end+"x"), self); !reflect.DeepEqual(l, whole) {
 				t.Fatalf("%v, a list built at once %v", lens(l), lens(whole))
 			}
 			if len(l.groups[len(l.groups)-1][len(l.groups[len(l.groups)-1])-1]) != 1 {
@@ -113,36 +111,4 @@ func TestListAfterEnd(t *testing.T) {
 	}
 }
 
-// TestDecide edits a few decisions of a cluster (chunk by chunk) and many
-// (one new list): both give the list built at once, and leave the last
-// plan's as it was.
-func TestDecide(t *testing.T) {
-	const n = 600
-	s := &source{name: "c", nodes: make([]nodeInfo, n)}
-	decisions := make([]meshv1alpha1.NodeDecision, n)
-	for i := range decisions {
-		s.nodes[i].name = fmt.Sprintf("node-%04d", i)
-		decisions[i] = meshv1alpha1.NodeDecision{Node: s.nodes[i].name}
-	}
-	every := make([]int, n)
-	for i := range every {
-		every[i] = i
-	}
-	for _, idx := range [][]int{{3}, {0, n - 1}, every} {
-		t.Run(fmt.Sprint(len(idx)), func(t *testing.T) {
-			last := NodeListOf(slices.Clone(decisions)...)
-			u := &patch{plan: &Plan{Nodes: map[string]NodeList{"c": last}}}
-			u.decide(s, idx, func(i int, d *meshv1alpha1.NodeDecision) { d.Message = "edited " + s.nodes[i].name })
-			want := slices.Clone(decisions)
-			for _, i := range idx {
-				want[i].Message = "edited " + s.nodes[i].name
-			}
-			if got := u.plan.Nodes["c"]; !reflect.DeepEqual(got, NodeListOf(want...)) {
-				t.Errorf("the edited list differs from the list built at once")
-			}
-			if !reflect.DeepEqual(last, NodeListOf(decisions...)) {
-				t.Errorf("the last plan's list changed")
-			}
-		})
-	}
-}
+func self(s string) string { return s }
