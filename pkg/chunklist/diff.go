@@ -21,7 +21,14 @@ func Diff[T comparable](old, cur List[T], key func(T) string, yield func(o, n T)
 				a.g, b.g = a.g+1, b.g+1
 				continue
 			}
-			if ca, cb := a.chunk(), b.chunk(); same(ca, cb) {
+			ca, cb := a.chunk(), b.chunk()
+			replaced, ok := replacedIn(ca, cb, key)
+			if ok {
+				for _, i := range replaced {
+					if !yield(ca[i], cb[i]) {
+						return false
+					}
+				}
 				prevA, seenA = key(ca[len(ca)-1]), true
 				prevB, seenB = prevA, true
 				a.skipChunk()
@@ -63,6 +70,30 @@ func Diff[T comparable](old, cur List[T], key func(T) string, yield func(o, n T)
 		}
 	}
 	return true
+}
+
+// replacedIn compares two chunks position by position, by pointer, as
+// member caches replace the objects they update: it returns the positions
+// holding another value of the same name, and false when a position holds
+// another name (something was added or removed: merge by name instead).
+// Comparing by name alone would read the name of every element of a chunk.
+func replacedIn[T comparable](a, b []T, key func(T) string) ([]int, bool) {
+	if len(a) != len(b) {
+		return nil, false
+	}
+	if same(a, b) {
+		return nil, true
+	}
+	var replaced []int
+	for i := range a {
+		if a[i] != b[i] {
+			if key(a[i]) != key(b[i]) {
+				return nil, false
+			}
+			replaced = append(replaced, i)
+		}
+	}
+	return replaced, true
 }
 
 // same reports whether two slices are one: the same array, the same length.

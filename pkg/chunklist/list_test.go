@@ -112,3 +112,47 @@ func TestListAfterEnd(t *testing.T) {
 }
 
 func self(s string) string { return s }
+
+// TestReplace: replacing many elements at once gives the list that
+// replacing them one by one gives, leaves the old list as it was, and
+// returns the names it does not hold apart.
+func TestReplace(t *testing.T) {
+	for _, size := range []int{0, 10, 3000} {
+		t.Run(fmt.Sprint(size), func(t *testing.T) {
+			r := rand.New(rand.NewSource(int64(size)))
+			var names []string
+			for i := 0; i < size; i++ {
+				names = append(names, fmt.Sprintf("node-%05d", i))
+			}
+			old := Sorted(itemsOf(names), ByName[*item])
+			kept := old.Slice()
+			var vs []*item
+			for k := 0; k < 40; k++ {
+				vs = append(vs, &item{name: fmt.Sprintf("node-%05d", r.Intn(size+5)), version: k + 1})
+			}
+			got, rest := old.Replace(vs, ByName[*item])
+			want, wantRest := old, []*item(nil)
+			for _, v := range vs {
+				if _, ok := want.Get(v.name, ByName[*item]); !ok {
+					wantRest = append(wantRest, v)
+					continue
+				}
+				want = want.With(v, ByName[*item])
+			}
+			if !reflect.DeepEqual(got, want) || !slices.Equal(rest, wantRest) {
+				t.Fatalf("Replace differs from With one by one, or returns %d apart, want %d", len(rest), len(wantRest))
+			}
+			if !slices.Equal(old.Slice(), kept) {
+				t.Fatal("the old list changed")
+			}
+		})
+	}
+}
+
+func itemsOf(names []string) []*item {
+	out := make([]*item, len(names))
+	for i, n := range names {
+		out[i] = &item{name: n}
+	}
+	return out
+}

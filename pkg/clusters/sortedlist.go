@@ -56,21 +56,33 @@ func (l *sortedList[T]) list() chunklist.List[T] {
 		l.items, l.valid = chunklist.Of(listByKey[T](l.store), chunklist.ByName[T]), true
 		clear(l.dirty)
 	case len(l.dirty) > 0:
-		for key := range l.dirty {
-			l.items = l.reread(key)
-		}
+		l.items = l.reread()
 		clear(l.dirty)
 	}
 	return l.items
 }
 
-// reread is items with key read again from the store.
-func (l *sortedList[T]) reread(key string) chunklist.List[T] {
-	item, exists, _ := l.store.GetByKey(key)
-	if obj, ok := item.(T); exists && ok {
-		return l.items.With(obj, chunklist.ByName[T])
+// reread is items with the dirty keys read again from the store: updates
+// in one step, which copies each chunk they reach once, then additions and
+// deletions one by one.
+func (l *sortedList[T]) reread() chunklist.List[T] {
+	var present []T
+	var gone []string
+	for key := range l.dirty {
+		item, exists, _ := l.store.GetByKey(key)
+		if obj, ok := item.(T); exists && ok {
+			present = append(present, obj)
+			continue
+		}
+		_, name, _ := cache.SplitMetaNamespaceKey(key)
+		gone = append(gone, name)
 	}
-	_, name, _ := cache.SplitMetaNamespaceKey(key)
-	without, _ := l.items.Without(name, chunklist.ByName[T])
-	return without
+	items, added := l.items.Replace(present, chunklist.ByName[T])
+	for _, obj := range added {
+		items = items.With(obj, chunklist.ByName[T])
+	}
+	for _, name := range gone {
+		items, _ = items.Without(name, chunklist.ByName[T])
+	}
+	return items
 }
