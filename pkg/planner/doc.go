@@ -6,8 +6,9 @@
 //
 // The package is pure: no I/O, no goroutines, no clock (Input.Now is the
 // time), and it imports only the standard library, k8s.io/api/core/v1,
-// k8s.io/apimachinery and this repository's pkg/apis: the API types, Kilo's
-// node contract, and the network rules admission applies too.
+// k8s.io/apimachinery and this repository's pkg/apis (the API types, Kilo's
+// node contract, and the network rules admission applies too) and
+// pkg/chunklist (the lists its input and plans are held in).
 //
 // # The model
 //
