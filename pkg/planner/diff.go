@@ -11,12 +11,12 @@ import (
 // diff compares the desired Peers of a target with the managed Peers it
 // holds, both sorted by name, in one merge pass. Kept Peers are neither
 // updated nor deleted; Peers the mesh does not manage are never touched.
+// The Peers held as planned are listed only in the served view (see
+// Plan.unchanged): keeping that list cost a change more than planning it.
 func diff(tp *meshv1alpha1.TargetPlan, desired []*kilov1alpha1.Peer, kept map[string]bool, managed []*kilov1alpha1.Peer) {
-	// Size for the usual cases: a first plan, and a steady state.
+	// Size for a first plan, which creates everything.
 	if len(managed) == 0 {
 		tp.Create = make([]string, 0, len(desired))
-	} else {
-		tp.Unchanged = make([]string, 0, min(len(desired), len(managed)))
 	}
 	i, j := 0, 0
 	for i < len(desired) || j < len(managed) {
@@ -37,8 +37,6 @@ func diff(tp *meshv1alpha1.TargetPlan, desired []*kilov1alpha1.Peer, kept map[st
 			default:
 				if fields := changedFields(d, managed[j]); len(fields) > 0 {
 					tp.Update = append(tp.Update, meshv1alpha1.PeerUpdate{Name: d.Name, Fields: fields})
-				} else {
-					tp.Unchanged = append(tp.Unchanged, d.Name)
 				}
 			}
 			i++

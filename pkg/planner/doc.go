@@ -70,10 +70,11 @@
 // granularity, 90,000 desired Peers, to about 30 MB allocated. Callers
 // DeepCopy a Peer before changing it.
 //
-// Each target's desired Peers (Plan.DesiredPeers) and unchanged Peer names
-// (Plan.Unchanged), and each cluster's groups (Plan.Groups) and node
-// decisions (Plan.Nodes) are Lists (list.go); the last three are left out
-// of View, and ServedView fills them into the copy it returns. A List is
+// Each target's desired Peers (Plan.DesiredPeers), and each cluster's
+// groups (Plan.Groups) and node decisions (Plan.Nodes) are Lists
+// (list.go); the last two are left out of View, and ServedView fills them
+// into the copy it returns with each target's unchanged Peer names, which
+// no plan keeps. A List is
 // chunks of about 256, in groups of about 64 chunks, ending where a name's
 // hash says, so that the layout depends on the names alone. A patched plan shares every chunk but the ones its
 // change touches with the last plan, so one change costs the same at any

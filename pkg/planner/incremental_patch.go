@@ -28,7 +28,7 @@ type patch struct {
 func (st *State) begin(now time.Time) *patch {
 	old := st.plan
 	p := &Plan{View: old.View, DesiredPeers: maps.Clone(old.DesiredPeers), Carried: maps.Clone(old.Carried),
-		Unchanged: maps.Clone(old.Unchanged), Groups: maps.Clone(old.Groups), Nodes: maps.Clone(old.Nodes), Measured: old.Measured,
+		Groups: maps.Clone(old.Groups), Nodes: maps.Clone(old.Nodes), Measured: old.Measured,
 		ServicesYielded: old.ServicesYielded}
 	p.View.GeneratedAt = metav1.NewTime(now.UTC())
 	p.View.Clusters = slices.Clone(old.View.Clusters)
@@ -248,15 +248,6 @@ func (u *patch) rediff(t *source, name string, want *kilov1alpha1.Peer) {
 	}
 	tp.Create = placed(tp.Create, name, want != nil && have == nil)
 	tp.Delete = placed(tp.Delete, name, want == nil && have != nil)
-	unchanged := u.plan.Unchanged[t.name]
-	if _, ok := unchanged.Get(name, self); ok != (want != nil && have != nil && len(fields) == 0) {
-		if ok {
-			unchanged, _ = unchanged.Without(name, self)
-		} else {
-			unchanged = unchanged.With(name, self)
-		}
-		u.plan.Unchanged[t.name] = unchanged
-	}
 	k, ok := slices.BinarySearchFunc(tp.Update, name, func(p meshv1alpha1.PeerUpdate, n string) int { return strings.Compare(p.Name, n) })
 	switch {
 	case len(fields) > 0 && ok && slices.Equal(tp.Update[k].Fields, fields):

@@ -16,9 +16,6 @@ type List[T any] = chunklist.List[T]
 // PeerList lists the Peers desired on one target, or held on a cluster.
 type PeerList = List[*kilov1alpha1.Peer]
 
-// NameList lists the names of Peers.
-type NameList = List[string]
-
 // GroupList lists the plans of a cluster's groups.
 type GroupList = List[*meshv1alpha1.GroupPlan]
 
@@ -54,14 +51,9 @@ var (
 	nodeName = chunklist.ByName[*corev1.Node]
 )
 
-func self(s string) string { return s }
-
 // PeerListOf lists peers; they must be sorted by name for a plan to find one.
 func PeerListOf(peers ...*kilov1alpha1.Peer) PeerList { return chunklist.Of(peers, peerName) }
 
 // FindPeer returns the Peer of l named name, in the time of a search: a
 // pass writes one Peer of thousands on a target.
 func FindPeer(l PeerList, name string) (*kilov1alpha1.Peer, bool) { return l.Get(name, peerName) }
-
-// NameListOf lists names; they must be sorted for a plan to find one.
-func NameListOf(names ...string) NameList { return chunklist.Of(names, self) }

@@ -1,6 +1,8 @@
 package planner
 
 import (
+	"slices"
+	"strings"
 	"time"
 
 	meshv1alpha1 "github.com/kilo-mesh/kilo-mesh-apiserver/pkg/apis/mesh/v1alpha1"
@@ -26,10 +28,6 @@ type Plan struct {
 	// carry each source cluster (CarriedOf), kept with DesiredPeers so
 	// that the Ready condition need not read every Peer of a pass.
 	Carried map[string]map[string]int
-	// Unchanged holds, per target cluster, the names of the Peers it holds
-	// as planned, sorted: View.Targets[].Unchanged, which a Plan leaves
-	// empty so that plans share these lists too. ServedView fills it in.
-	Unchanged map[string]NameList
 	// Groups holds, per cluster, its groups' plans, sorted by name:
 	// View.Clusters[].Groups, which a Plan leaves empty for the same reason.
 	// ServedView fills it in.
@@ -73,13 +71,33 @@ func (p *Plan) ServedView() *meshv1alpha1.ClusterMeshPlan {
 		}
 	}
 	for i := range v.Targets {
-		v.Targets[i].Unchanged = p.Unchanged[v.Targets[i].Cluster].Slice()
+		v.Targets[i].Unchanged = p.unchanged(&v.Targets[i])
 	}
 	return v
 }
 
-// Target returns the diff of one target cluster; its Unchanged is empty,
-// the names are in Plan.Unchanged.
+// unchanged lists the desired Peers of a target that it holds as planned,
+// which View leaves out: those its diff neither creates, updates nor
+// keeps (diff puts each desired Peer in one of these four).
+func (p *Plan) unchanged(tp *meshv1alpha1.TargetPlan) []string {
+	if tp.DiffState != meshv1alpha1.DiffStateComputed {
+		return nil
+	}
+	var out []string
+	for _, peer := range p.DesiredPeers[tp.Cluster].All() {
+		name := peer.Name
+		_, created := slices.BinarySearch(tp.Create, name)
+		_, updated := slices.BinarySearchFunc(tp.Update, name, func(u meshv1alpha1.PeerUpdate, n string) int { return strings.Compare(u.Name, n) })
+		kept := slices.ContainsFunc(tp.Kept, func(k meshv1alpha1.KeptPeer) bool { return k.Name == name })
+		if !created && !updated && !kept {
+			out = append(out, name)
+		}
+	}
+	return out
+}
+
+// Target returns the diff of one target cluster; its Unchanged is empty
+// (ServedView lists it).
 func (p *Plan) Target(cluster string) (*meshv1alpha1.TargetPlan, bool) {
 	for i := range p.View.Targets {
 		if p.View.Targets[i].Cluster == cluster {

@@ -95,7 +95,6 @@ func compute(in Input, keepHeld bool) (*Plan, *planner, error) {
 		},
 		DesiredPeers:  make(map[string]PeerList, len(pl.sources)),
 		Carried:       make(map[string]map[string]int, len(pl.sources)),
-		Unchanged:     make(map[string]NameList, len(pl.sources)),
 		Groups:        make(map[string]GroupList, len(pl.sources)),
 		Nodes:         make(map[string]NodeList, len(pl.sources)),
 		Measured:      make(map[string]string, len(pl.sources)),
@@ -115,7 +114,6 @@ func compute(in Input, keepHeld bool) (*Plan, *planner, error) {
 	plan.View.Relay, plan.View.Paths = pl.relay(drafts)
 	for _, s := range pl.sources {
 		tp, peers := drafts[s.idx].finish(s)
-		plan.Unchanged[s.name], tp.Unchanged = chunklist.Of(tp.Unchanged, self), nil
 		plan.View.Targets = append(plan.View.Targets, tp)
 		plan.DesiredPeers[s.name] = chunklist.Of(peers, peerName)
 		plan.Carried[s.name] = CarriedOf(plan.DesiredPeers[s.name])
