@@ -4,17 +4,14 @@ import (
 	"slices"
 	"sync"
 
-	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/util/workqueue"
 	"k8s.io/component-base/metrics"
 	"k8s.io/component-base/metrics/legacyregistry"
-	mcsv1beta1 "sigs.k8s.io/mcs-api/pkg/apis/v1beta1"
 
 	meshv1alpha1 "github.com/kilo-mesh/kilo-mesh-apiserver/pkg/apis/mesh/v1alpha1"
 	"github.com/kilo-mesh/kilo-mesh-apiserver/pkg/clusters"
 	"github.com/kilo-mesh/kilo-mesh-apiserver/pkg/planner"
-	"github.com/kilo-mesh/kilo-mesh-apiserver/pkg/planner/services"
 )
 
 const metricsNamespace = "kilo_mesh"
@@ -128,47 +125,14 @@ func registerMetrics() {
 }
 
 // forgetMeshMetrics drops the series of a mesh that is gone, so that
-// deleted meshes do not linger in scrapes.
+// deleted meshes do not linger in scrapes (its conditions and services:
+// reportedSeries.forget).
 func forgetMeshMetrics(mesh string) {
 	for _, v := range meshGauges() {
 		v.DeletePartialMatch(map[string]string{"mesh": mesh})
 	}
 	applyErrors.DeletePartialMatch(map[string]string{"mesh": mesh})
 	peerWrites.DeletePartialMatch(map[string]string{"mesh": mesh})
-	meshCondition.DeletePartialMatch(map[string]string{"mesh": mesh})
-	servicesNotReady.DeletePartialMatch(map[string]string{"mesh": mesh})
-}
-
-// reportConditions replaces a mesh's condition series by its conditions now.
-func reportConditions(mesh string, conds []metav1.Condition) {
-	meshCondition.DeletePartialMatch(map[string]string{"mesh": mesh})
-	for _, c := range conds {
-		meshCondition.WithLabelValues(mesh, c.Type, string(c.Status)).Set(1)
-	}
-}
-
-// reportServices counts, per member cluster, what of a mesh's services
-// does not work there; nil (services not served) drops the series.
-func reportServices(mesh string, out *services.Output) {
-	servicesNotReady.DeletePartialMatch(map[string]string{"mesh": mesh})
-	if out == nil {
-		return
-	}
-	for _, c := range out.Clusters {
-		blocked := 0
-		for _, imp := range c.Imports {
-			if imp.Blocked != "" {
-				blocked++
-			}
-		}
-		servicesNotReady.WithLabelValues(mesh, c.Name, "import").Set(float64(blocked))
-		servicesNotReady.WithLabelValues(mesh, c.Name, "export").Set(0)
-	}
-	for _, e := range out.Exports {
-		if !meta.IsStatusConditionTrue(e.Conditions, string(mcsv1beta1.ServiceExportConditionReady)) {
-			servicesNotReady.WithLabelValues(mesh, e.Cluster, "export").Add(1)
-		}
-	}
 }
 
 // forgetClusterMetrics drops the series of one cluster of a mesh.
@@ -222,13 +186,12 @@ func meshGauges() []*metrics.GaugeVec {
 // forgetGauges drops every per-mesh gauge when a replica stops leading:
 // they would go stale while another replica reconciles, and a scrape of
 // both replicas would show the old leader's figures next to the new
-// one's. Counters stay, as counters do.
+// one's. Counters stay, as counters do. The conditions and services go
+// with reportedSeries.reset.
 func forgetGauges() {
 	for _, v := range meshGauges() {
 		v.Reset()
 	}
-	meshCondition.Reset()
-	servicesNotReady.Reset()
 }
 
 // queueMetrics feeds the work queue's depth into kilo_mesh_queue_depth and
@@ -281,7 +244,7 @@ func (r *Reconciler) reportPass(mesh *meshv1alpha1.ClusterMesh, plan *planner.Pl
 	states map[string]clusters.ClusterState, conds []metav1.Condition) {
 	r.report(mesh, plan, outcomes)
 	reportCredentials(mesh, states)
-	reportConditions(mesh.Namespace+"/"+mesh.Name, conds)
+	r.reported.reportConditions(mesh.Namespace+"/"+mesh.Name, conds)
 }
 
 // report feeds a pass's Peers into the per-mesh metrics.

@@ -1,6 +1,7 @@
 package reconciler
 
 import (
+	"fmt"
 	"slices"
 	"strings"
 	"testing"
@@ -115,25 +116,17 @@ func scrapeText(t *testing.T, names []string) string {
 
 // TestReportConditionsAndServices: a mesh has one condition series per
 // condition, at its current status only; its services series count what
-// does not work per cluster and go when services are not served.
+// does not work per cluster and go when services are not served. Each pass
+// changes only its own mesh's series, and a replica that leads again
+// exposes what it reports again.
 func TestReportConditionsAndServices(t *testing.T) {
 	registerMetrics()
-	const mesh = "ns/report"
-	reportConditions(mesh, []metav1.Condition{{Type: "Ready", Status: metav1.ConditionFalse}, {Type: "DeparturesComplete", Status: metav1.ConditionTrue}})
-	reportConditions(mesh, []metav1.Condition{{Type: "Ready", Status: metav1.ConditionTrue}, {Type: "DeparturesComplete", Status: metav1.ConditionFalse}})
-	got := scrapeText(t, []string{"kilo_mesh_condition"})
-	for _, want := range []string{`kilo_mesh_condition{condition="Ready",mesh="ns/report",status="True"} 1`, `kilo_mesh_condition{condition="DeparturesComplete",mesh="ns/report",status="False"} 1`} {
-		if !strings.Contains(got, want) {
-			t.Errorf("no %s in:\n%s", want, got)
-		}
-	}
-	if strings.Contains(got, `condition="Ready",mesh="ns/report",status="False"`) {
-		t.Errorf("the former status is still exposed:\n%s", got)
-	}
-
+	const mesh, other = "ns/report", "ns/other"
 	ready := metav1.Condition{Type: "Ready", Status: metav1.ConditionTrue}
 	notReady := metav1.Condition{Type: "Ready", Status: metav1.ConditionFalse}
-	reportServices(mesh, &services.Output{
+	departed := metav1.Condition{Type: "DeparturesComplete", Status: metav1.ConditionTrue}
+	departing := metav1.Condition{Type: "DeparturesComplete", Status: metav1.ConditionFalse}
+	out := &services.Output{
 		Clusters: []services.ClusterOutput{
 			{Name: "a", Imports: []services.Import{{Name: "x"}, {Name: "y", Blocked: services.BlockedHostNamespaceNotGranted}}},
 			{Name: "b"},
@@ -143,24 +136,107 @@ func TestReportConditionsAndServices(t *testing.T) {
 			{Cluster: "b", Name: "y", Conditions: []metav1.Condition{notReady}},
 			{Cluster: "b", Name: "z"},
 		},
-	})
-	got = scrapeText(t, []string{"kilo_mesh_services_not_ready"})
-	for _, want := range []string{
-		`kilo_mesh_services_not_ready{cluster="a",kind="import",mesh="ns/report"} 1`,
-		`kilo_mesh_services_not_ready{cluster="a",kind="export",mesh="ns/report"} 0`,
-		`kilo_mesh_services_not_ready{cluster="b",kind="import",mesh="ns/report"} 0`,
-		`kilo_mesh_services_not_ready{cluster="b",kind="export",mesh="ns/report"} 2`,
+	}
+	fixed := &services.Output{Clusters: out.Clusters[1:], Exports: out.Exports[:1]}
+	s := newReportedSeries()
+	s.reportConditions(other, []metav1.Condition{notReady})
+	s.reportServices(other, &services.Output{Clusters: []services.ClusterOutput{{Name: "a"}}})
+	names := []string{"kilo_mesh_condition", "kilo_mesh_services_not_ready"}
+	otherSeries := []string{
+		`kilo_mesh_condition{condition="Ready",mesh="ns/other",status="False"} 1`,
+		`kilo_mesh_services_not_ready{cluster="a",kind="import",mesh="ns/other"} 0`,
+	}
+	for _, pass := range []struct {
+		name      string
+		conds     []metav1.Condition
+		services  *services.Output
+		reset     bool
+		want, not []string
+	}{
+		{name: "first", conds: []metav1.Condition{notReady, departed}, services: out, want: []string{
+			`kilo_mesh_condition{condition="Ready",mesh="ns/report",status="False"} 1`,
+			`kilo_mesh_services_not_ready{cluster="a",kind="import",mesh="ns/report"} 1`,
+			`kilo_mesh_services_not_ready{cluster="a",kind="export",mesh="ns/report"} 0`,
+			`kilo_mesh_services_not_ready{cluster="b",kind="import",mesh="ns/report"} 0`,
+			`kilo_mesh_services_not_ready{cluster="b",kind="export",mesh="ns/report"} 2`,
+		}},
+		{name: "statuses change", conds: []metav1.Condition{ready, departing}, services: out, want: []string{
+			`kilo_mesh_condition{condition="Ready",mesh="ns/report",status="True"} 1`,
+			`kilo_mesh_condition{condition="DeparturesComplete",mesh="ns/report",status="False"} 1`,
+		}, not: []string{`condition="Ready",mesh="ns/report",status="False"`, `condition="DeparturesComplete",mesh="ns/report",status="True"`}},
+		{name: "the same again", conds: []metav1.Condition{ready, departing}, services: out, want: []string{
+			`kilo_mesh_condition{condition="Ready",mesh="ns/report",status="True"} 1`,
+			`kilo_mesh_services_not_ready{cluster="b",kind="export",mesh="ns/report"} 2`,
+		}},
+		{name: "a replica leads again", reset: true, conds: []metav1.Condition{ready, departing}, services: out, want: []string{
+			`kilo_mesh_condition{condition="Ready",mesh="ns/report",status="True"} 1`,
+			`kilo_mesh_services_not_ready{cluster="b",kind="export",mesh="ns/report"} 2`,
+		}},
+		{name: "a cluster's services leave, others work", conds: []metav1.Condition{ready}, services: fixed, want: []string{
+			`kilo_mesh_services_not_ready{cluster="b",kind="export",mesh="ns/report"} 0`,
+		}, not: []string{`cluster="a",kind="import",mesh="ns/report"`, `condition="DeparturesComplete",mesh="ns/report"`}},
+		{name: "services not served", conds: []metav1.Condition{ready}, not: []string{`kilo_mesh_services_not_ready{cluster="b",kind="export",mesh="ns/report"}`}},
 	} {
+		t.Run(pass.name, func(t *testing.T) {
+			if pass.reset {
+				s.reset()
+				s.reportConditions(other, []metav1.Condition{notReady})
+				s.reportServices(other, &services.Output{Clusters: []services.ClusterOutput{{Name: "a"}}})
+			}
+			s.reportConditions(mesh, pass.conds)
+			s.reportServices(mesh, pass.services)
+			got := scrapeText(t, names)
+			for _, want := range append(pass.want, otherSeries...) {
+				if !strings.Contains(got, want) {
+					t.Errorf("no %s in:\n%s", want, got)
+				}
+			}
+			for _, not := range pass.not {
+				if strings.Contains(got, not) {
+					t.Errorf("%s still exposed:\n%s", not, got)
+				}
+			}
+		})
+	}
+	s.forget(mesh)
+	got := scrapeText(t, names)
+	if strings.Contains(got, "ns/report") {
+		t.Errorf("a deleted mesh's series are still exposed:\n%s", got)
+	}
+	for _, want := range otherSeries {
 		if !strings.Contains(got, want) {
-			t.Errorf("no %s in:\n%s", want, got)
+			t.Errorf("forgetting a mesh dropped another's %s:\n%s", want, got)
 		}
 	}
-	reportServices(mesh, nil)
-	if got := scrapeText(t, []string{"kilo_mesh_services_not_ready"}); strings.Contains(got, "ns/report") {
-		t.Errorf("services not served, series left:\n%s", got)
+	s.forget(other)
+}
+
+// BenchmarkReportPassSeries is what a pass costs the condition and
+// services series of its mesh beside those of other meshes: the same at
+// any number of meshes.
+func BenchmarkReportPassSeries(b *testing.B) {
+	registerMetrics()
+	conds := []metav1.Condition{
+		{Type: "Ready", Status: metav1.ConditionTrue}, {Type: "ClustersReachable", Status: metav1.ConditionTrue},
+		{Type: "PeersApplied", Status: metav1.ConditionTrue}, {Type: "DeparturesComplete", Status: metav1.ConditionTrue},
 	}
-	forgetMeshMetrics(mesh)
-	if got := scrapeText(t, []string{"kilo_mesh_condition"}); strings.Contains(got, "ns/report") {
-		t.Errorf("a deleted mesh's conditions are still exposed:\n%s", got)
+	for _, meshes := range []int{1, 1000} {
+		b.Run(fmt.Sprintf("meshes=%d", meshes), func(b *testing.B) {
+			s := newReportedSeries()
+			name := func(i int) string { return fmt.Sprintf("ns-%d/mesh", i) }
+			for i := range meshes {
+				s.reportConditions(name(i), conds)
+				s.reportServices(name(i), nil)
+			}
+			b.ReportAllocs()
+			for b.Loop() {
+				s.reportConditions(name(0), conds)
+				s.reportServices(name(0), nil)
+			}
+			b.StopTimer()
+			for i := range meshes {
+				s.forget(name(i))
+			}
+		})
 	}
 }

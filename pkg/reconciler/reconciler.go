@@ -102,6 +102,7 @@ type Reconciler struct {
 	svcCurrent *servicesCurrent
 	writer     *fairWriter
 	series     *clusterSeries
+	reported   *reportedSeries
 	clock      *changeClock
 
 	// queue is the current leadership term's queue; nil while not leading.
@@ -145,6 +146,7 @@ func New(cfg Config) (*Reconciler, error) {
 		svcCurrent:   newServicesCurrent(),
 		writer:       newFairWriter(),
 		series:       newClusterSeries(),
+		reported:     newReportedSeries(),
 		clock:        newChangeClock(),
 	}
 	if r.lease == nil {

@@ -135,6 +135,7 @@ func (r *Reconciler) lead(ctx context.Context) {
 	wg.Wait()
 	queueDepth.Set(0)
 	forgetGauges()
+	r.reported.reset()
 	logger.Info("Stopped reconciling", "identity", r.identity)
 }
 

@@ -67,11 +67,11 @@ func (r *Reconciler) syncServices(ctx context.Context, mesh *meshv1alpha1.Cluste
 	}
 	meshKey := mesh.Namespace + "/" + mesh.Name
 	if mesh.Spec.MultiClusterServices != meshv1alpha1.MultiClusterServicesEnabled {
-		reportServices(meshKey, nil)
+		r.reported.reportServices(meshKey, nil)
 		return r.removeServices(ctx, mesh, members)
 	}
 	out, err := r.services.Services(mesh)
-	reportServices(meshKey, out)
+	r.reported.reportServices(meshKey, out)
 	if err != nil {
 		msg := fmt.Sprintf("computing the multi-cluster services: %v", err)
 		return servicesResult{errs: []string{msg}, facts: []meshEvent{{Type: corev1.EventTypeWarning, Reason: EventServicesNotComputed, Message: msg}}}

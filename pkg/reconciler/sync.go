@@ -110,6 +110,7 @@ func (r *Reconciler) forget(key types.NamespacedName) {
 	r.clock.forget(key)
 	r.svcCurrent.forget(key)
 	forgetMeshMetrics(key.String())
+	r.reported.forget(key.String())
 }
 
 func clusterNames(mesh *meshv1alpha1.ClusterMesh) []string {
