@@ -25,7 +25,9 @@ func (c *cluster) buildClients(cfg *rest.Config, opts clusterOptions) (*corev1cl
 	// write behind a relist, a probe behind a mesh's creation). No client
 	// follows a redirect.
 	watchClient := &http.Client{Transport: c.transport, CheckRedirect: memberaccess.NoRedirects}
-	requestClient := &http.Client{Transport: c.transport, Timeout: requestTimeout, CheckRedirect: memberaccess.NoRedirects}
+	// The writes' deadline is the context's: a client timeout would start
+	// a goroutine per write (memberaccess.WithDeadline).
+	requestClient := &http.Client{Transport: memberaccess.WithDeadline(c.transport, requestTimeout), CheckRedirect: memberaccess.NoRedirects}
 	// The probe's requests tell the member the probe's own timeout (the
 	// timeout parameter client-go sends), not the writes' longer one.
 	probeClient := &http.Client{Transport: c.transport, Timeout: opts.probeTimeout, CheckRedirect: memberaccess.NoRedirects}
