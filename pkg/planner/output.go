@@ -78,7 +78,8 @@ func (p *Plan) ServedView() *meshv1alpha1.ClusterMeshPlan {
 
 // unchanged lists the desired Peers of a target that it holds as planned,
 // which View leaves out: those its diff neither creates, updates nor
-// keeps (diff puts each desired Peer in one of these four).
+// keeps (diff puts each desired Peer in one of these four). All three
+// lists are sorted by name: a search each, not a scan of thousands kept.
 func (p *Plan) unchanged(tp *meshv1alpha1.TargetPlan) []string {
 	if tp.DiffState != meshv1alpha1.DiffStateComputed {
 		return nil
@@ -88,7 +89,7 @@ func (p *Plan) unchanged(tp *meshv1alpha1.TargetPlan) []string {
 		name := peer.Name
 		_, created := slices.BinarySearch(tp.Create, name)
 		_, updated := slices.BinarySearchFunc(tp.Update, name, func(u meshv1alpha1.PeerUpdate, n string) int { return strings.Compare(u.Name, n) })
-		kept := slices.ContainsFunc(tp.Kept, func(k meshv1alpha1.KeptPeer) bool { return k.Name == name })
+		_, kept := slices.BinarySearchFunc(tp.Kept, name, func(k meshv1alpha1.KeptPeer, n string) int { return strings.Compare(k.Name, n) })
 		if !created && !updated && !kept {
 			out = append(out, name)
 		}
