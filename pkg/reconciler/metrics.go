@@ -135,7 +135,9 @@ func forgetMeshMetrics(mesh string) {
 	peerWrites.DeletePartialMatch(map[string]string{"mesh": mesh})
 }
 
-// forgetClusterMetrics drops the series of one cluster of a mesh.
+// forgetClusterMetrics drops the series of one cluster of a mesh; its
+// services series go with the mesh's next report (reportedSeries owns
+// them, and a deletion behind its back would leave its memory wrong).
 func forgetClusterMetrics(mesh, cluster string) {
 	labels := map[string]string{"mesh": mesh, "cluster": cluster}
 	for _, v := range meshGauges() {
@@ -143,7 +145,6 @@ func forgetClusterMetrics(mesh, cluster string) {
 	}
 	applyErrors.DeletePartialMatch(labels)
 	peerWrites.DeletePartialMatch(labels)
-	servicesNotReady.DeletePartialMatch(labels)
 }
 
 // clusterSeries remembers the clusters of each mesh at its last pass, so

@@ -175,7 +175,12 @@ func TestReportConditionsAndServices(t *testing.T) {
 		{name: "a cluster's services leave, others work", conds: []metav1.Condition{ready}, services: fixed, want: []string{
 			`kilo_mesh_services_not_ready{cluster="b",kind="export",mesh="ns/report"} 0`,
 		}, not: []string{`cluster="a",kind="import",mesh="ns/report"`, `condition="DeparturesComplete",mesh="ns/report"`}},
-		{name: "services not served", conds: []metav1.Condition{ready}, not: []string{`kilo_mesh_services_not_ready{cluster="b",kind="export",mesh="ns/report"}`}},
+		{name: "services not served", conds: []metav1.Condition{ready}, not: []string{
+			`kilo_mesh_services_not_ready{cluster="b",kind="export",mesh="ns/report"}`,
+			`kilo_mesh_services_not_ready{cluster="b",kind="import",mesh="ns/report"}`,
+			`kilo_mesh_services_not_ready{cluster="a",kind="export",mesh="ns/report"}`,
+			`kilo_mesh_services_not_ready{cluster="a",kind="import",mesh="ns/report"}`,
+		}},
 	} {
 		t.Run(pass.name, func(t *testing.T) {
 			if pass.reset {
