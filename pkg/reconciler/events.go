@@ -36,7 +36,7 @@ type meshEvent struct {
 
 // eventFilter remembers, per mesh, the events of its last pass, so that a
 // condition that persists is announced once instead of on every pass (and
-// steady state writes no events). The recorder's own spam filter bounds
+// steady state writes no events). The event gate (eventgate.go) bounds
 // bursts on top of that.
 type eventFilter struct {
 	mu   sync.Mutex

@@ -17,6 +17,7 @@ import (
 	"k8s.io/client-go/tools/record"
 	"k8s.io/client-go/util/workqueue"
 	"k8s.io/klog/v2"
+	"k8s.io/utils/clock"
 
 	meshv1alpha1 "github.com/kilo-mesh/kilo-mesh-apiserver/pkg/apis/mesh/v1alpha1"
 	"github.com/kilo-mesh/kilo-mesh-apiserver/pkg/planner"
@@ -87,7 +88,7 @@ type Reconciler struct {
 	installation string
 
 	broadcaster record.EventBroadcaster
-	recorder    record.EventRecorder
+	recorder    *eventGate
 	events      *eventFilter
 	// finalized: the meshes whose finalizer ran here.
 	finalized finalizedHere
@@ -126,7 +127,7 @@ func New(cfg Config) (*Reconciler, error) {
 	if err := meshv1alpha1.AddToScheme(scheme); err != nil {
 		return nil, fmt.Errorf("building the event scheme: %w", err)
 	}
-	broadcaster := record.NewBroadcaster()
+	broadcaster := record.NewBroadcaster(record.WithCorrelatorOptions(record.CorrelatorOptions{BurstSize: eventBurst, QPS: eventQPS}))
 	r := &Reconciler{
 		opts:         cfg.Options,
 		meshes:       cfg.Meshes,
@@ -139,7 +140,7 @@ func New(cfg Config) (*Reconciler, error) {
 		identity:     cfg.Identity,
 		installation: cfg.Installation,
 		broadcaster:  broadcaster,
-		recorder:     broadcaster.NewRecorder(scheme, corev1.EventSource{Component: eventComponent}),
+		recorder:     newEventGate(broadcaster.NewRecorder(scheme, corev1.EventSource{Component: eventComponent}), clock.RealClock{}),
 		events:       newEventFilter(),
 		written:      newWrittenPeers(),
 		writtenSvc:   newWrittenServices(),

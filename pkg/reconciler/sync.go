@@ -104,6 +104,7 @@ func (r *Reconciler) pass(ctx context.Context, mesh *meshv1alpha1.ClusterMesh, t
 // forget drops what the reconciler remembers of a mesh that is gone.
 func (r *Reconciler) forget(key types.NamespacedName) {
 	r.events.forget(key)
+	r.recorder.forget(key)
 	r.departedHere.forget(key)
 	r.written.forget(key)
 	r.series.forget(key.String())
