@@ -74,8 +74,9 @@
 // groups (Plan.Groups) and node decisions (Plan.Nodes) are Lists
 // (list.go); the last two are left out of View, and ServedView fills them
 // into the copy it returns with each target's unchanged Peer names, which
-// no plan keeps. A List is chunks of about 256, in groups of about 64 chunks, ending where a name's
-// hash says, so that the layout depends on the names alone. A patched plan shares every chunk but the ones its
+// no plan keeps. A List is chunks of about 256, in groups of about 64
+// chunks, ending where a name's hash says, so that the layout depends on
+// the names alone. A patched plan shares every chunk but the ones its
 // change touches with the last plan, so one change costs the same at any
 // mesh size, and a patched plan is reflect.DeepEqual to a whole one.
 //
